@@ -1,0 +1,41 @@
+# Two commands matter: `make demo` and `make test`. Both do their own set-up on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo venv lint unit e2e k8s bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# kube-apiserver + kube-scheduler built from Debian's source package, cached outside the repo (~7 min cold).
+k8s:
+	bash hack/build-k8s.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit tests/service
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	export LAPILLI_K8S_BIN="$$(bash hack/build-k8s.sh | tail -n 1)" && $(BIN)/pytest -q -ra
+
+demo: $(STAMP)
+	bash hack/demo.sh
+
+bench: $(STAMP)
+	$(BIN)/python bench/engine.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .import_linter_cache
