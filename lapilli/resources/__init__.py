@@ -1,0 +1,5 @@
+"""Kubernetes quantities and Volcano-style resource vectors (kernel)."""
+
+from lapilli.resources.quantity import QuantityError, format_quantity, parse_quantity, to_int, to_milli
+
+__all__ = ["QuantityError", "format_quantity", "parse_quantity", "to_int", "to_milli"]
