@@ -1,0 +1,262 @@
+"""Shared building blocks of the Volcano API models: the base model, wire scalar types and small core types.
+
+Counterparts: `k8s.io/apimachinery` (`metav1.ObjectMeta`, `OwnerReference`, `LabelSelector`, `Duration`, `Time`,
+`resource.Quantity`) and the `NetworkTopologySpec` that Volcano defines twice, identically in substance, in
+`scheduling/v1beta1/types.go` and `batch/v1alpha1/job.go`.
+
+Contract of every model here and in the kind modules:
+
+* attributes are snake_case, the wire names are camelCase aliases; both are accepted on input;
+* `model_validate(doc)` followed by `to_wire()` returns `doc` unchanged: only what was in the document (or was
+  assigned or mutated since) is written back, so defaults never leak into a round trip;
+* fields of Volcano's types are closed (`extra="forbid"`): the API server prunes unknown fields from these CRDs
+  before anything else sees them, so an unknown field can only be a typo and is reported as such; object
+  metadata is open (`extra="allow"`) because Kubernetes owns its schema.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Annotated, Any, Final
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
+from pydantic.alias_generators import to_camel
+
+# The pattern Kubernetes puts on every `resource.Quantity` in a CRD schema (controller-gen output), so the model
+# accepts exactly the strings the API server does.
+QUANTITY_PATTERN: Final = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+# RFC 1123 subdomain, the pattern Volcano puts on queue names, parents and priority class names.
+DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+# RFC 1123 label, the pattern of task names.
+DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+_QUANTITY_RE: Final = re.compile(QUANTITY_PATTERN)
+_DURATION_PART_RE: Final = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_UNIT_SECONDS: Final = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,  # U+00B5 micro sign
+    "μs": 1e-6,  # U+03BC Greek mu; Go accepts both
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+
+INT32_MIN: Final = -(2**31)
+INT32_MAX: Final = 2**31 - 1
+
+
+def _check_quantity(value: object) -> object:
+    """Accept what a CRD quantity accepts (a number or a quantity string); keep the value as written."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"a quantity must be a string or a number, not {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"a quantity must be finite, not {value!r}")
+    if isinstance(value, str) and not _QUANTITY_RE.match(value):
+        raise ValueError(f"{value!r} is not a quantity (expected e.g. '500m', '2', '1.5Gi', '4k')")
+    return value
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse a Go duration (`metav1.Duration` on the wire: "90s", "1h30m", "250ms", "-1.5h", "0").
+
+    Mirrors `time.ParseDuration`: an optional sign, then one or more decimal numbers each with a unit of ns, us
+    (µs), ms, s, m or h; a bare "0" is the only unit-less value. Raises ValueError on anything else.
+    """
+    body = text[1:] if text[:1] in "+-" else text
+    if body == "0":
+        return timedelta(0)
+    if not body:
+        raise ValueError(f"{text!r} is not a duration (expected e.g. '30s', '10m', '1h30m')")
+    seconds = 0.0
+    position = 0
+    while position < len(body):
+        match = _DURATION_PART_RE.match(body, position)
+        if match is None or match.group(1) in ("", "."):
+            raise ValueError(f"{text!r} is not a duration (expected e.g. '30s', '10m', '1h30m')")
+        seconds += float(match.group(1)) * _DURATION_UNIT_SECONDS[match.group(2)]
+        position = match.end()
+    return timedelta(seconds=-seconds if text.startswith("-") else seconds)
+
+
+def _check_duration(value: str) -> str:
+    parse_duration(value)
+    return value
+
+
+def _check_timestamp(value: str) -> str:
+    """metav1.Time is RFC 3339 on the wire; keep the text so a round trip is byte-exact."""
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an RFC 3339 timestamp (expected e.g. '2024-05-01T12:00:00Z')") from None
+    return value
+
+
+Quantity = Annotated[str | int | float, BeforeValidator(_check_quantity)]
+"""A `resource.Quantity` exactly as written ("500m", 8, "16Gi"); parse it with `lapilli.resources.parse_quantity`."""
+
+ResourceList = dict[str, Quantity]
+"""`v1.ResourceList`: resource name → quantity."""
+
+Duration = Annotated[str, Field(strict=True), AfterValidator(_check_duration)]
+"""`metav1.Duration` as its Go text; `parse_duration` turns it into a `timedelta`."""
+
+Timestamp = Annotated[str, Field(strict=True), AfterValidator(_check_timestamp)]
+"""`metav1.Time` as its RFC 3339 text."""
+
+Int32 = Annotated[int, Field(strict=True, ge=INT32_MIN, le=INT32_MAX)]
+NonNegativeInt32 = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
+PositiveInt32 = Annotated[int, Field(strict=True, ge=1, le=INT32_MAX)]
+Str = Annotated[str, Field(strict=True)]
+
+FreeForm = dict[str, Any]
+"""A Kubernetes core object we never validate ourselves (PodTemplateSpec, PersistentVolumeClaimSpec)."""
+
+
+class VolcanoModel(BaseModel):
+    """Base of every model of a Volcano type: camelCase aliases, closed field set, lossless serialisation."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+    )
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        # `exclude_unset` only sees fields that were in the input or assigned. A default sub-object or container
+        # that was later mutated in place (`job.status.state.phase = ...` on a fresh Job) would silently vanish
+        # from the output, so count such fields as set before pydantic decides what to write.
+        if info.exclude_unset:
+            self._mark_mutated_defaults()
+        result: dict[str, Any] = handler(self)
+        return result
+
+    def _mark_mutated_defaults(self) -> bool:
+        """Add to the fields-set every field whose value now differs from an untouched default; True if any set."""
+        fields_set = self.__pydantic_fields_set__
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, VolcanoModel):
+                touched = value._mark_mutated_defaults()
+            elif isinstance(value, dict | list):
+                touched = bool(value)
+            else:
+                continue
+            if touched and name not in fields_set:
+                fields_set.add(name)
+        return bool(fields_set) or bool(self.__pydantic_extra__)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The object as a JSON-ready dict with wire names, holding only what was given or changed."""
+        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+
+class OpenModel(VolcanoModel):
+    """A Kubernetes-owned type: declared fields are typed, any other field is kept as is."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class OwnerReference(OpenModel):
+    """`metav1.OwnerReference`; also the `target` of a Command."""
+
+    api_version: Str
+    kind: Str
+    name: Str
+    uid: Str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(OpenModel):
+    """The parts of `metav1.ObjectMeta` Lapilli reads; every other metadata field is preserved untouched."""
+
+    name: Str | None = None
+    generate_name: Str | None = None
+    namespace: Str | None = None
+    uid: Str | None = None
+    resource_version: Str | None = None
+    generation: int | None = None
+    # kubectl writes `creationTimestamp: null` into generated manifests, so None must round-trip.
+    creation_timestamp: Timestamp | None = None
+    deletion_timestamp: Timestamp | None = None
+    labels: dict[str, Str] = Field(default_factory=dict)
+    annotations: dict[str, Str] = Field(default_factory=dict)
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+    finalizers: list[Str] = Field(default_factory=list)
+
+
+class LabelSelectorRequirement(VolcanoModel):
+    """`metav1.LabelSelectorRequirement`."""
+
+    key: Str
+    operator: Str
+    values: list[Str] = Field(default_factory=list)
+
+
+class LabelSelector(VolcanoModel):
+    """`metav1.LabelSelector`."""
+
+    match_labels: dict[str, Str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class NetworkTopologyMode(StrEnum):
+    """How strictly a job must stay inside one hyper-node tier."""
+
+    HARD = "hard"
+    SOFT = "soft"
+
+
+class NetworkTopologySpec(VolcanoModel):
+    """Hyper-node topology constraint of a Job, PodGroup, partition or sub-group.
+
+    `highestTierAllowed` and `highestTierName` are mutually exclusive; the job admission webhook reports that,
+    the model does not, so the webhook can phrase the error the way Volcano does.
+    """
+
+    mode: NetworkTopologyMode = NetworkTopologyMode.HARD
+    highest_tier_allowed: Annotated[int, Field(strict=True, ge=0)] | None = None
+    highest_tier_name: Annotated[str, Field(strict=True, max_length=253)] | None = None
+
+
+class TopLevelModel(VolcanoModel):
+    """A whole API object: `apiVersion` and `kind` are always written, even when the object was built in code.
+
+    Subclasses narrow `api_version` and `kind` to their literal values, so a document of another kind fails.
+    """
+
+    api_version: str
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # An object built as `Queue(metadata=...)` must still be a complete Kubernetes object on the wire.
+        self.__pydantic_fields_set__.update(("api_version", "kind"))
+
+    @property
+    def name(self) -> str:
+        """metadata.name, or "" while the object has none yet (generateName)."""
+        return self.metadata.name or ""
+
+    @property
+    def namespace(self) -> str:
+        """metadata.namespace, or "" when unset (cluster-scoped, or left to the request path)."""
+        return self.metadata.namespace or ""
