@@ -1,0 +1,113 @@
+"""allocate: place whole gangs (Volcano's `actions/allocate/allocate.go`).
+
+Queues take turns by QueueOrder (an overused queue drops out), each turn pops the queue's best job and places its
+pending tasks in TaskOrder on the best feasible node — nodes with idle room first, then nodes whose room is still
+being released (the task is *pipelined* there). A ready job is committed (its tasks bind); a job that is only
+pipelined keeps its places for this session without binding; anything else is discarded, so a gang never binds
+in part. A committed job with tasks left goes back into its queue for another turn.
+"""
+
+from __future__ import annotations
+
+from extender.engine.actions.ordering import PriorityQueue, pop_best
+from extender.engine.framework import register_action
+from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task
+from extender.engine.session import Session
+from extender.engine.statement import Statement
+from lapilli.resources.vector import less_equal
+
+
+def need_continue(job: Job) -> bool:
+    """Volcano's `NeedContinueAllocating`: may allocation go on after a task found no node?"""
+    if job.min_member == len(job.tasks):
+        return False
+    failed_roles = {job.tasks[uid].role for uid in job.fit_errors if uid in job.tasks}
+    pending_by_role: dict[str, int] = {}
+    for task in job.pending_tasks():
+        pending_by_role[task.role] = pending_by_role.get(task.role, 0) + 1
+    if job.min_member < job.task_min_sum():
+        left = sum(n for role, n in pending_by_role.items() if role not in failed_roles)
+        return job.ready_num() + left >= job.min_member
+    for role in failed_roles:
+        need = job.min_task_member.get(role, 0)
+        if need and job.role_count(role, ALLOCATED_STATUS) < need:
+            return False
+    return True
+
+
+def candidate_jobs(ssn: Session) -> list[Job]:
+    enqueue_configured = "enqueue" in ssn.conf.actions
+    jobs = []
+    for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        if job.is_pending():
+            if enqueue_configured:
+                continue
+            job.phase = "Inqueue"
+        if ssn.job_valid(job) is not None:
+            continue
+        jobs.append(job)
+    return jobs
+
+
+class Allocate:
+    name = "allocate"
+
+    def execute(self, ssn: Session) -> None:
+        queues: list[Queue] = []
+        jobs: dict[str, PriorityQueue[Job]] = {}
+        for job in candidate_jobs(ssn):
+            if job.queue not in jobs:
+                jobs[job.queue] = PriorityQueue(ssn.job_order)
+                queues.append(ssn.queues[job.queue])
+            jobs[job.queue].push(job)
+        pending: dict[str, PriorityQueue[Task]] = {}
+        while queues:
+            queue = pop_best(queues, ssn.queue_order)
+            if ssn.overused(queue):
+                continue
+            queue_jobs = jobs[queue.name]
+            if queue_jobs.empty():
+                continue
+            job = queue_jobs.pop()
+            tasks = pending.get(job.uid)
+            if tasks is None:
+                tasks = PriorityQueue(ssn.task_order, (t for t in job.pending_tasks() if not t.best_effort))
+                pending[job.uid] = tasks
+            stmt = Statement(ssn)
+            self._allocate_tasks(ssn, stmt, job, queue, tasks, queue_jobs)
+            if ssn.job_ready(job):
+                stmt.commit()
+            elif not ssn.job_pipelined(job):
+                stmt.discard()
+            queues.append(queue)
+
+    @staticmethod
+    def _allocate_tasks(
+        ssn: Session, stmt: Statement, job: Job, queue: Queue, tasks: PriorityQueue[Task], jobs: PriorityQueue[Job]
+    ) -> None:
+        failed_roles = {job.tasks[uid].role for uid in job.fit_errors if uid in job.tasks}
+        while not tasks.empty():
+            task = tasks.pop()
+            if not ssn.allocatable(queue, task):
+                continue
+            if task.role and task.role in failed_roles:
+                continue  # a sibling of the same role already found no node
+            feasible, fit_idle = ssn.feasible(task)
+            if not feasible.any():
+                job.fit_errors[task.uid] = ssn.fit_error(task)
+                failed_roles.add(task.role)
+                if need_continue(job):
+                    continue
+                break
+            idle_nodes = feasible & fit_idle
+            node = ssn.best_node(task, idle_nodes if idle_nodes.any() else feasible)
+            if less_equal(task.resreq, ssn.arrays.idle_row(node.idx)):
+                stmt.allocate(task, node)
+            else:
+                stmt.pipeline(task, node)
+            if ssn.job_ready(job) and not tasks.empty():
+                jobs.push(job)
+                break
+
+
+register_action("allocate")(Allocate)

@@ -1,0 +1,55 @@
+"""backfill: place BestEffort tasks (no requests but `pods`) wherever they fit (Volcano's `actions/backfill`)."""
+
+from __future__ import annotations
+
+from extender.engine.actions.ordering import PriorityQueue, pop_best
+from extender.engine.framework import register_action
+from extender.engine.model import Job, Queue, Task, TaskStatus
+from extender.engine.session import Session
+
+
+class Backfill:
+    name = "backfill"
+
+    def execute(self, ssn: Session) -> None:
+        for task in self._pending(ssn):
+            job = ssn.jobs[task.job]
+            feasible, _ = ssn.feasible(task)
+            if not feasible.any():
+                job.fit_errors[task.uid] = ssn.fit_error(task)
+                continue
+            node = ssn.best_node(task, feasible)
+            ssn.place(task, node, TaskStatus.ALLOCATED)
+            if ssn.job_ready(job):
+                for sibling in job.tasks.values():
+                    if sibling.status is TaskStatus.ALLOCATED:
+                        ssn.set_status(sibling, TaskStatus.BINDING)
+                        ssn.records.binds[sibling.key] = sibling.node or ""
+
+    @staticmethod
+    def _pending(ssn: Session) -> list[Task]:
+        queues: list[Queue] = []
+        jobs: dict[str, PriorityQueue[Job]] = {}
+        tasks: dict[str, PriorityQueue[Task]] = {}
+        for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+            if job.is_pending() or ssn.job_valid(job) is not None:
+                continue
+            best_effort = [t for t in job.pending_tasks() if t.best_effort]
+            if not best_effort:
+                continue
+            tasks[job.uid] = PriorityQueue(ssn.task_order, best_effort)
+            if job.queue not in jobs:
+                jobs[job.queue] = PriorityQueue(ssn.job_order)
+                queues.append(ssn.queues[job.queue])
+            jobs[job.queue].push(job)
+        ordered: list[Task] = []
+        while queues:
+            queue = pop_best(queues, ssn.queue_order)
+            while not jobs[queue.name].empty():
+                job_tasks = tasks[jobs[queue.name].pop().uid]
+                while not job_tasks.empty():
+                    ordered.append(job_tasks.pop())
+        return ordered
+
+
+register_action("backfill")(Backfill)

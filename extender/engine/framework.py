@@ -1,0 +1,113 @@
+"""Plugin and action interfaces, and the registry of both (Volcano's `framework/interface.go`, `plugins.go`).
+
+A plugin is built once per session from its conf entry (arguments validated then) and registers callbacks by kind
+on `on_session_open`, exactly as Volcano's plugins call `ssn.AddJobOrderFn(name, fn)`. The session honours the
+plugin's `enableXxx` flag for each kind and combines the callbacks tier by tier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+if TYPE_CHECKING:
+    from extender.engine.session import Session
+
+
+class Fn(Enum):
+    """Callback kinds a plugin can register."""
+
+    JOB_ORDER = "job_order"
+    QUEUE_ORDER = "queue_order"
+    VICTIM_QUEUE_ORDER = "victim_queue_order"
+    TASK_ORDER = "task_order"
+    JOB_READY = "job_ready"
+    JOB_PIPELINED = "job_pipelined"
+    JOB_VALID = "job_valid"
+    JOB_STARVING = "job_starving"
+    JOB_ENQUEUEABLE = "job_enqueueable"
+    JOB_ENQUEUED = "job_enqueued"
+    PREEMPTABLE = "preemptable"
+    RECLAIMABLE = "reclaimable"
+    OVERUSED = "overused"
+    ALLOCATABLE = "allocatable"
+    PREEMPTIVE = "preemptive"
+    PREDICATE = "predicate"
+    NODE_ORDER = "node_order"
+
+
+# The conf flag that switches each kind; kinds not listed are always on (as in Volcano).
+FLAG_OF: Final[dict[Fn, str]] = {
+    Fn.JOB_ORDER: "enableJobOrder",
+    Fn.QUEUE_ORDER: "enableQueueOrder",
+    Fn.VICTIM_QUEUE_ORDER: "enableQueueOrder",
+    Fn.TASK_ORDER: "enableTaskOrder",
+    Fn.JOB_READY: "enableJobReady",
+    Fn.JOB_PIPELINED: "enableJobPipelined",
+    Fn.JOB_STARVING: "enableJobStarving",
+    Fn.JOB_ENQUEUEABLE: "enableJobEnqueued",
+    Fn.JOB_ENQUEUED: "enableJobEnqueued",
+    Fn.PREEMPTABLE: "enablePreemptable",
+    Fn.RECLAIMABLE: "enableReclaimable",
+    Fn.OVERUSED: "enabledOverused",
+    Fn.ALLOCATABLE: "enabledAllocatable",
+    Fn.PREEMPTIVE: "enablePreemptive",
+    Fn.PREDICATE: "enablePredicate",
+    Fn.NODE_ORDER: "enableNodeOrder",
+}
+
+
+# Votes of JobEnqueueable / JobPipelined.
+PERMIT: Final = 1
+ABSTAIN: Final = 0
+REJECT: Final = -1
+
+
+class Plugin(Protocol):
+    name: str
+
+    def on_session_open(self, ssn: Session) -> None: ...
+
+    def on_session_close(self, ssn: Session) -> None: ...
+
+
+class Action(Protocol):
+    name: str
+
+    def execute(self, ssn: Session) -> None: ...
+
+
+PluginFactory = Callable[[Mapping[str, Any]], Plugin]
+
+PLUGINS: dict[str, PluginFactory] = {}
+ACTIONS: dict[str, Callable[[], Action]] = {}
+
+
+def register_plugin(name: str) -> Callable[[PluginFactory], PluginFactory]:
+    def deco(factory: PluginFactory) -> PluginFactory:
+        PLUGINS[name] = factory
+        return factory
+
+    return deco
+
+
+def register_action(name: str) -> Callable[[Callable[[], Action]], Callable[[], Action]]:
+    def deco(factory: Callable[[], Action]) -> Callable[[], Action]:
+        ACTIONS[name] = factory
+        return factory
+
+    return deco
+
+
+class ArgumentError(ValueError):
+    """A plugin or action argument that cannot be used."""
+
+
+def float_arg(args: Mapping[str, Any], key: str, default: float) -> float:
+    if key not in args or args[key] is None:
+        return default
+    try:
+        return float(args[key])
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(f"argument {key}: expected a number, got {args[key]!r}") from exc

@@ -1,0 +1,211 @@
+"""The engine's plain records: tasks (pods), jobs (PodGroups), queues and nodes.
+
+Mirrors Volcano's `pkg/scheduler/api` (TaskInfo, JobInfo, QueueInfo, NodeInfo) with the data kept slim: requests
+are vectors over the session's `Dims`, node resources live in the session's arrays (`NodeArrays`) indexed by
+`Node.idx`, and a job keeps per-status counters so the gang predicates are O(1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lapilli.resources.vector import Vec
+
+
+class TaskStatus(IntEnum):
+    PENDING = 1
+    ALLOCATED = 2
+    PIPELINED = 3
+    BINDING = 4
+    BOUND = 5
+    RUNNING = 6
+    RELEASING = 7
+    SUCCEEDED = 8
+    FAILED = 9
+    UNKNOWN = 10
+
+    def label(self) -> str:
+        return self.name.capitalize()
+
+
+ALLOCATED_STATUS = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED})
+SCHEDULED_STATUS = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+PREEMPTABLE_STATUS = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+# Tasks whose resources count as used on their node.
+ON_NODE_STATUS = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING}
+)
+READY_STATUS = ALLOCATED_STATUS | {TaskStatus.SUCCEEDED}
+VALID_STATUS = ALLOCATED_STATUS | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
+
+
+@dataclass(slots=True, eq=False)
+class Task:
+    """One pod."""
+
+    uid: str
+    namespace: str
+    name: str
+    job: str  # "" for pods that belong to no PodGroup (they only occupy their node)
+    role: str
+    resreq: Vec
+    priority: int
+    status: TaskStatus
+    node: str | None
+    creation: float
+    best_effort: bool
+    preemptable: bool
+    spec: dict[str, Any]
+    priority_class: str = ""
+    nominated_node: str | None = None
+    preemption_never: bool = False
+    host_ports: tuple[tuple[str, str, int], ...] = ()
+    # The static predicates (selector, affinity, tolerations) depend only on this key.
+    predicate_key: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def index(self) -> int | None:
+        """The replica index Volcano reads from `<job>-<task>-<i>` pod names."""
+        parts = self.name.split("-")
+        if len(parts) >= 3 and parts[-1].isdigit():
+            return int(parts[-1])
+        return None
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    """A PodGroup and its pods."""
+
+    uid: str  # "<ns>/<pg name>", as Volcano's JobID
+    namespace: str
+    name: str
+    queue: str
+    min_member: int
+    min_task_member: dict[str, int]
+    min_resources: Vec | None
+    priority: int
+    creation: float
+    phase: str
+    preemptable: bool
+    allocated: Vec
+    tasks: dict[str, Task] = field(default_factory=dict)
+    counts: dict[TaskStatus, int] = field(default_factory=dict)
+    role_counts: dict[tuple[str, TaskStatus], int] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    # fit errors per task uid, recorded by allocate for the PodGroup condition
+    fit_errors: dict[str, str] = field(default_factory=dict)
+    job_fit_error: str = ""
+
+    def add_task(self, task: Task) -> None:
+        self.tasks[task.uid] = task
+        self._count(task, task.status, 1)
+
+    def set_status(self, task: Task, status: TaskStatus) -> None:
+        self._count(task, task.status, -1)
+        task.status = status
+        self._count(task, status, 1)
+
+    def _count(self, task: Task, status: TaskStatus, delta: int) -> None:
+        self.counts[status] = self.counts.get(status, 0) + delta
+        key = (task.role, status)
+        self.role_counts[key] = self.role_counts.get(key, 0) + delta
+        if status in ALLOCATED_STATUS:
+            self.allocated += task.resreq * delta
+
+    def count(self, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
+        return sum(self.counts.get(s, 0) for s in statuses)
+
+    def role_count(self, role: str, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
+        return sum(self.role_counts.get((role, s), 0) for s in statuses)
+
+    def pending_best_effort(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.status is TaskStatus.PENDING and t.best_effort)
+
+    def ready_num(self) -> int:
+        return self.count(READY_STATUS)
+
+    def waiting_num(self) -> int:
+        return self.counts.get(TaskStatus.PIPELINED, 0)
+
+    def is_ready(self) -> bool:
+        return self.ready_num() + self.pending_best_effort() >= self.min_member
+
+    def is_pipelined(self) -> bool:
+        return self.waiting_num() + self.ready_num() + self.pending_best_effort() >= self.min_member
+
+    def is_starving(self) -> bool:
+        return self.waiting_num() + self.ready_num() < self.min_member
+
+    def is_pending(self) -> bool:
+        return self.phase in ("", "Pending")
+
+    def pending_tasks(self) -> list[Task]:
+        return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
+
+    def task_min_sum(self) -> int:
+        return sum(self.min_task_member.values())
+
+
+@dataclass(slots=True, eq=False)
+class Queue:
+    uid: str
+    name: str
+    weight: int
+    capability: Vec  # +inf where the queue sets no limit
+    guarantee: Vec
+    deserved_spec: Vec | None
+    reclaimable: bool
+    state: str
+    parent: str
+    priority: int
+    creation: float
+    annotations: dict[str, str] = field(default_factory=dict)
+    has_capability: dict[str, bool] = field(default_factory=dict)
+    has_deserved: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    name: str
+    idx: int
+    labels: dict[str, str]
+    taints: list[dict[str, Any]]
+    unschedulable: bool
+    tasks: dict[str, Task] = field(default_factory=dict)
+    used_ports: set[tuple[str, str, int]] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class NodeArrays:
+    """Per-node resources as rows, so a predicate or a score covers every node in one numpy expression.
+
+    `version[i]` grows whenever row i changes, so cached per-class masks and scores refresh only what moved.
+    """
+
+    allocatable: npt.NDArray[np.float64]
+    used: npt.NDArray[np.float64]
+    releasing: npt.NDArray[np.float64]
+    pipelined: npt.NDArray[np.float64]
+    version: npt.NDArray[np.int64]
+
+    def idle(self) -> npt.NDArray[np.float64]:
+        return self.allocatable - self.used
+
+    def future_idle(self) -> npt.NDArray[np.float64]:
+        return self.allocatable - self.used + self.releasing - self.pipelined
+
+    def idle_row(self, i: int) -> Vec:
+        return self.allocatable[i] - self.used[i]
+
+    def future_idle_row(self, i: int) -> Vec:
+        return self.allocatable[i] - self.used[i] + self.releasing[i] - self.pipelined[i]

@@ -1,0 +1,87 @@
+"""binpack: prefer nodes that are already full, GPU-weighted (Volcano's `plugins/binpack/binpack.go`).
+
+For every resource the task requests (≥ 0.1, `pods` included) that has a weight w_r:
+s_r = w_r·(request_r + used_r)/allocatable_r (0 where allocatable is 0; the whole score is 0 if the request does
+not fit), score = 100·W·Σ s_r / Σ w_r. Arguments: `binpack.weight` (W, 1), `binpack.cpu` (1), `binpack.memory` (1),
+`binpack.resources` (comma list) and `binpack.resources.<name>` (1; negative → 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.engine.framework import Fn, float_arg, register_plugin
+from extender.engine.model import Task
+from extender.engine.session import Index, Session
+from lapilli.resources.units import CPU, MEMORY
+from lapilli.resources.vector import TOLERANCE
+
+
+def parse_weights(arguments: Mapping[str, Any]) -> tuple[float, dict[str, float]]:
+    weight = float_arg(arguments, "binpack.weight", 1)
+    weights = {CPU: float_arg(arguments, "binpack.cpu", 1), MEMORY: float_arg(arguments, "binpack.memory", 1)}
+    for name in (arguments.get("binpack.resources") or "").split(","):
+        name = name.strip()
+        if not name:
+            continue
+        value = float_arg(arguments, f"binpack.resources.{name}", 1)
+        weights[name] = 1.0 if value < 0 else value
+    if weights[CPU] < 0:
+        weights[CPU] = 1.0
+    if weights[MEMORY] < 0:
+        weights[MEMORY] = 1.0
+    return weight, weights
+
+
+class BinpackScorer:
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        self.weight, self.weights = parse_weights(arguments)
+        self.ssn: Session | None = None
+
+    def score(self, task: Task, idx: Index) -> npt.NDArray[np.float64]:
+        assert self.ssn is not None
+        if self.weight == 0:
+            return np.zeros(len(idx))
+        dims, arrays = self.ssn.dims, self.ssn.arrays
+        total = np.zeros(len(idx))
+        weight_sum = 0.0
+        fits = np.ones(len(idx), dtype=bool)
+        for name, w in self.weights.items():
+            d = dims.index.get(name)
+            if d is None or task.resreq[d] < TOLERANCE:
+                continue
+            weight_sum += w
+            if w == 0:
+                continue
+            alloc = arrays.allocatable[idx, d]
+            after = task.resreq[d] + arrays.used[idx, d]
+            fits &= (alloc == 0) | (after <= alloc)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                total += np.where(alloc > 0, w * after / np.where(alloc > 0, alloc, 1.0), 0.0)
+        if weight_sum == 0:
+            return np.zeros(len(idx))
+        return np.where(fits, 100.0 * self.weight * total / weight_sum, 0.0)
+
+    def normalized(self, task: Task, idx: Index) -> npt.NDArray[np.float64] | None:
+        return None
+
+
+class BinpackPlugin:
+    name = "binpack"
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        self.scorer = BinpackScorer(arguments)
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.scorer.ssn = ssn
+        ssn.add_fn(Fn.NODE_ORDER, self.scorer)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.scorer.ssn = None
+
+
+register_plugin("binpack")(BinpackPlugin)

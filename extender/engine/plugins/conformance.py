@@ -1,0 +1,33 @@
+"""conformance: never evict critical system pods (Volcano's `plugins/conformance`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from extender.engine.framework import Fn, register_plugin
+from extender.engine.model import Task
+from extender.engine.session import Session
+
+CRITICAL_CLASSES: Final = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+def evictable(_actor: Task, candidates: list[Task]) -> list[Task]:
+    return [t for t in candidates if t.priority_class not in CRITICAL_CLASSES and t.namespace != "kube-system"]
+
+
+class ConformancePlugin:
+    name = "conformance"
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add_fn(Fn.PREEMPTABLE, evictable)
+        ssn.add_fn(Fn.RECLAIMABLE, evictable)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+register_plugin("conformance")(ConformancePlugin)

@@ -1,0 +1,103 @@
+"""gang: all-or-nothing by PodGroup `minMember` / `minTaskMember` (Volcano's `plugins/gang/gang.go`).
+
+JobValid needs enough valid tasks (overall and per role); JobReady/JobPipelined/JobStarving follow the job's
+counters; not-ready jobs go first; a victim may be taken from a job only while it stays above `minMember`. At
+session close every job gets an `Unschedulable` or `Scheduled` condition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from extender.engine.framework import PERMIT, REJECT, Fn, register_plugin
+from extender.engine.model import READY_STATUS, VALID_STATUS, Job, Task, TaskStatus
+from extender.engine.session import Session, ValidateResult
+
+NOT_ENOUGH_TASKS = "NotEnoughTasks"
+NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+PIPELINED_STATUS = frozenset({TaskStatus.PIPELINED})
+
+
+def _per_role_ok(job: Job, statuses: frozenset[TaskStatus]) -> bool:
+    # Volcano skips the per-role check when minMember is below the sum of role minima.
+    if job.min_member < job.task_min_sum():
+        return True
+    return all(job.role_count(role, statuses) >= need for role, need in job.min_task_member.items())
+
+
+def task_ready(job: Job) -> bool:
+    return _per_role_ok(job, READY_STATUS)
+
+
+def task_pipelined(job: Job) -> bool:
+    return _per_role_ok(job, READY_STATUS | PIPELINED_STATUS)
+
+
+class GangPlugin:
+    name = "gang"
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add_fn(Fn.JOB_VALID, self._valid)
+        ssn.add_fn(Fn.JOB_READY, lambda job: task_ready(job) and job.is_ready())
+        ssn.add_fn(Fn.JOB_PIPELINED, lambda job: PERMIT if task_pipelined(job) and job.is_pipelined() else REJECT)
+        ssn.add_fn(Fn.JOB_STARVING, lambda job: job.is_starving())
+        ssn.add_fn(Fn.JOB_ORDER, self._order)
+        victims = self._victims_fn(ssn)
+        ssn.add_fn(Fn.PREEMPTABLE, victims)
+        ssn.add_fn(Fn.RECLAIMABLE, victims)
+
+    @staticmethod
+    def _valid(job: Job) -> ValidateResult | None:
+        if not _per_role_ok(job, VALID_STATUS):
+            message = "Not enough valid pods of each task for gang-scheduling"
+            return ValidateResult(False, NOT_ENOUGH_PODS_OF_TASK, message)
+        valid = job.count(VALID_STATUS)
+        if valid < job.min_member:
+            return ValidateResult(
+                False,
+                NOT_ENOUGH_TASKS,
+                f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_member}",
+            )
+        return None
+
+    @staticmethod
+    def _order(left: Job, right: Job) -> int:
+        lr, rr = left.is_ready(), right.is_ready()
+        if lr == rr:
+            return 0
+        return 1 if lr else -1
+
+    @staticmethod
+    def _victims_fn(ssn: Session) -> Any:
+        def victims(_actor: Task, candidates: list[Task]) -> list[Task]:
+            occupied: dict[str, int] = {}
+            chosen: list[Task] = []
+            for task in candidates:
+                job = ssn.jobs[task.job]
+                left = occupied.get(job.uid, job.ready_num())
+                # A job can lose a task only while it keeps at least its gang minimum afterwards.
+                if left > job.min_member:
+                    occupied[job.uid] = left - 1
+                    chosen.append(task)
+            return chosen
+
+        return victims
+
+    def on_session_close(self, ssn: Session) -> None:
+        for job in ssn.jobs.values():
+            if not job.tasks:
+                continue
+            if job.is_ready():
+                ssn.set_condition(job, "Scheduled", "tasks in gang are ready to be scheduled", "")
+                continue
+            unready = job.min_member - job.ready_num()
+            message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {ssn.job_fit_error(job)}"
+            ssn.set_condition(job, "Unschedulable", NOT_ENOUGH_RESOURCES, message)
+
+
+register_plugin("gang")(GangPlugin)

@@ -1,0 +1,126 @@
+"""predicates: kube-scheduler's node filters (Volcano's `plugins/predicates`, upstream filter plugins).
+
+Static filters (NodeUnschedulable, NodeAffinity incl. nodeSelector, TaintToleration) depend only on the pod's
+selector/affinity/tolerations, so the session caches their mask per distinct pod template. NodePorts depends on what
+is already placed and is evaluated per task; the pod-count limit is the `pods` dimension of the resource fit.
+Arguments `predicate.NodeAffinityEnable`, `predicate.NodePortsEnable`, `predicate.TaintTolerationEnable`
+(default true) switch filters off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import numpy as np
+
+from extender.engine.framework import ArgumentError, Fn, register_plugin
+from extender.engine.model import Node, Task
+from extender.engine.selectors import node_selector_terms_match, tolerates
+from extender.engine.session import Index, Mask, Session
+
+UNSCHEDULABLE_TAINT: Final = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
+REASON_AFFINITY: Final = "node(s) didn't match Pod's node affinity/selector"
+REASON_TAINT: Final = "node(s) had untolerated taint"
+REASON_PORTS: Final = "node(s) didn't have free ports for the requested pod ports"
+
+
+def _flag(args: Mapping[str, Any], key: str) -> bool:
+    value = args.get(key, True)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ArgumentError(f"argument {key}: expected true or false, got {value!r}")
+
+
+def matches_affinity(spec: Mapping[str, Any], node: Node) -> bool:
+    selector = spec.get("nodeSelector") or {}
+    if any(node.labels.get(k) != v for k, v in selector.items()):
+        return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required is None:
+        return True
+    return node_selector_terms_match(required.get("nodeSelectorTerms") or [], node.labels, node.name)
+
+
+def untolerated_taints(spec: Mapping[str, Any], node: Node) -> list[Mapping[str, Any]]:
+    tolerations = spec.get("tolerations") or []
+    return [
+        taint
+        for taint in node.taints
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint)
+    ]
+
+
+def _port_conflict(task: Task, node: Node) -> bool:
+    for ip, proto, port in task.host_ports:
+        for used_ip, used_proto, used_port in node.used_ports:
+            if port == used_port and proto == used_proto and (ip == used_ip or "0.0.0.0" in (ip, used_ip)):
+                return True
+    return False
+
+
+class NodeFilters:
+    """The predicates plugin's filters as one session `Predicate`."""
+
+    def __init__(self, affinity: bool, taints: bool, ports: bool) -> None:
+        self.affinity = affinity
+        self.taints = taints
+        self.ports = ports
+        self.nodes: list[Node] = []
+
+    def _unschedulable(self, task: Task, node: Node) -> bool:
+        return node.unschedulable and not tolerates(task.spec.get("tolerations") or [], UNSCHEDULABLE_TAINT)
+
+    def _ok(self, task: Task, node: Node) -> bool:
+        if self._unschedulable(task, node):
+            return False
+        if self.affinity and not matches_affinity(task.spec, node):
+            return False
+        return not (self.taints and untolerated_taints(task.spec, node))
+
+    def static_mask(self, task: Task, idx: Index) -> Mask:
+        return np.fromiter((self._ok(task, self.nodes[int(i)]) for i in idx), dtype=bool, count=len(idx))
+
+    def dynamic_mask(self, task: Task, idx: Index) -> Mask | None:
+        if not (self.ports and task.host_ports):
+            return None
+        return np.fromiter((not _port_conflict(task, self.nodes[int(i)]) for i in idx), dtype=bool, count=len(idx))
+
+    def explain(self, task: Task, node: Node) -> list[str]:
+        reasons = []
+        if self._unschedulable(task, node):
+            reasons.append(REASON_UNSCHEDULABLE)
+        if self.affinity and not matches_affinity(task.spec, node):
+            reasons.append(REASON_AFFINITY)
+        if self.taints:
+            for taint in untolerated_taints(task.spec, node):
+                reasons.append(f"{REASON_TAINT} {{{taint.get('key')}: {taint.get('value', '')}}}")
+        if self.ports and task.host_ports and _port_conflict(task, node):
+            reasons.append(REASON_PORTS)
+        return reasons
+
+
+class PredicatesPlugin:
+    name = "predicates"
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        self.filters = NodeFilters(
+            affinity=_flag(arguments, "predicate.NodeAffinityEnable"),
+            taints=_flag(arguments, "predicate.TaintTolerationEnable"),
+            ports=_flag(arguments, "predicate.NodePortsEnable"),
+        )
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.filters.nodes = ssn.nodes
+        ssn.add_fn(Fn.PREDICATE, self.filters)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+register_plugin("predicates")(PredicatesPlugin)

@@ -1,0 +1,219 @@
+"""proportion: weighted fair share between queues (Volcano's `plugins/proportion/proportion.go`).
+
+Each queue with jobs gets a `deserved` share by water-filling the cluster total by weight, capped by its real
+capability (capability, and what the other queues' guarantees leave) and by what it requests, floored at its
+guarantee. A queue is overused once its allocation reaches deserved; a task is allocatable while the queue stays
+within deserved on the dimensions the task asks for; reclaim takes from queues above deserved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from extender.engine.framework import PERMIT, REJECT, Fn, register_plugin
+from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task, TaskStatus
+from extender.engine.session import EventHandler, QueueReport, Session
+from lapilli.resources.vector import TOLERANCE, Dims, Vec, exceeded_part, is_empty, less_equal, less_equal_on
+
+
+@dataclass(slots=True)
+class QueueAttr:
+    name: str
+    weight: int
+    allocated: Vec
+    request: Vec
+    elastic: Vec
+    inqueue: Vec
+    guarantee: Vec
+    real_capability: Vec
+    deserved: Vec
+    share: float = 0.0
+
+
+def queue_share(allocated: Vec, deserved: Vec) -> float:
+    """max over dimensions with deserved ≥ 0.1 of allocated / deserved."""
+    mask = deserved >= TOLERANCE
+    if not mask.any():
+        return 0.0
+    return float(np.max(allocated[mask] / deserved[mask]))
+
+
+def water_fill(attrs: list[QueueAttr], total: Vec, dims: Dims) -> None:
+    """Volcano's deserved loop; every queue of a round sees the same `remaining`."""
+    remaining = total.copy()
+    meet: set[str] = set()
+    while True:
+        weight = sum(a.weight for a in attrs if a.name not in meet)
+        if weight == 0:
+            return
+        old_remaining = remaining.copy()
+        increased = dims.zeros()
+        decreased = dims.zeros()
+        for attr in attrs:
+            if attr.name in meet:
+                continue
+            old = attr.deserved.copy()
+            deserved = old + remaining * (attr.weight / weight)
+            deserved = np.minimum(deserved, attr.real_capability)
+            deserved = np.minimum(deserved, attr.request)
+            deserved = np.maximum(deserved, attr.guarantee)
+            attr.deserved = deserved
+            attr.share = queue_share(attr.allocated, deserved)
+            if less_equal(attr.request, deserved) or np.array_equal(deserved, old):
+                meet.add(attr.name)
+            increased += np.maximum(deserved - old, 0.0)
+            decreased += np.maximum(old - deserved, 0.0)
+        remaining = np.maximum(remaining + decreased - increased, 0.0)
+        if is_empty(remaining, dims.pods) or np.array_equal(remaining, old_remaining):
+            return
+
+
+def job_inqueue(job: Job) -> Vec | None:
+    """What an admitted job still reserves in its queue: all of minResources while Inqueue, the unallocated
+    rest while Running with its gang placed."""
+    if job.min_resources is None:
+        return None
+    if job.phase == "Inqueue":
+        return job.min_resources.copy()
+    if job.phase == "Running" and job.count(ALLOCATED_STATUS) >= job.min_member:
+        return exceeded_part(job.min_resources, job.allocated)
+    return None
+
+
+def elastic(job: Job) -> Vec:
+    minimum = job.min_resources if job.min_resources is not None else np.zeros_like(job.allocated)
+    return exceeded_part(job.allocated, minimum)
+
+
+class ProportionPlugin:
+    name = "proportion"
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        self.arguments = arguments
+        self.attrs: dict[str, QueueAttr] = {}
+
+    def _build(self, ssn: Session) -> None:
+        dims, total = ssn.dims, ssn.total
+        guarantees = dims.zeros()
+        for queue in ssn.queues.values():
+            guarantees += queue.guarantee
+        free = exceeded_part(total, guarantees)
+        for job in ssn.jobs.values():
+            queue = ssn.queues[job.queue]
+            attr = self.attrs.get(queue.name)
+            if attr is None:
+                attr = QueueAttr(
+                    name=queue.name,
+                    weight=queue.weight,
+                    allocated=dims.zeros(),
+                    request=dims.zeros(),
+                    elastic=dims.zeros(),
+                    inqueue=dims.zeros(),
+                    guarantee=queue.guarantee.copy(),
+                    real_capability=np.minimum(free + queue.guarantee, queue.capability),
+                    deserved=dims.zeros(),
+                )
+                self.attrs[queue.name] = attr
+            for task in job.tasks.values():
+                if task.status in ALLOCATED_STATUS:
+                    attr.allocated += task.resreq
+                    attr.request += task.resreq
+                elif task.status is TaskStatus.PENDING:
+                    attr.request += task.resreq
+            inqueue = job_inqueue(job)
+            if inqueue is not None:
+                attr.inqueue += inqueue
+            attr.elastic += elastic(job)
+        ordered = [self.attrs[name] for name in sorted(self.attrs)]
+        water_fill(ordered, total, dims)
+        for attr in ordered:
+            attr.share = queue_share(attr.allocated, attr.deserved)
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._build(ssn)
+        pods = ssn.dims.pods
+        attrs = self.attrs
+
+        def share(queue: Queue) -> float:
+            attr = attrs.get(queue.name)
+            return attr.share if attr is not None else 0.0
+
+        def queue_order(left: Queue, right: Queue) -> int:
+            if left.priority != right.priority:
+                return -1 if left.priority > right.priority else 1
+            ls, rs = share(left), share(right)
+            return (ls > rs) - (ls < rs)
+
+        def overused(queue: Queue) -> bool:
+            attr = attrs.get(queue.name)
+            return attr is not None and less_equal(attr.deserved, attr.allocated)
+
+        def fits(queue: Queue, request: Vec) -> bool:
+            attr = attrs.get(queue.name)
+            if attr is None:
+                return True
+            return less_equal_on(attr.allocated + request, attr.deserved, request, pods)
+
+        def allocatable(queue: Queue, task: Task) -> bool:
+            return queue.state == "Open" and fits(queue, task.resreq)
+
+        def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task]:
+            running: dict[str, Vec] = {}
+            chosen = []
+            for task in candidates:
+                attr = attrs[ssn.jobs[task.job].queue]
+                allocated = running.setdefault(attr.name, attr.allocated.copy())
+                if bool(np.any(allocated < reclaimer.resreq)):
+                    continue  # this queue cannot free enough for the reclaimer
+                if not less_equal(allocated, attr.deserved):
+                    allocated -= task.resreq
+                    chosen.append(task)
+            return chosen
+
+        def enqueueable(job: Job) -> int:
+            queue = ssn.queues[job.queue]
+            if queue.state != "Open":
+                return REJECT
+            if job.min_resources is None:
+                return PERMIT
+            attr = attrs[queue.name]
+            want = job.min_resources + attr.allocated + attr.inqueue - attr.elastic
+            if less_equal_on(want, attr.real_capability, job.min_resources, pods):
+                return PERMIT
+            job.job_fit_error = "queue resource quota insufficient"
+            return REJECT
+
+        def enqueued(job: Job) -> None:
+            if job.min_resources is not None:
+                attrs[job.queue].inqueue += job.min_resources
+
+        def on_allocate(task: Task) -> None:
+            attr = attrs[ssn.jobs[task.job].queue]
+            attr.allocated += task.resreq
+            attr.share = queue_share(attr.allocated, attr.deserved)
+
+        def on_deallocate(task: Task) -> None:
+            attr = attrs[ssn.jobs[task.job].queue]
+            attr.allocated -= task.resreq
+            attr.share = queue_share(attr.allocated, attr.deserved)
+
+        ssn.add_fn(Fn.QUEUE_ORDER, queue_order)
+        ssn.add_fn(Fn.OVERUSED, overused)
+        ssn.add_fn(Fn.ALLOCATABLE, allocatable)
+        ssn.add_fn(Fn.PREEMPTIVE, lambda queue, task: fits(queue, task.resreq))
+        ssn.add_fn(Fn.RECLAIMABLE, reclaimable)
+        ssn.add_fn(Fn.JOB_ENQUEUEABLE, enqueueable)
+        ssn.add_fn(Fn.JOB_ENQUEUED, enqueued)
+        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
+
+    def on_session_close(self, ssn: Session) -> None:
+        for name, attr in self.attrs.items():
+            ssn.queue_reports[name] = QueueReport(deserved=attr.deserved.copy(), share=attr.share)
+        self.attrs = {}
+
+
+register_plugin("proportion")(ProportionPlugin)

@@ -1,0 +1,607 @@
+"""One scheduling cycle over a snapshot (Volcano's `framework/session.go` + `session_plugins.go`).
+
+The session turns the snapshot's records into tasks, jobs, queues and node arrays, opens the configured plugins
+(each registers callbacks by kind), and offers the combined votes the actions ask for. Only a `Statement` changes
+task placement; `place`/`unplace` here are the primitive moves it records with their inverses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.engine.conf import PluginOption, SchedulerConf
+from extender.engine.framework import ABSTAIN, FLAG_OF, PERMIT, PLUGINS, REJECT, Fn, Plugin
+from extender.engine.model import (
+    ALLOCATED_STATUS,
+    ON_NODE_STATUS,
+    Job,
+    Node,
+    NodeArrays,
+    Queue,
+    Task,
+    TaskStatus,
+)
+from extender.engine.snapshot import PodRecord, Snapshot
+from lapilli.resources.vector import TOLERANCE, Dims, Vec, less_equal_rows
+
+Mask = npt.NDArray[np.bool_]
+Index = npt.NDArray[np.intp]
+
+
+class Predicate(Protocol):
+    """A node filter. `static_mask` depends only on `task.predicate_key` (cached per key); `dynamic_mask` depends
+    on what is placed and is evaluated per task (None when it does not constrain this task)."""
+
+    def static_mask(self, task: Task, idx: Index) -> Mask: ...
+
+    def dynamic_mask(self, task: Task, idx: Index) -> Mask | None: ...
+
+    def explain(self, task: Task, node: Node) -> list[str]: ...
+
+
+class Scorer(Protocol):
+    """A node score. `score` depends only on the task's class and the node's row (cached by row version);
+    `normalized` is computed over the candidate set at pick time (it may depend on the whole set)."""
+
+    def score(self, task: Task, idx: Index) -> npt.NDArray[np.float64]: ...
+
+    def normalized(self, task: Task, idx: Index) -> npt.NDArray[np.float64] | None: ...
+
+
+@dataclass(slots=True)
+class EventHandler:
+    allocate: Callable[[Task], None] | None = None
+    deallocate: Callable[[Task], None] | None = None
+
+
+@dataclass(slots=True)
+class _ClassEntry:
+    version: npt.NDArray[np.int64]
+    fit_idle: Mask
+    fit_future: Mask
+    score: npt.NDArray[np.float64]
+
+
+@dataclass(slots=True)
+class ValidateResult:
+    passed: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(slots=True)
+class QueueReport:
+    deserved: Vec
+    share: float
+
+
+@dataclass(slots=True)
+class _Registered:
+    tier: int
+    option: PluginOption
+    fn: Any
+
+
+@dataclass(slots=True)
+class SessionRecords:
+    binds: dict[str, str] = field(default_factory=dict)
+    evictions: list[str] = field(default_factory=list)
+    events: list[tuple[str, str, str, str]] = field(default_factory=list)  # (object key, type, reason, message)
+
+
+def _priority(pod: PodRecord, snap: Snapshot) -> int:
+    if pod.task_priority is not None:
+        return pod.task_priority
+    if pod.spec_priority is not None:
+        return pod.spec_priority
+    # The Priority admission plugin would have resolved the class; do it here for hand-written snapshots.
+    if pod.priority_class in snap.priority_classes:
+        return snap.priority_classes[pod.priority_class]
+    return 1
+
+
+def _task_status(pod: PodRecord) -> TaskStatus:
+    if pod.phase in ("Pending", "Running") and pod.deleting:
+        return TaskStatus.RELEASING
+    if pod.phase == "Running":
+        return TaskStatus.RUNNING
+    if pod.phase == "Pending":
+        return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
+    if pod.phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if pod.phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+class Session:
+    def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> None:
+        self.conf = conf
+        self.now = now
+        self.records = SessionRecords()
+        names: set[str] = set()
+        for n in snap.nodes.values():
+            names.update(n.allocatable)
+        for p in snap.pods.values():
+            names.update(p.request)
+        for q in snap.queues.values():
+            names.update(q.capability, q.guarantee, q.deserved or {})
+        for g in snap.podgroups.values():
+            names.update(g.min_resources or {})
+        self.dims = Dims(sorted(names))
+        self._build_nodes(snap)
+        self._build_queues(snap)
+        self._build_jobs(snap)
+        self._fns: dict[Fn, dict[str, Any]] = {kind: {} for kind in Fn}
+        self._events: list[EventHandler] = []
+        self._class_cache: dict[tuple[bytes, str], _ClassEntry] = {}
+        self._static_cache: dict[str, Mask] = {}
+        self.queue_reports: dict[str, QueueReport] = {}
+        self.conditions: dict[str, tuple[str, str, str]] = {}
+        self.plugins: list[tuple[int, PluginOption, Plugin]] = []
+        for ti, tier in enumerate(conf.tiers):
+            for option in tier.plugins:
+                self.plugins.append((ti, option, PLUGINS[option.name](option.arguments)))
+        self._current: PluginOption | None = None
+        self._current_tier = 0
+        for ti, option, plugin in self.plugins:
+            self._current, self._current_tier = option, ti
+            plugin.on_session_open(self)
+        self._current = None
+
+    # ---- building -------------------------------------------------------------------------------------------
+    def _build_nodes(self, snap: Snapshot) -> None:
+        ready = sorted((n for n in snap.nodes.values() if n.ready), key=lambda n: n.name)
+        self.nodes: list[Node] = [
+            Node(name=n.name, idx=i, labels=dict(n.labels), taints=list(n.taints), unschedulable=n.unschedulable)
+            for i, n in enumerate(ready)
+        ]
+        self.node_by_name: dict[str, Node] = {n.name: n for n in self.nodes}
+        size = (len(self.nodes), self.dims.size)
+        alloc = np.zeros(size)
+        for i, n in enumerate(ready):
+            alloc[i] = self.dims.vector(n.allocatable)
+        self.arrays = NodeArrays(
+            allocatable=alloc,
+            used=np.zeros(size),
+            releasing=np.zeros(size),
+            pipelined=np.zeros(size),
+            version=np.zeros(len(self.nodes), dtype=np.int64),
+        )
+        self.total: Vec = alloc.sum(axis=0) if len(self.nodes) else self.dims.zeros()
+
+    def _build_queues(self, snap: Snapshot) -> None:
+        self.queues: dict[str, Queue] = {}
+        for q in snap.queues.values():
+            capability = self.dims.vector(q.capability, missing=np.inf)
+            self.queues[q.name] = Queue(
+                uid=q.uid,
+                name=q.name,
+                weight=q.weight,
+                capability=capability,
+                guarantee=self.dims.vector(q.guarantee),
+                deserved_spec=self.dims.vector(q.deserved) if q.deserved is not None else None,
+                reclaimable=q.reclaimable,
+                state=q.state,
+                parent=q.parent,
+                priority=q.priority,
+                creation=q.creation,
+                annotations=dict(q.annotations),
+                has_capability={k: True for k in q.capability},
+                has_deserved={k: True for k in (q.deserved or {})},
+            )
+
+    def _build_jobs(self, snap: Snapshot) -> None:
+        self.jobs: dict[str, Job] = {}
+        for pg in snap.podgroups.values():
+            if pg.queue not in self.queues:
+                continue  # Volcano drops jobs whose queue does not exist from the snapshot
+            priority = snap.priority_classes.get(pg.priority_class, snap.default_priority or 0)
+            self.jobs[pg.key] = Job(
+                uid=pg.key,
+                namespace=pg.namespace,
+                name=pg.name,
+                queue=pg.queue,
+                min_member=pg.min_member,
+                min_task_member=dict(pg.min_task_member),
+                min_resources=self.dims.vector(pg.min_resources) if pg.min_resources is not None else None,
+                priority=priority,
+                creation=pg.creation,
+                phase=pg.phase,
+                preemptable=pg.preemptable,
+                allocated=self.dims.zeros(),
+                annotations=dict(pg.annotations),
+                conditions=[dict(c) for c in pg.conditions],
+            )
+        self.tasks: dict[str, Task] = {}
+        self.other_tasks: list[Task] = []
+        for pod in sorted(snap.pods.values(), key=lambda p: (p.namespace, p.name)):
+            job_key = f"{pod.namespace}/{pod.group}" if pod.group else ""
+            task = Task(
+                uid=pod.uid,
+                namespace=pod.namespace,
+                name=pod.name,
+                job=job_key if job_key in self.jobs else "",
+                role=pod.role,
+                resreq=self.dims.vector(pod.request),
+                priority=_priority(pod, snap),
+                status=_task_status(pod),
+                node=pod.node_name,
+                creation=pod.creation,
+                best_effort=all(v < TOLERANCE for k, v in pod.request.items() if k != "pods"),
+                preemptable=pod.preemptable,
+                spec=dict(pod.spec),
+                priority_class=pod.priority_class,
+                nominated_node=pod.nominated_node,
+                preemption_never=pod.preemption_never,
+                host_ports=pod.host_ports,
+                predicate_key=pod.predicate_key,
+            )
+            node = self.node_by_name.get(task.node or "")
+            if node is not None and task.status in ON_NODE_STATUS:
+                self._occupy(task, node, 1)
+                if task.status is TaskStatus.RELEASING:
+                    self.arrays.releasing[node.idx] += task.resreq
+            if task.job:
+                self.jobs[task.job].add_task(task)
+                self.tasks[task.uid] = task
+            else:
+                self.other_tasks.append(task)
+
+    def _occupy(self, task: Task, node: Node, sign: int) -> None:
+        self.arrays.used[node.idx] += task.resreq * sign
+        self.arrays.version[node.idx] += 1
+        if sign > 0:
+            node.tasks[task.uid] = task
+            node.used_ports.update(task.host_ports)
+        else:
+            node.tasks.pop(task.uid, None)
+            node.used_ports.difference_update(task.host_ports)
+
+    # ---- registration ---------------------------------------------------------------------------------------
+    def add_fn(self, kind: Fn, fn: Any) -> None:
+        """Register a callback for the plugin being opened, unless its conf flag switches that kind off."""
+        option = self._current
+        if option is None:
+            raise RuntimeError("callbacks are registered from on_session_open")
+        flag = FLAG_OF.get(kind)
+        if flag is not None and not option.enabled(flag):
+            return
+        self._fns[kind][option.name] = _Registered(self._current_tier, option, fn)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self._events.append(handler)
+
+    def _by_tier(self, kind: Fn) -> list[list[_Registered]]:
+        tiers: list[list[_Registered]] = [[] for _ in self.conf.tiers]
+        registered = self._fns[kind]
+        for ti, option, _ in self.plugins:
+            reg = registered.get(option.name)
+            if reg is not None and reg.tier == ti:
+                tiers[ti].append(reg)
+        return tiers
+
+    def _all(self, kind: Fn) -> list[Any]:
+        return [r.fn for tier in self._by_tier(kind) for r in tier]
+
+    def has_fn(self, kind: Fn) -> bool:
+        return bool(self._fns[kind])
+
+    # ---- orders ---------------------------------------------------------------------------------------------
+    def _compare(self, kind: Fn, left: Any, right: Any) -> int:
+        for fn in self._all(kind):
+            result: int = fn(left, right)
+            if result != 0:
+                return result
+        return 0
+
+    def job_order(self, left: Job, right: Job) -> int:
+        result = self._compare(Fn.JOB_ORDER, left, right)
+        if result:
+            return result
+        if left.creation != right.creation:
+            return -1 if left.creation < right.creation else 1
+        return (left.uid > right.uid) - (left.uid < right.uid)
+
+    def queue_order(self, left: Queue, right: Queue) -> int:
+        result = self._compare(Fn.QUEUE_ORDER, left, right)
+        if result:
+            return result
+        if left.creation != right.creation:
+            return -1 if left.creation < right.creation else 1
+        return (left.uid > right.uid) - (left.uid < right.uid)
+
+    def victim_queue_order(self, left: Queue, right: Queue, preemptor: Queue) -> int:
+        for fn in self._all(Fn.VICTIM_QUEUE_ORDER):
+            result: int = fn(left, right, preemptor)
+            if result:
+                return result
+        return -self.queue_order(left, right)
+
+    def task_order(self, left: Task, right: Task) -> int:
+        result = self._compare(Fn.TASK_ORDER, left, right)
+        if result:
+            return result
+        li, ri = left.index, right.index
+        if li is None or ri is None or li == ri:
+            if left.creation == right.creation:
+                return (left.uid > right.uid) - (left.uid < right.uid)
+            return -1 if left.creation < right.creation else 1
+        return -1 if li < ri else 1
+
+    # ---- job votes ------------------------------------------------------------------------------------------
+    def job_valid(self, job: Job) -> ValidateResult | None:
+        for fn in self._all(Fn.JOB_VALID):
+            result: ValidateResult | None = fn(job)
+            if result is not None and not result.passed:
+                return result
+        return None
+
+    def job_ready(self, job: Job) -> bool:
+        return all(fn(job) for fn in self._all(Fn.JOB_READY))
+
+    def _vote(self, kind: Fn, job: Job) -> bool:
+        for tier in self._by_tier(kind):
+            permitted = False
+            for reg in tier:
+                vote = reg.fn(job)
+                if vote == REJECT:
+                    return False
+                if vote == PERMIT:
+                    permitted = True
+            if permitted:
+                return True
+        return True
+
+    def job_pipelined(self, job: Job) -> bool:
+        return self._vote(Fn.JOB_PIPELINED, job)
+
+    def job_enqueueable(self, job: Job) -> bool:
+        return self._vote(Fn.JOB_ENQUEUEABLE, job)
+
+    def job_enqueued(self, job: Job) -> None:
+        for fn in self._all(Fn.JOB_ENQUEUED):
+            fn(job)
+
+    def job_starving(self, job: Job) -> bool:
+        for tier in self._by_tier(Fn.JOB_STARVING):
+            if tier:
+                return all(reg.fn(job) for reg in tier)
+        return False
+
+    # ---- queue votes ----------------------------------------------------------------------------------------
+    def overused(self, queue: Queue) -> bool:
+        return any(fn(queue) for fn in self._all(Fn.OVERUSED))
+
+    def allocatable(self, queue: Queue, task: Task) -> bool:
+        return all(fn(queue, task) for fn in self._all(Fn.ALLOCATABLE))
+
+    def preemptive(self, queue: Queue, task: Task) -> bool:
+        return all(fn(queue, task) for fn in self._all(Fn.PREEMPTIVE))
+
+    def _victims(self, kind: Fn, actor: Task, candidates: list[Task]) -> list[Task] | None:
+        for tier in self._by_tier(kind):
+            chosen: dict[str, Task] | None = None
+            abstained = True
+            for reg in tier:
+                result: list[Task] | None = reg.fn(actor, candidates)
+                if result is None:
+                    continue  # abstain
+                abstained = False
+                if not result:
+                    chosen = {}
+                    break
+                keys = {t.uid: t for t in result}
+                chosen = keys if chosen is None else {k: v for k, v in chosen.items() if k in keys}
+            if not abstained and chosen:
+                return [t for t in candidates if t.uid in chosen]
+        return None
+
+    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
+        return self._victims(Fn.PREEMPTABLE, preemptor, candidates)
+
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
+        return self._victims(Fn.RECLAIMABLE, reclaimer, candidates)
+
+    # ---- events ---------------------------------------------------------------------------------------------
+    def fire_allocate(self, task: Task) -> None:
+        for handler in self._events:
+            if handler.allocate is not None:
+                handler.allocate(task)
+
+    def fire_deallocate(self, task: Task) -> None:
+        for handler in self._events:
+            if handler.deallocate is not None:
+                handler.deallocate(task)
+
+    # ---- primitive moves (used by Statement) ----------------------------------------------------------------
+    def set_status(self, task: Task, status: TaskStatus) -> None:
+        self.jobs[task.job].set_status(task, status)
+
+    def place(self, task: Task, node: Node, status: TaskStatus) -> None:
+        """Pending → Allocated/Pipelined on `node`."""
+        task.node = node.name
+        if status is TaskStatus.PIPELINED:
+            self.arrays.pipelined[node.idx] += task.resreq
+            self.arrays.version[node.idx] += 1
+            node.tasks[task.uid] = task
+            node.used_ports.update(task.host_ports)
+        else:
+            self._occupy(task, node, 1)
+        self.set_status(task, status)
+        self.fire_allocate(task)
+
+    def unplace(self, task: Task) -> None:
+        """Undo `place`: back to Pending."""
+        node = self.node_by_name[task.node or ""]
+        if task.status is TaskStatus.PIPELINED:
+            self.arrays.pipelined[node.idx] -= task.resreq
+            self.arrays.version[node.idx] += 1
+            node.tasks.pop(task.uid, None)
+            node.used_ports.difference_update(task.host_ports)
+        else:
+            self._occupy(task, node, -1)
+        self.set_status(task, TaskStatus.PENDING)
+        task.node = None
+        self.fire_deallocate(task)
+
+    def release(self, task: Task) -> TaskStatus:
+        """A running/bound task starts releasing (eviction); returns the previous status."""
+        node = self.node_by_name[task.node or ""]
+        previous = task.status
+        self.arrays.releasing[node.idx] += task.resreq
+        self.arrays.version[node.idx] += 1
+        self.set_status(task, TaskStatus.RELEASING)
+        self.fire_deallocate(task)
+        return previous
+
+    def unrelease(self, task: Task, previous: TaskStatus) -> None:
+        node = self.node_by_name[task.node or ""]
+        self.arrays.releasing[node.idx] -= task.resreq
+        self.arrays.version[node.idx] += 1
+        self.set_status(task, previous)
+        self.fire_allocate(task)
+
+    # ---- placement ------------------------------------------------------------------------------------------
+    def _static_mask(self, task: Task) -> Mask:
+        mask = self._static_cache.get(task.predicate_key)
+        if mask is None:
+            idx = np.arange(len(self.nodes))
+            mask = np.ones(len(self.nodes), dtype=bool)
+            for pred in self._all(Fn.PREDICATE):
+                mask &= pred.static_mask(task, idx)
+            self._static_cache[task.predicate_key] = mask
+        return mask
+
+    def _dynamic_mask(self, task: Task, idx: Index) -> Mask | None:
+        combined: Mask | None = None
+        for pred in self._all(Fn.PREDICATE):
+            mask = pred.dynamic_mask(task, idx)
+            if mask is not None:
+                combined = mask if combined is None else combined & mask
+        return combined
+
+    def _rows(self, task: Task, idx: Index) -> tuple[Mask, Mask, npt.NDArray[np.float64]]:
+        arrays = self.arrays
+        idle = arrays.allocatable[idx] - arrays.used[idx]
+        future = idle + arrays.releasing[idx] - arrays.pipelined[idx]
+        score = np.zeros(len(idx))
+        for scorer in self._all(Fn.NODE_ORDER):
+            score += scorer.score(task, idx)
+        return less_equal_rows(task.resreq, idle), less_equal_rows(task.resreq, future), score
+
+    def _entry(self, task: Task) -> _ClassEntry:
+        key = (task.resreq.tobytes(), task.predicate_key)
+        entry = self._class_cache.get(key)
+        version = self.arrays.version
+        if entry is None:
+            idx = np.arange(len(self.nodes))
+            fit_idle, fit_future, score = self._rows(task, idx)
+            entry = _ClassEntry(version.copy(), fit_idle, fit_future, score)
+            self._class_cache[key] = entry
+            return entry
+        changed = np.flatnonzero(entry.version != version)
+        if len(changed):
+            fit_idle, fit_future, score = self._rows(task, changed)
+            entry.fit_idle[changed] = fit_idle
+            entry.fit_future[changed] = fit_future
+            entry.score[changed] = score
+            entry.version[changed] = version[changed]
+        return entry
+
+    def feasible(self, task: Task) -> tuple[Mask, Mask]:
+        """(fits FutureIdle and passes predicates, fits Idle) over all nodes."""
+        entry = self._entry(task)
+        ok = entry.fit_future & self._static_mask(task)
+        if task.host_ports:
+            cand = np.flatnonzero(ok)
+            dynamic = self._dynamic_mask(task, cand)
+            if dynamic is not None:
+                ok[cand] = dynamic
+        return ok, entry.fit_idle
+
+    def best_node(self, task: Task, candidates: Mask) -> Node:
+        """The highest-scoring node among `candidates`; ties go to the lowest node name."""
+        idx = np.flatnonzero(candidates)
+        if len(idx) == 1:
+            return self.nodes[int(idx[0])]
+        entry = self._entry(task)
+        scores = entry.score[idx].copy()
+        for scorer in self._all(Fn.NODE_ORDER):
+            extra = scorer.normalized(task, idx)
+            if extra is not None:
+                scores += extra
+        return self.nodes[int(idx[int(np.argmax(scores))])]
+
+    def scores(self, task: Task, idx: Index) -> npt.NDArray[np.float64]:
+        entry = self._entry(task)
+        scores = entry.score[idx].copy()
+        for scorer in self._all(Fn.NODE_ORDER):
+            extra = scorer.normalized(task, idx)
+            if extra is not None:
+                scores += extra
+        return scores
+
+    def predicate_node(self, task: Task, node: Node) -> bool:
+        """Plugin predicates only (no resource fit), for one node."""
+        dynamic = self._dynamic_mask(task, np.array([node.idx]))
+        return bool(self._static_mask(task)[node.idx]) and (dynamic is None or bool(dynamic[0]))
+
+    def fit_error(self, task: Task) -> str:
+        """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`"""
+        reasons: dict[str, int] = {}
+        future = self.arrays.future_idle()
+        for node in self.nodes:
+            node_reasons: list[str] = []
+            short = np.flatnonzero(task.resreq >= future[node.idx] + TOLERANCE)
+            node_reasons.extend(f"Insufficient {self.dims.names[int(d)]}" for d in short)
+            for pred in self._all(Fn.PREDICATE):
+                node_reasons.extend(pred.explain(task, node))
+            for reason in dict.fromkeys(node_reasons):
+                reasons[reason] = reasons.get(reason, 0) + 1
+        histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
+        text = f"0/{len(self.nodes)} nodes are unavailable"
+        return f"{text}: {histogram}." if histogram else text
+
+    # ---- helpers for actions --------------------------------------------------------------------------------
+    def queue_of(self, job: Job) -> Queue:
+        return self.queues[job.queue]
+
+    def job_of(self, task: Task) -> Job:
+        return self.jobs[task.job]
+
+    def allocated_tasks(self, job: Job) -> Iterable[Task]:
+        return (t for t in job.tasks.values() if t.status in ALLOCATED_STATUS)
+
+    def set_condition(self, job: Job, kind: str, reason: str, message: str) -> None:
+        """Record this session's PodGroup condition (`Unschedulable` or `Scheduled`) for `job`."""
+        self.conditions[job.uid] = (kind, reason, message)
+
+    def job_fit_error(self, job: Job) -> str:
+        """Volcano's `JobInfo.FitError`: a histogram of task statuses, then why pending tasks did not fit."""
+        statuses: dict[str, int] = {"minAvailable": job.min_member}
+        for task in job.tasks.values():
+            label = task.status.label()
+            statuses[label] = statuses.get(label, 0) + 1
+        text = "pod group is not ready, " + ", ".join(sorted(f"{n} {s}" for s, n in statuses.items()))
+        if job.job_fit_error:
+            return f"{text}; {job.job_fit_error}"
+        pending = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING]
+        if pending:
+            text += f"; Pending: {len(pending)} Unschedulable"
+            errors = dict.fromkeys(job.fit_errors[t.uid] for t in pending if t.uid in job.fit_errors)
+            if errors:
+                text += " (" + " ".join(errors) + ")"
+        return text
+
+    def close(self) -> None:
+        for _, _, plugin in self.plugins:
+            plugin.on_session_close(self)
+
+
+__all__ = ["ABSTAIN", "PERMIT", "REJECT", "EventHandler", "Predicate", "QueueReport", "Scorer", "Session"]

@@ -1,0 +1,334 @@
+"""A snapshot of the cluster as plain records, built once from Kubernetes objects.
+
+Input is what the API server holds: `v1 Node`, `v1 Pod`, `scheduling.volcano.sh/v1beta1 PodGroup` and `Queue`,
+`scheduling.k8s.io/v1 PriorityClass`. Quantities are parsed here, once, into Volcano's units; the session turns the
+records into vectors. Bad input raises `SnapshotError` whose text names the document, the field and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from lapilli.resources.units import Units, pod_request, resource_list_units
+
+GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
+TASK_SPEC_KEY: Final = "volcano.sh/task-spec"
+PREEMPTABLE_KEY: Final = "volcano.sh/preemptable"
+TASK_PRIORITY_ANNOTATION: Final = "volcano.sh/task-priority"
+
+
+class SnapshotError(ValueError):
+    """A document that cannot be part of a snapshot."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    name: str
+    allocatable: Units
+    labels: Mapping[str, str]
+    taints: tuple[Mapping[str, Any], ...]
+    unschedulable: bool
+    ready: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    uid: str
+    namespace: str
+    name: str
+    group: str
+    role: str
+    request: Units
+    spec_priority: int | None
+    priority_class: str
+    task_priority: int | None
+    node_name: str | None
+    phase: str
+    deleting: bool
+    creation: float
+    preemptable: bool
+    nominated_node: str | None
+    preemption_never: bool
+    spec: Mapping[str, Any]
+    predicate_key: str
+    host_ports: tuple[tuple[str, str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupRecord:
+    namespace: str
+    name: str
+    queue: str
+    min_member: int
+    min_task_member: Mapping[str, int]
+    min_resources: Units | None
+    priority_class: str
+    phase: str
+    conditions: tuple[Mapping[str, Any], ...]
+    creation: float
+    annotations: Mapping[str, str]
+    preemptable: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRecord:
+    name: str
+    uid: str
+    weight: int
+    capability: Units
+    guarantee: Units
+    deserved: Units | None
+    reclaimable: bool
+    state: str
+    parent: str
+    priority: int
+    creation: float
+    annotations: Mapping[str, str]
+
+
+@dataclass(slots=True)
+class Snapshot:
+    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    pods: dict[str, PodRecord] = field(default_factory=dict)
+    podgroups: dict[str, PodGroupRecord] = field(default_factory=dict)
+    queues: dict[str, QueueRecord] = field(default_factory=dict)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    default_priority: int | None = None
+
+
+def timestamp(value: Any) -> float:
+    if not value:
+        return 0.0
+    if isinstance(value, datetime):
+        return value.timestamp()
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError as exc:
+        raise ValueError(f"not an RFC 3339 time: {value!r}") from exc
+
+
+def _parse_bool(value: Any) -> bool | None:
+    text = str(value).strip().lower()
+    if text in ("true", "1", "t", "yes"):
+        return True
+    if text in ("false", "0", "f", "no"):
+        return False
+    return None
+
+
+def _preemptable(meta: Mapping[str, Any], default: bool) -> bool:
+    # Volcano reads the annotation first, then the label; a value that is not a bool means "no".
+    for source in (meta.get("annotations") or {}, meta.get("labels") or {}):
+        if PREEMPTABLE_KEY in source:
+            return bool(_parse_bool(source[PREEMPTABLE_KEY]))
+    return default
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"{what}: expected an integer, got {value!r}")
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ValueError(f"{what}: expected an integer, got {value!r}") from exc
+
+
+def _node(doc: Mapping[str, Any]) -> NodeRecord:
+    meta, spec, status = doc.get("metadata") or {}, doc.get("spec") or {}, doc.get("status") or {}
+    conditions = status.get("conditions") or []
+    ready_conditions = [c for c in conditions if c.get("type") == "Ready"]
+    # A node without any Ready condition is taken as ready (hand-written snapshots); an explicit False or Unknown
+    # keeps it out of the session, as Volcano only schedules onto Ready nodes.
+    ready = all(c.get("status") == "True" for c in ready_conditions)
+    try:
+        allocatable = resource_list_units(status.get("allocatable") or status.get("capacity"))
+    except ValueError as exc:
+        raise ValueError(f"status.allocatable.{exc}") from exc
+    return NodeRecord(
+        name=meta["name"],
+        allocatable=allocatable,
+        labels=dict(meta.get("labels") or {}),
+        taints=tuple(spec.get("taints") or ()),
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=ready,
+    )
+
+
+def _predicate_key(spec: Mapping[str, Any]) -> str:
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity")
+    parts = [spec.get("nodeSelector") or {}, affinity or {}, spec.get("tolerations") or []]
+    return json.dumps(parts, sort_keys=True, separators=(",", ":"))
+
+
+def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
+    ports: list[tuple[str, str, int]] = []
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        for port in container.get("ports") or []:
+            if port.get("hostPort"):
+                ports.append((port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP", int(port["hostPort"])))
+    return tuple(ports)
+
+
+def _pod(doc: Mapping[str, Any]) -> PodRecord:
+    meta, spec, status = doc.get("metadata") or {}, doc.get("spec") or {}, doc.get("status") or {}
+    annotations = meta.get("annotations") or {}
+    labels = meta.get("labels") or {}
+    try:
+        request = pod_request(spec)
+    except ValueError as exc:
+        raise ValueError(f"spec.containers[].resources: {exc}") from exc
+    task_priority = annotations.get(TASK_PRIORITY_ANNOTATION)
+    namespace = meta.get("namespace") or "default"
+    return PodRecord(
+        uid=str(meta.get("uid") or f"{namespace}/{meta['name']}"),
+        namespace=namespace,
+        name=meta["name"],
+        group=str(annotations.get(GROUP_NAME_ANNOTATION) or ""),
+        role=str(annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY) or ""),
+        request=request,
+        spec_priority=_int(spec["priority"], "spec.priority") if spec.get("priority") is not None else None,
+        priority_class=str(spec.get("priorityClassName") or ""),
+        task_priority=_int(task_priority, f"annotations.{TASK_PRIORITY_ANNOTATION}") if task_priority else None,
+        node_name=spec.get("nodeName") or None,
+        phase=str(status.get("phase") or "Pending"),
+        deleting=bool(meta.get("deletionTimestamp")),
+        creation=timestamp(meta.get("creationTimestamp")),
+        preemptable=_preemptable(meta, default=True),
+        nominated_node=status.get("nominatedNodeName") or None,
+        preemption_never=spec.get("preemptionPolicy") == "Never",
+        spec=spec,
+        predicate_key=_predicate_key(spec),
+        host_ports=_host_ports(spec),
+    )
+
+
+def _podgroup(doc: Mapping[str, Any]) -> PodGroupRecord:
+    meta, spec, status = doc.get("metadata") or {}, doc.get("spec") or {}, doc.get("status") or {}
+    min_resources = spec.get("minResources")
+    try:
+        min_units = resource_list_units(min_resources) if min_resources is not None else None
+    except ValueError as exc:
+        raise ValueError(f"spec.minResources.{exc}") from exc
+    min_task_member = {str(k): _int(v, f"spec.minTaskMember.{k}") for k, v in (spec.get("minTaskMember") or {}).items()}
+    return PodGroupRecord(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        queue=str(spec.get("queue") or "default"),
+        min_member=_int(spec.get("minMember", 0), "spec.minMember"),
+        min_task_member=min_task_member,
+        min_resources=min_units,
+        priority_class=str(spec.get("priorityClassName") or ""),
+        phase=str(status.get("phase") or "Pending"),
+        conditions=tuple(status.get("conditions") or ()),
+        creation=timestamp(meta.get("creationTimestamp")),
+        annotations=dict(meta.get("annotations") or {}),
+        preemptable=_preemptable(meta, default=False),
+    )
+
+
+def _queue(doc: Mapping[str, Any]) -> QueueRecord:
+    meta, spec, status = doc.get("metadata") or {}, doc.get("spec") or {}, doc.get("status") or {}
+    units: dict[str, Units | None] = {}
+    for name, raw in (
+        ("capability", spec.get("capability")),
+        ("guarantee", (spec.get("guarantee") or {}).get("resource")),
+        ("deserved", spec.get("deserved")),
+    ):
+        try:
+            units[name] = resource_list_units(raw) if raw is not None else None
+        except ValueError as exc:
+            field_name = "guarantee.resource" if name == "guarantee" else name
+            raise ValueError(f"spec.{field_name}.{exc}") from exc
+    reclaimable = spec.get("reclaimable")
+    weight = _int(spec.get("weight", 1) or 1, "spec.weight")
+    return QueueRecord(
+        name=meta["name"],
+        uid=str(meta.get("uid") or meta["name"]),
+        weight=max(weight, 1),
+        capability=units["capability"] or {},
+        guarantee=units["guarantee"] or {},
+        deserved=units["deserved"],
+        reclaimable=True if reclaimable is None else bool(reclaimable),
+        # The queue controller opens a queue that has no state yet.
+        state=str(status.get("state") or "Open"),
+        parent=str(spec.get("parent") or ""),
+        priority=_int(spec.get("priority", 0) or 0, "spec.priority"),
+        creation=timestamp(meta.get("creationTimestamp")),
+        annotations=dict(meta.get("annotations") or {}),
+    )
+
+
+def _describe(index: int, doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
+    name = meta.get("name", "?")
+    ns = meta.get("namespace")
+    return f"document {index} ({doc.get('kind', '?')} {f'{ns}/' if ns else ''}{name})"
+
+
+_KINDS: Final = {
+    ("v1", "Node"),
+    ("v1", "Pod"),
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"),
+    ("scheduling.volcano.sh/v1beta1", "Queue"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+}
+
+
+def add_object(snap: Snapshot, doc: Mapping[str, Any]) -> None:
+    """Add one object; raises ValueError (without the document prefix) on bad content."""
+    kind = doc.get("kind")
+    if kind == "List":
+        for item in doc.get("items") or []:
+            add_object(snap, item)
+        return
+    if (doc.get("apiVersion"), kind) not in _KINDS:
+        known = ", ".join(f"{a} {k}" for a, k in sorted(_KINDS))
+        raise ValueError(f"kind: unknown kind {doc.get('apiVersion')!s}/{kind!s} (expected one of: {known})")
+    if not isinstance(doc.get("metadata"), Mapping) or not doc["metadata"].get("name"):
+        raise ValueError("metadata.name: missing")
+    if kind == "Node":
+        node = _node(doc)
+        snap.nodes[node.name] = node
+    elif kind == "Pod":
+        pod = _pod(doc)
+        snap.pods[f"{pod.namespace}/{pod.name}"] = pod
+    elif kind == "PodGroup":
+        pg = _podgroup(doc)
+        snap.podgroups[pg.key] = pg
+    elif kind == "Queue":
+        queue = _queue(doc)
+        snap.queues[queue.name] = queue
+    else:
+        value = _int(doc.get("value", 0), "value")
+        snap.priority_classes[doc["metadata"]["name"]] = value
+        if doc.get("globalDefault"):
+            snap.default_priority = value
+
+
+def build_snapshot(docs: Iterable[Any]) -> Snapshot:
+    """Build a snapshot from decoded documents; `SnapshotError` names the document, field and problem."""
+    snap = Snapshot()
+    for index, doc in enumerate(docs):
+        if doc is None:
+            continue
+        if not isinstance(doc, Mapping):
+            raise SnapshotError(f"document {index}: expected a Kubernetes object, got {type(doc).__name__}")
+        try:
+            add_object(snap, doc)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SnapshotError(f"{_describe(index, doc)}: {exc}") from exc
+    for key, pod in snap.pods.items():
+        if pod.group and f"{pod.namespace}/{pod.group}" not in snap.podgroups:
+            raise SnapshotError(
+                f"Pod {key}: metadata.annotations.{GROUP_NAME_ANNOTATION}: PodGroup {pod.namespace}/{pod.group} "
+                "is not in the snapshot"
+            )
+    return snap

@@ -1,0 +1,82 @@
+"""`lapilli schedule SNAPSHOT.yaml [--conf CONF.yaml] [-o json|table]`: one scheduling session over a snapshot.
+
+Bad input ends with exit code 2 and one line naming the document, the field and the problem.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+import yaml
+
+from extender.engine.conf import ConfError
+from extender.engine.framework import ArgumentError
+from extender.engine.results import Decisions
+from extender.engine.run import parse_scheduler_conf, run_session
+from extender.engine.snapshot import SnapshotError, build_snapshot
+
+
+def fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+def load_documents(path: Path) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror}")
+    except yaml.YAMLError as exc:
+        fail(f"{path}: not valid YAML: {' '.join(str(exc).split())}")
+    raise AssertionError("unreachable")
+
+
+def render_table(result: Decisions) -> str:
+    lines = ["BINDS"]
+    lines += [f"  {pod:<40} -> {node}" for pod, node in sorted(result.binds.items())] or ["  (none)"]
+    lines.append("EVICTIONS")
+    lines += [f"  {pod}" for pod in sorted(result.evictions)] or ["  (none)"]
+    lines.append("PIPELINED")
+    lines += [f"  {pod:<40} -> {node}" for pod, node in sorted(result.pipelined.items())] or ["  (none)"]
+    lines.append(f"{'PODGROUP':<40} {'PHASE':<10} CONDITION")
+    for key, status in sorted(result.podgroups.items()):
+        cond = status["conditions"][-1] if status["conditions"] else {}
+        lines.append(f"{key:<40} {status['phase']:<10} {cond.get('type', '')} {cond.get('message', '')}".rstrip())
+    lines.append(f"{'QUEUE':<20} {'SHARE':>8}  DESERVED / ALLOCATED")
+    for name, queue in sorted(result.queues.items()):
+        deserved = ",".join(f"{k}={v}" for k, v in (queue["deserved"] or {}).items()) or "-"
+        allocated = ",".join(f"{k}={v}" for k, v in queue["allocated"].items()) or "-"
+        lines.append(f"{name:<20} {queue['share']:>8.3f}  {deserved} / {allocated}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("snapshot_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--conf", "conf_file", type=click.Path(path_type=Path, dir_okay=False), help="Volcano scheduler conf.")
+@click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
+def schedule(snapshot_file: Path, conf_file: Path | None, output: str) -> None:
+    """Run one scheduling session over SNAPSHOT_FILE (Nodes, Pods, PodGroups, Queues, PriorityClasses)."""
+    try:
+        conf_text = conf_file.read_text() if conf_file is not None else None
+    except OSError as exc:
+        fail(f"{conf_file}: {exc.strerror}")
+    try:
+        conf = parse_scheduler_conf(conf_text)
+    except ConfError as exc:
+        fail(f"{conf_file}: {exc}")
+    try:
+        snap = build_snapshot(load_documents(snapshot_file))
+    except SnapshotError as exc:
+        fail(f"{snapshot_file}: {exc}")
+    try:
+        result = run_session(snap, conf)
+    except ArgumentError as exc:
+        fail(f"{conf_file}: {exc}")
+    if output == "json":
+        click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(render_table(result))
