@@ -6,8 +6,9 @@ Counterparts: `k8s.io/apimachinery` (`metav1.ObjectMeta`, `OwnerReference`, `Lab
 
 Contract of every model here and in the kind modules:
 
-* attributes are snake_case, the wire names are camelCase aliases; both are accepted on input;
-* `model_validate(doc)` followed by `to_wire()` returns `doc` unchanged: only what was in the document (or was
+* attributes are snake_case, the wire names are camelCase aliases; code may construct with either, while
+  `from_wire(doc)` (what `parse_object` uses) accepts only the wire names a manifest may carry;
+* `from_wire(doc)` followed by `to_wire()` returns `doc` unchanged: only what was in the document (or was
   assigned or mutated since) is written back, so defaults never leak into a round trip;
 * fields of Volcano's types are closed (`extra="forbid"`): the API server prunes unknown fields from these CRDs
   before anything else sees them, so an unknown field can only be a typo and is reported as such; object
@@ -20,7 +21,7 @@ import math
 import re
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Self
 
 from pydantic import (
     AfterValidator,
@@ -149,7 +150,7 @@ class VolcanoModel(BaseModel):
         return result
 
     def _mark_mutated_defaults(self) -> bool:
-        """Add to the fields-set every field whose value now differs from an untouched default; True if any set."""
+        """Count as set every sub-object or container field that now holds something; True if this model does."""
         fields_set = self.__pydantic_fields_set__
         for name in type(self).model_fields:
             value = getattr(self, name)
@@ -162,6 +163,15 @@ class VolcanoModel(BaseModel):
             if touched and name not in fields_set:
                 fields_set.add(name)
         return bool(fields_set) or bool(self.__pydantic_extra__)
+
+    @classmethod
+    def from_wire(cls, doc: Any) -> Self:
+        """Validate a document as it appears on the wire: camelCase names only.
+
+        `populate_by_name` lets code write `TaskSpec(min_available=1)`, but a manifest saying `min_available`
+        would be pruned by the API server, so in a document it is reported as an unknown field.
+        """
+        return cls.model_validate(doc, by_alias=True, by_name=False)
 
     def to_wire(self) -> dict[str, Any]:
         """The object as a JSON-ready dict with wire names, holding only what was given or changed."""
@@ -193,7 +203,7 @@ class ObjectMeta(OpenModel):
     namespace: Str | None = None
     uid: Str | None = None
     resource_version: Str | None = None
-    generation: int | None = None
+    generation: Annotated[int, Field(strict=True)] | None = None
     # kubectl writes `creationTimestamp: null` into generated manifests, so None must round-trip.
     creation_timestamp: Timestamp | None = None
     deletion_timestamp: Timestamp | None = None

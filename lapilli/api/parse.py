@@ -45,4 +45,4 @@ def parse_object(doc: Mapping[str, Any]) -> VolcanoObject:
         known = ", ".join(f"{k} ({v})" for v, k in sorted(MODELS))
         raise ValueError(f"unknown kind {kind!r} in apiVersion {api_version!r}; Lapilli models {known}")
     # MODELS holds exactly the four classes of VolcanoObject.
-    return cast(VolcanoObject, model.model_validate(doc))
+    return cast(VolcanoObject, model.from_wire(doc))

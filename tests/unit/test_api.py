@@ -107,6 +107,7 @@ def test_example_parses_to_its_kind_and_round_trips(item):
     original = copy.deepcopy(doc)
     obj = parse_object(doc)
     assert type(obj).__name__ == doc["kind"]
+    assert obj.model_dump(by_alias=True, exclude_unset=True, mode="json") == original
     assert obj.to_wire() == original
     assert doc == original, "parse_object must not modify its input"
 
@@ -404,6 +405,14 @@ def test_unknown_field_is_reported_as_a_typo():
     doc["spec"]["minAvaliable"] = 2
     message = _error(doc)
     assert "spec.minAvaliable" in message and "Extra inputs are not permitted" in message
+
+
+def test_snake_case_names_are_not_wire_names():
+    # The API server would prune `max_retry`; a manifest carrying it has a typo, whatever Python calls the field.
+    doc = _job_with_task(replicas=1)
+    doc["spec"]["max_retry"] = 5
+    message = _error(doc)
+    assert "spec.max_retry" in message and "Extra inputs are not permitted" in message
 
 
 def test_unknown_metadata_fields_are_kept():
