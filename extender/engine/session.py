@@ -139,6 +139,8 @@ class Session:
         self._build_jobs(snap)
         self._fns: dict[Fn, dict[str, Any]] = {kind: {} for kind in Fn}
         self._events: list[EventHandler] = []
+        self._tier_cache: dict[Fn, list[list[_Registered]]] = {}
+        self._all_cache: dict[Fn, list[Any]] = {}
         self._class_cache: dict[tuple[bytes, str], _ClassEntry] = {}
         self._static_cache: dict[str, Mask] = {}
         self.queue_reports: dict[str, QueueReport] = {}
@@ -273,21 +275,32 @@ class Session:
         if flag is not None and not option.enabled(flag):
             return
         self._fns[kind][option.name] = _Registered(self._current_tier, option, fn)
+        self._tier_cache.pop(kind, None)
+        self._all_cache.pop(kind, None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self._events.append(handler)
 
     def _by_tier(self, kind: Fn) -> list[list[_Registered]]:
+        cached = self._tier_cache.get(kind)
+        if cached is not None:
+            return cached
         tiers: list[list[_Registered]] = [[] for _ in self.conf.tiers]
         registered = self._fns[kind]
         for ti, option, _ in self.plugins:
             reg = registered.get(option.name)
             if reg is not None and reg.tier == ti:
                 tiers[ti].append(reg)
+        self._tier_cache[kind] = tiers
+        self._all_cache[kind] = [r.fn for tier in tiers for r in tier]
         return tiers
 
     def _all(self, kind: Fn) -> list[Any]:
-        return [r.fn for tier in self._by_tier(kind) for r in tier]
+        cached = self._all_cache.get(kind)
+        if cached is None:
+            self._by_tier(kind)
+            cached = self._all_cache[kind]
+        return cached
 
     def has_fn(self, kind: Fn) -> bool:
         return bool(self._fns[kind])
@@ -546,6 +559,11 @@ class Session:
             if extra is not None:
                 scores += extra
         return scores
+
+    def static_mask(self, task: Task) -> Mask:
+        """Nodes the static predicates (selector, affinity, taints, unschedulable) accept: what no eviction can
+        change, so preempt and reclaim look for victims only there (Volcano's `PredicateForPreemptAction`)."""
+        return self._static_mask(task).copy()
 
     def predicate_node(self, task: Task, node: Node) -> bool:
         """Plugin predicates only (no resource fit), for one node."""

@@ -38,6 +38,18 @@ class NodeOrderScorer:
         self.balanced = float_arg(arguments, "balancedresource.weight", 1)
         self.taint = float_arg(arguments, "tainttoleration.weight", 3)
         self.ssn: Session | None = None
+        # Raw NodeAffinity / TaintToleration counts over all nodes, per pod template (predicate key).
+        self._raw_affinity: dict[str, Scores] = {}
+        self._raw_taints: dict[str, Scores] = {}
+        self._any_prefer_no_schedule = False
+
+    def open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self._raw_affinity.clear()
+        self._raw_taints.clear()
+        self._any_prefer_no_schedule = any(
+            t.get("effect") == "PreferNoSchedule" for n in ssn.nodes for t in n.taints
+        )
 
     def _requested(self, task: Task, idx: Index, dim: int, default: float) -> tuple[Scores, Scores]:
         assert self.ssn is not None
@@ -75,12 +87,21 @@ class NodeOrderScorer:
             "preferredDuringSchedulingIgnoredDuringExecution"
         )
         if self.affinity and preferred:
-            raw = np.array([_preferred(preferred, nodes[int(i)]) for i in idx], dtype=float)
+            all_raw = self._raw_affinity.get(task.predicate_key)
+            if all_raw is None:
+                all_raw = np.array([_preferred(preferred, n) for n in nodes], dtype=float)
+                self._raw_affinity[task.predicate_key] = all_raw
+            raw = all_raw[idx]
             top = raw.max(initial=0.0)
             if top > 0:
                 extra = self.affinity * np.floor(raw * MAX_SCORE / top)
-        if self.taint:
-            raw = np.array([_prefer_no_schedule(task, nodes[int(i)]) for i in idx], dtype=float)
+        # Without PreferNoSchedule taints every node scores the same here, which cannot change the choice.
+        if self.taint and self._any_prefer_no_schedule:
+            all_raw = self._raw_taints.get(task.predicate_key)
+            if all_raw is None:
+                all_raw = np.array([_prefer_no_schedule(task, n) for n in nodes], dtype=float)
+                self._raw_taints[task.predicate_key] = all_raw
+            raw = all_raw[idx]
             top = raw.max(initial=0.0)
             taint_scores = np.full(len(idx), MAX_SCORE) if top == 0 else np.floor((top - raw) * MAX_SCORE / top)
             taint_scores = self.taint * taint_scores
@@ -125,7 +146,7 @@ class NodeOrderPlugin:
         self.scorer = NodeOrderScorer(arguments)
 
     def on_session_open(self, ssn: Session) -> None:
-        self.scorer.ssn = ssn
+        self.scorer.open(ssn)
         ssn.add_fn(Fn.NODE_ORDER, self.scorer)
 
     def on_session_close(self, ssn: Session) -> None:

@@ -1,0 +1,111 @@
+"""Compact builders for engine tests, in the spirit of Volcano's `uthelper` (BuildNode, BuildPod, …).
+
+A scenario is YAML with short entries that these functions expand into real Kubernetes objects, so the same
+documents can also be fed to `lapilli schedule`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extender.engine.conf import parse_conf
+from extender.engine.results import Decisions
+from extender.engine.run import known_plugins, run_session
+from extender.engine.snapshot import build_snapshot
+
+
+def node(spec: dict[str, Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": spec["name"], "labels": spec.get("labels", {})},
+        "spec": {},
+        "status": {"allocatable": {"pods": "10", **spec.get("alloc", {})}},
+    }
+    if "taints" in spec:
+        doc["spec"]["taints"] = spec["taints"]
+    if spec.get("unschedulable"):
+        doc["spec"]["unschedulable"] = True
+    if "ready" in spec:
+        doc["status"]["conditions"] = [{"type": "Ready", "status": "True" if spec["ready"] else "False"}]
+    return doc
+
+
+def pod(spec: dict[str, Any]) -> dict[str, Any]:
+    ns, name = spec["name"].split("/")
+    annotations = dict(spec.get("annotations", {}))
+    if spec.get("group"):
+        annotations["scheduling.k8s.io/group-name"] = spec["group"]
+    labels = dict(spec.get("labels", {}))
+    if "role" in spec:
+        labels["volcano.sh/task-spec"] = spec["role"]
+    container: dict[str, Any] = {"name": "c", "resources": {"requests": spec.get("req", {})}}
+    if "ports" in spec:
+        container["ports"] = [{"containerPort": p, "hostPort": p} for p in spec["ports"]]
+    pod_spec: dict[str, Any] = {"containers": [container]}
+    for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName", "priority"):
+        if key in spec:
+            pod_spec[key] = spec[key]
+    if spec.get("node"):
+        pod_spec["nodeName"] = spec["node"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "uid": f"{ns}-{name}", "annotations": annotations, "labels": labels},
+        "spec": pod_spec,
+        "status": {"phase": spec.get("phase", "Pending")},
+    }
+
+
+def podgroup(spec: dict[str, Any]) -> dict[str, Any]:
+    ns, name = spec["name"].split("/")
+    pg_spec: dict[str, Any] = {"queue": spec.get("queue", "default"), "minMember": spec.get("min", 0)}
+    for key in ("minTaskMember", "minResources", "priorityClassName"):
+        if key in spec:
+            pg_spec[key] = spec[key]
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": pg_spec,
+        "status": {"phase": spec.get("phase", "Inqueue")},
+    }
+
+
+def queue(spec: dict[str, Any]) -> dict[str, Any]:
+    q_spec: dict[str, Any] = {"weight": spec.get("weight", 1)}
+    for key in ("capability", "deserved", "reclaimable", "priority", "parent"):
+        if key in spec:
+            q_spec[key] = spec[key]
+    if "guarantee" in spec:
+        q_spec["guarantee"] = {"resource": spec["guarantee"]}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": spec["name"]},
+        "spec": q_spec,
+        "status": {"state": spec.get("state", "Open")},
+    }
+
+
+def priority_class(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": spec["name"]},
+        "value": spec["value"],
+    }
+
+
+def documents(scenario: dict[str, Any]) -> list[dict[str, Any]]:
+    docs = [node(n) for n in scenario.get("nodes", [])]
+    docs += [queue(q) for q in scenario.get("queues", [])]
+    docs += [priority_class(p) for p in scenario.get("priorityClasses", [])]
+    docs += [podgroup(g) for g in scenario.get("podgroups", [])]
+    docs += [pod(p) for p in scenario.get("pods", [])]
+    return docs
+
+
+def run(scenario: dict[str, Any]) -> Decisions:
+    conf = parse_conf(scenario["conf"], known_plugins())
+    return run_session(build_snapshot(documents(scenario)), conf)

@@ -1,0 +1,37 @@
+"""Scenario tables (tests/unit/engine/scenarios/*.yaml): objects in, expected binds/evictions/pipelined/phases out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.unit.engine.builders import run
+
+SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for path in SCENARIOS:
+        for scenario in yaml.safe_load(path.read_text()):
+            cases.append(pytest.param(scenario, id=f"{path.stem}: {scenario['name']}"))
+    return cases
+
+
+@pytest.mark.parametrize("scenario", _cases())
+def test_scenario(scenario: dict[str, Any]) -> None:
+    result = run(scenario)
+    expect = scenario["expect"]
+    if "binds" in expect:
+        assert result.binds == (expect["binds"] or {})
+    if "evictions" in expect:
+        assert sorted(result.evictions) == sorted(expect["evictions"] or [])
+    if "pipelined" in expect:
+        assert result.pipelined == (expect["pipelined"] or {})
+    for key, phase in (expect.get("phases") or {}).items():
+        assert result.podgroups[key]["phase"] == phase, key
+    for name, deserved in (expect.get("deserved") or {}).items():
+        assert result.queues[name]["deserved"] == deserved, name
