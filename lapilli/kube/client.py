@@ -1,0 +1,267 @@
+"""The one small async client every write goes through, and the raw request primitives reads use.
+
+Raw JSON over aiohttp with orjson: objects stay plain dicts (kubernetes_asyncio models cost 30-60x more to
+build, see STYLE.md). Errors surface as `lapilli.kube.errors` classes. One `aiohttp.ClientSession` per
+client; open it with `async with KubeClient(config)` or `KubeClient.from_kubeconfig(path)`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import aiohttp
+import orjson
+
+from lapilli.kube.config import KubeConfig, load_config
+from lapilli.kube.errors import Gone, NotFound, error_from_response
+from lapilli.kube.resources import PODS, Resource
+from lapilli.kube.watch import LineSplitter, WatchEvent, decode_event
+
+PatchType = Literal["merge", "strategic", "json", "apply"]
+PATCH_CONTENT_TYPES: Final[dict[str, str]] = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+    "apply": "application/apply-patch+yaml",  # JSON is valid YAML
+}
+_JSON: Final = "application/json"
+Params = Mapping[str, str | int | bool | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectList:
+    """The items of a (fully paged) list and the resourceVersion to start a watch from."""
+
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+def _clean(params: Params | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in (params or {}).items():
+        if value is None:
+            continue
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+class KubeClient:
+    """Async client for one API server. Methods take a `Resource` plus names; bodies are plain dicts."""
+
+    def __init__(self, config: KubeConfig, *, max_connections: int = 100, request_timeout_s: float = 60.0) -> None:
+        self.config = config
+        self._max_connections = max_connections
+        self._timeout = aiohttp.ClientTimeout(total=request_timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+        self._eviction_version: str | None = None
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> KubeClient:
+        return cls(load_config(path), **kwargs)
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            headers = {"Accept": _JSON, "User-Agent": "lapilli"}
+            connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self.config.ssl_context())
+            self._session = aiohttp.ClientSession(
+                self.config.server, headers=headers, connector=connector, timeout=self._timeout,
+                json_serialize=lambda o: orjson.dumps(o).decode(),
+            )
+        return self._session
+
+    def _auth(self, content_type: str | None) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        token = self.config.bearer_token()
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    # -- raw primitives ------------------------------------------------------------------------------------
+
+    async def request(
+        self, method: str, path: str, *, params: Params | None = None, body: Any = None,
+        content_type: str = _JSON,
+    ) -> dict[str, Any]:
+        """Send one request; return the decoded JSON body or raise the matching `ApiError`."""
+        data = None if body is None else orjson.dumps(body)
+        headers = self._auth(content_type if data is not None else None)
+        async with self._http().request(method, path, params=_clean(params), data=data, headers=headers) as resp:
+            raw = await resp.read()
+            if resp.status >= 400:
+                raise error_from_response(resp.status, raw)
+        decoded = orjson.loads(raw) if raw else {}
+        return decoded if isinstance(decoded, dict) else {"items": decoded}
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return await self.request("GET", res.path(namespace, name))
+
+    async def list(
+        self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+        field_selector: str | None = None, page_size: int = 500,
+    ) -> ObjectList:
+        """List every object, following `continue` tokens; an expired token restarts as one unpaged list."""
+        items: list[dict[str, Any]] = []
+        params: dict[str, str | int | None] = {
+            "labelSelector": label_selector, "fieldSelector": field_selector, "limit": page_size or None,
+        }
+        cont: str | None = None
+        while True:
+            try:
+                page = await self.request("GET", res.path(namespace), params={**params, "continue": cont})
+            except Gone:
+                if cont is None:
+                    raise
+                # The snapshot behind the token was compacted; client-go's pager falls back the same way.
+                items, cont, params["limit"] = [], None, None
+                continue
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            cont = meta.get("continue") or None
+            if cont is None:
+                kind = res.kind
+                for item in items:  # list items carry no kind; callers hand these to code expecting objects
+                    item.setdefault("kind", kind)
+                    item.setdefault("apiVersion", res.api_version)
+                return ObjectList(items, str(meta.get("resourceVersion", "")))
+
+    async def create(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        ns = namespace or obj.get("metadata", {}).get("namespace")
+        return await self.request("POST", res.path(ns if res.namespaced else None), body=obj)
+
+    async def replace(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        meta = obj["metadata"]
+        ns = namespace or meta.get("namespace")
+        return await self.request("PUT", res.path(ns if res.namespaced else None, meta["name"]), body=obj)
+
+    async def patch(
+        self, res: Resource, name: str, patch: Any, namespace: str | None = None, *,
+        patch_type: PatchType = "merge", subresource: str | None = None, field_manager: str | None = None,
+        force: bool | None = None,
+    ) -> dict[str, Any]:
+        """PATCH an object (or a subresource). `patch_type="apply"` is server-side apply (needs field_manager)."""
+        params = {"fieldManager": field_manager, "force": force}
+        return await self.request(
+            "PATCH", res.path(namespace, name, subresource), params=params, body=patch,
+            content_type=PATCH_CONTENT_TYPES[patch_type],
+        )
+
+    async def patch_status(
+        self, res: Resource, name: str, patch: Any, namespace: str | None = None, *,
+        patch_type: PatchType = "merge",
+    ) -> dict[str, Any]:
+        return await self.patch(res, name, patch, namespace, patch_type=patch_type, subresource="status")
+
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, *, grace_period_seconds: int | None = None,
+        propagation_policy: Literal["Orphan", "Background", "Foreground"] | None = None,
+        uid: str | None = None, resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """DELETE with DeleteOptions; `uid`/`resource_version` become preconditions (409 Conflict if stale)."""
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            options["preconditions"] = preconditions
+        return await self.request("DELETE", res.path(namespace, name), body=options)
+
+    # -- pod verbs the scheduler side needs --------------------------------------------------------------
+
+    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> dict[str, Any]:
+        """POST pods/{name}/binding: the answer is a `Status`. With `uid` a recreated namesake is not bound."""
+        metadata: dict[str, str] = {"name": name, "namespace": namespace}
+        if uid:
+            metadata["uid"] = uid
+        binding = {
+            "apiVersion": "v1", "kind": "Binding", "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        return await self.request("POST", PODS.path(namespace, name, "binding"), body=binding)
+
+    async def evict(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None = None, uid: str | None = None,
+    ) -> dict[str, Any]:
+        """Evict through the Eviction API (PodDisruptionBudgets apply; 429 when a budget forbids it)."""
+        options: dict[str, Any] = {}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        version = await self._eviction_api()
+        eviction = {
+            "apiVersion": version, "kind": "Eviction", "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": options or None,
+        }
+        return await self.request("POST", PODS.path(namespace, name, "eviction"), body=eviction)
+
+    async def _eviction_api(self) -> str:
+        # policy/v1 Eviction arrived in 1.22; 1.20 only serves policy/v1beta1. Ask discovery once.
+        if self._eviction_version is None:
+            v1 = await self.group_version_served("policy/v1")
+            self._eviction_version = "policy/v1" if v1 else "policy/v1beta1"
+        return self._eviction_version
+
+    # -- discovery --------------------------------------------------------------------------------------
+
+    async def server_version(self) -> tuple[int, int]:
+        """(major, minor) of the API server; minors such as "20+" are read as 20."""
+        info = await self.request("GET", "/version")
+        minor = "".join(ch for ch in str(info.get("minor", "0")) if ch.isdigit())
+        return int(info.get("major", "1")), int(minor or 0)
+
+    async def group_version_served(self, group_version: str) -> bool:
+        path = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+        try:
+            await self.request("GET", path)
+        except NotFound:
+            return False
+        return True
+
+    # -- watch ------------------------------------------------------------------------------------------
+
+    async def watch(
+        self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,
+        timeout_seconds: int = 300, allow_bookmarks: bool = True, label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        """Yield decoded events until the server closes the stream (after `timeout_seconds`).
+
+        Raises `Gone` when `resource_version` is too old (as an HTTP 410 or an ERROR event), `ApiError` for
+        other refusals and aiohttp errors when the connection breaks; a reflector decides what to do next.
+        """
+        params = {
+            "watch": True, "resourceVersion": resource_version, "timeoutSeconds": timeout_seconds,
+            "allowWatchBookmarks": allow_bookmarks, "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+        }
+        # No total deadline on a stream; a silent connection is declared dead a while after the server's own.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30)
+        async with self._http().get(
+            res.path(namespace), params=_clean(params), headers=self._auth(None), timeout=timeout,
+        ) as resp:
+            if resp.status >= 400:
+                raise error_from_response(resp.status, await resp.read())
+            splitter = LineSplitter()
+            async for chunk in resp.content.iter_any():
+                for line in splitter.feed(chunk):
+                    yield decode_event(line)
+
+
