@@ -1,0 +1,97 @@
+"""`lapilli schedule`: JSON shape, and bad input ending with exit code 2 and one line naming the problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from lapilli.cli import main
+from tests.unit.engine.builders import documents
+
+SCENARIO = {
+    "nodes": [{"name": "n1", "alloc": {"cpu": "4", "memory": "8Gi"}}],
+    "queues": [{"name": "default"}],
+    "podgroups": [{"name": "ns/pg", "min": 2, "phase": "Pending"}],
+    "pods": [
+        {"name": "ns/pg-w-0", "group": "pg", "req": {"cpu": "1"}},
+        {"name": "ns/pg-w-1", "group": "pg", "req": {"cpu": "1"}},
+    ],
+}
+
+
+def _write(tmp_path: Path, docs: list, name: str = "snap.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def _run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_json_output_has_the_designed_shape(tmp_path):
+    result = _run("schedule", str(_write(tmp_path, documents(SCENARIO))), "-o", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert set(out) == {"binds", "evictions", "pipelined", "podgroups", "queues"}
+    assert out["binds"] == {"ns/pg-w-0": "n1", "ns/pg-w-1": "n1"}
+    # Binding counts as allocated (Volcano's AllocatedStatus); deserved is capped by what the queue requests.
+    assert out["queues"]["default"]["allocated"] == {"cpu": "2", "pods": "2"}
+    assert out["queues"]["default"]["deserved"] == {"cpu": "2", "pods": "2"}
+    assert out["podgroups"]["ns/pg"]["phase"] == "Inqueue"
+
+
+def test_table_output(tmp_path):
+    result = _run("schedule", str(_write(tmp_path, documents(SCENARIO))))
+    assert result.exit_code == 0
+    assert "ns/pg-w-0" in result.output and "BINDS" in result.output
+
+
+def _error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_unknown_kind(tmp_path):
+    docs = [*documents(SCENARIO), {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}]
+    line = _error_line(_run("schedule", str(_write(tmp_path, docs))))
+    assert "Deployment" in line and "document 5" in line and "kind" in line
+
+
+def test_malformed_quantity(tmp_path):
+    docs = documents(SCENARIO)
+    docs[0]["status"]["allocatable"]["cpu"] = "four"
+    line = _error_line(_run("schedule", str(_write(tmp_path, docs))))
+    assert "Node n1" in line and "status.allocatable.cpu" in line and "'four'" in line
+
+
+def test_pod_naming_a_missing_podgroup(tmp_path):
+    docs = [d for d in documents(SCENARIO) if d["kind"] != "PodGroup"]
+    line = _error_line(_run("schedule", str(_write(tmp_path, docs))))
+    assert "ns/pg-w-0" in line and "group-name" in line and "ns/pg" in line
+
+
+def test_conf_naming_an_unknown_plugin(tmp_path):
+    conf = tmp_path / "conf.yaml"
+    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: nosuch\n")
+    line = _error_line(_run("schedule", str(_write(tmp_path, documents(SCENARIO))), "--conf", str(conf)))
+    assert "tiers[0].plugins[1]" in line and "nosuch" in line
+
+
+def test_conf_rejects_hierarchical_drf_next_to_proportion(tmp_path):
+    conf = tmp_path / "conf.yaml"
+    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - {name: drf, enableHierarchy: true}\n  - name: proportion\n")
+    line = _error_line(_run("schedule", str(_write(tmp_path, documents(SCENARIO))), "--conf", str(conf)))
+    assert "same tier" in line
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    assert "snap.yaml" in _error_line(_run("schedule", str(tmp_path / "snap.yaml")))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [1,\n")
+    assert "not valid YAML" in _error_line(_run("schedule", str(bad)))
