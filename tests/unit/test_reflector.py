@@ -1,0 +1,180 @@
+"""The reflector's relist diff, back-off and event flow, driven by a scripted client (no server).
+
+The real thing runs against kube-apiserver in tests/e2e/test_control_plane.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import aiohttp
+import pytest
+
+from lapilli.cluster import Backoff, Event, Reflector, diff, object_key, watch_timeout
+from lapilli.kube import Gone
+from lapilli.kube.client import ObjectList
+from lapilli.kube.resources import NODES, PODS
+from lapilli.kube.watch import WatchEvent
+
+
+def obj(name: str, rv: int, uid: str | None = None, ns: str | None = "ns", **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "resourceVersion": str(rv), "uid": uid or f"uid-{name}"}
+    if ns:
+        meta["namespace"] = ns
+    return {"metadata": meta, **extra}
+
+
+def kinds(events: list[Event]) -> list[tuple[str, str]]:
+    return [(e.type, object_key(e.obj)) for e in events]
+
+
+def test_object_key_namespaced_and_cluster_scoped():
+    assert object_key(obj("a", 1)) == "ns/a"
+    assert object_key(obj("n1", 1, ns=None)) == "n1"
+
+
+def test_diff_first_list_adds_everything_in_order():
+    store, events = diff({}, [obj("a", 1), obj("b", 2)])
+    assert kinds(events) == [("ADDED", "ns/a"), ("ADDED", "ns/b")]
+    assert all(e.synthetic and e.old is None for e in events)
+    assert list(store) == ["ns/a", "ns/b"]
+
+
+def test_diff_emits_update_delete_and_nothing_for_unchanged():
+    old = {"ns/a": obj("a", 1), "ns/b": obj("b", 2), "ns/c": obj("c", 3)}
+    store, events = diff(old, [obj("a", 1), obj("b", 7), obj("d", 8)])
+    assert kinds(events) == [("DELETED", "ns/c"), ("MODIFIED", "ns/b"), ("ADDED", "ns/d")]
+    modified = events[1]
+    assert modified.old is old["ns/b"] and modified.obj["metadata"]["resourceVersion"] == "7"
+    assert events[0].obj is old["ns/c"]  # the last known state of what vanished
+    assert set(store) == {"ns/a", "ns/b", "ns/d"}
+
+
+def test_diff_recreated_under_same_name_is_delete_then_add():
+    old = {"ns/a": obj("a", 1, uid="u1")}
+    _, events = diff(old, [obj("a", 5, uid="u2")])
+    assert kinds(events) == [("DELETED", "ns/a"), ("ADDED", "ns/a")]
+    assert events[0].obj["metadata"]["uid"] == "u1" and events[1].obj["metadata"]["uid"] == "u2"
+
+
+def test_backoff_doubles_with_jitter_caps_and_resets():
+    b = Backoff(initial_s=0.5, cap_s=30.0, jitter=0.5, rng=random.Random(7))
+    delays = [b.next() for _ in range(10)]
+    for attempt, delay in enumerate(delays):
+        base = min(30.0, 0.5 * 2**attempt)
+        assert base <= delay <= min(30.0, base * 1.5)
+    assert delays[-1] == 30.0
+    b.reset()
+    assert 0.5 <= b.next() <= 0.75
+
+
+def test_watch_timeout_is_spread_between_min_and_twice_min():
+    rng = random.Random(1)
+    values = {watch_timeout(300, rng) for _ in range(200)}
+    assert min(values) >= 300 and max(values) < 600 and len(values) > 50
+
+
+class ScriptedClient:
+    """Answers `list` and `watch` from scripts; a watch whose script ran out blocks like an idle stream."""
+
+    def __init__(self, lists: list[ObjectList | Exception], watches: list[list[WatchEvent | Exception]]) -> None:
+        self.lists, self.watches = lists, watches
+        self.watch_calls: list[dict[str, Any]] = []
+        self.idle = asyncio.Event()
+
+    async def list(self, res, namespace=None, **kw) -> ObjectList:
+        item = self.lists.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    async def watch(self, res, namespace=None, **kw):
+        self.watch_calls.append(kw)
+        script = self.watches.pop(0) if self.watches else []
+        for item in script:
+            if isinstance(item, Exception):
+                raise item
+            yield item
+        if not self.watches:
+            self.idle.set()
+            await asyncio.Event().wait()
+
+
+async def run_until_idle(reflector: Reflector, client: ScriptedClient) -> None:
+    task = reflector.start()
+    try:
+        await asyncio.wait_for(client.idle.wait(), 5)
+    finally:
+        await reflector.stop()
+    assert not task.cancelled() or task.done()
+
+
+async def test_relist_on_gone_diffs_against_the_store():
+    a1, b1 = obj("a", 1), obj("b", 2)
+    client = ScriptedClient(
+        lists=[ObjectList([a1, b1], "10"), ObjectList([obj("a", 12), obj("c", 13)], "14")],
+        watches=[
+            [WatchEvent("MODIFIED", obj("a", 11)), WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": "11"}}),
+             Gone(410, "Expired", "too old")],
+            [WatchEvent("DELETED", obj("c", 15))],
+        ],
+    )
+    seen: list[Event] = []
+    reflector = Reflector(client, PODS, handlers=[seen.append], rng=random.Random(0))  # type: ignore[arg-type]
+    await run_until_idle(reflector, client)
+
+    assert kinds(seen) == [
+        ("ADDED", "ns/a"), ("ADDED", "ns/b"),  # first list
+        ("MODIFIED", "ns/a"),  # watch
+        ("DELETED", "ns/b"), ("MODIFIED", "ns/a"), ("ADDED", "ns/c"),  # relist diff after 410
+        ("DELETED", "ns/c"),  # watch again
+    ]
+    assert [e.synthetic for e in seen] == [True, True, False, True, True, True, False]
+    assert seen[2].old is a1
+    assert reflector.synced.is_set()
+    assert (reflector.relists, reflector.restarts) == (2, 1)
+    assert [c["resource_version"] for c in client.watch_calls] == ["10", "14"]
+    assert reflector.resource_version == "15"
+    assert all(c["allow_bookmarks"] for c in client.watch_calls)
+    assert all(300 <= c["timeout_seconds"] < 600 for c in client.watch_calls)
+    assert list(reflector.store) == ["ns/a"]
+
+
+async def test_broken_connection_backs_off_and_resumes_from_last_version():
+    client = ScriptedClient(
+        lists=[aiohttp.ClientConnectionError("refused"), ObjectList([obj("n1", 3, ns=None)], "3")],
+        watches=[[WatchEvent("ADDED", obj("n2", 4, ns=None)), aiohttp.ServerDisconnectedError()], []],
+    )
+    seen: list[Event] = []
+
+    async def handler(event: Event) -> None:  # coroutine handlers are awaited in order
+        await asyncio.sleep(0)
+        seen.append(event)
+
+    reflector = Reflector(client, NODES, handlers=[handler], backoff=Backoff(initial_s=0.01, cap_s=0.02))  # type: ignore[arg-type]
+    await run_until_idle(reflector, client)
+    assert kinds(seen) == [("ADDED", "n1"), ("ADDED", "n2")]
+    assert reflector.restarts == 2 and reflector.relists == 1  # a failed list, then a broken watch
+    assert [c["resource_version"] for c in client.watch_calls] == ["3", "4"]
+
+
+async def test_a_failing_handler_does_not_stop_the_others():
+    client = ScriptedClient(lists=[ObjectList([obj("a", 1)], "1")], watches=[[WatchEvent("DELETED", obj("a", 2))]])
+    seen: list[str] = []
+
+    def broken(event: Event) -> None:
+        raise RuntimeError("bug")
+
+    reflector = Reflector(client, PODS, handlers=[broken, lambda e: seen.append(e.type)])  # type: ignore[arg-type]
+    await run_until_idle(reflector, client)
+    assert seen == ["ADDED", "DELETED"] and reflector.store == {}
+
+
+@pytest.mark.parametrize("bad", [ValueError("x"), aiohttp.ClientPayloadError("cut")])
+async def test_undecodable_or_cut_streams_are_retried(bad):
+    client = ScriptedClient(lists=[ObjectList([], "1")], watches=[[bad], []])
+    reflector = Reflector(client, PODS, backoff=Backoff(initial_s=0.01))  # type: ignore[arg-type]
+    await run_until_idle(reflector, client)
+    assert reflector.restarts == 1 and len(client.watch_calls) == 2
