@@ -278,6 +278,12 @@ class Session:
         self._tier_cache.pop(kind, None)
         self._all_cache.pop(kind, None)
 
+    def current_option(self) -> PluginOption:
+        """The conf entry of the plugin being opened (its flags and arguments)."""
+        if self._current is None:
+            raise RuntimeError("only valid from on_session_open")
+        return self._current
+
     def add_event_handler(self, handler: EventHandler) -> None:
         self._events.append(handler)
 

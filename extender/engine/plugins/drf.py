@@ -2,7 +2,7 @@
 
 A job's share is its largest fraction of any cluster resource (`pods` included); lower shares go first, and a
 preemptor may take a victim only while its own share stays at or below the victim job's share after the loss.
-Hierarchical DRF (`enableHierarchy`) is in `drf_hierarchy.py`.
+With `enableHierarchy: true` queues are ordered by hierarchical DRF (`drf_hierarchy.py`).
 """
 
 from __future__ import annotations
@@ -12,22 +12,11 @@ from typing import Any
 
 from extender.engine.framework import Fn, register_plugin
 from extender.engine.model import Job, Task
+from extender.engine.plugins.drf_hierarchy import Hierarchy, dominant_share
 from extender.engine.session import EventHandler, Session
 from lapilli.resources.vector import Vec
 
 SHARE_DELTA = 1e-6
-
-
-def dominant_share(allocated: Vec, total: Vec) -> float:
-    """max_r allocated_r / total_r with Volcano's `helpers.Share`: 0/0 = 0 and x/0 = 1."""
-    share = 0.0
-    for a, t in zip(allocated, total, strict=True):
-        if t == 0:
-            s = 0.0 if a == 0 else 1.0
-        else:
-            s = a / t
-        share = max(share, s)
-    return share
 
 
 class DrfPlugin:
@@ -35,6 +24,7 @@ class DrfPlugin:
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         self.arguments = arguments
+        self.hierarchy: Hierarchy | None = None
         self.shares: dict[str, float] = {}
         # Volcano's drf counts pipelined tasks too, so it keeps its own allocation per job.
         self.allocated: dict[str, Vec] = {}
@@ -74,6 +64,25 @@ class DrfPlugin:
         ssn.add_fn(Fn.JOB_ORDER, order)
         ssn.add_fn(Fn.PREEMPTABLE, victims)
         ssn.add_event_handler(EventHandler(allocate=allocate, deallocate=deallocate))
+        if ssn.current_option().flags.get("enableHierarchy", False):
+            self._open_hierarchy(ssn)
+
+    def _open_hierarchy(self, ssn: Session) -> None:
+        hierarchy = Hierarchy(ssn.total)
+        hierarchy.build(ssn.queues, ssn.jobs)
+        hierarchy.update()
+        self.hierarchy = hierarchy
+
+        def moved(task: Task, sign: int) -> None:
+            leaf = hierarchy.job_leaf(ssn.jobs[task.job])
+            if leaf is not None:
+                leaf.allocated = leaf.allocated + task.resreq * sign
+                hierarchy.update()
+
+        ssn.add_fn(Fn.QUEUE_ORDER, hierarchy.compare)
+        ssn.add_event_handler(
+            EventHandler(allocate=lambda task: moved(task, 1), deallocate=lambda task: moved(task, -1))
+        )
 
     def on_session_close(self, ssn: Session) -> None:
         self.shares.clear()

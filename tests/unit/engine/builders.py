@@ -82,7 +82,7 @@ def queue(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
-        "metadata": {"name": spec["name"]},
+        "metadata": {"name": spec["name"], "annotations": spec.get("annotations", {})},
         "spec": q_spec,
         "status": {"state": spec.get("state", "Open")},
     }
