@@ -39,6 +39,12 @@ class Statement:
         previous = self._ssn.release(task)
         self._steps.append(_Step("evict", task, previous))
 
+    def merge(self, other: Statement) -> None:
+        """Take over `other`'s steps, which then commit or discard with this statement (Volcano's `Merge`):
+        preempt and reclaim try each node in a statement of its own and keep only the one that worked."""
+        self._steps.extend(other._steps)
+        other._steps.clear()
+
     def empty(self) -> bool:
         return not self._steps
 

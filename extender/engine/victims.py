@@ -1,0 +1,58 @@
+"""Victim ordering and validation shared by preempt, reclaim and the plugins that choose victims.
+
+Mirrors Volcano's `Session.BuildVictimsPriorityQueue` (`framework/session_plugins.go`) and
+`util.ValidateVictims` (`scheduler/util/scheduler_helper.go`): victims of one job go in reverse task order, victims
+of different queues in victim-queue order, otherwise in reverse job order — the task that matters least goes first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cmp_to_key
+
+import numpy as np
+
+from extender.engine.model import Node, Task
+from extender.engine.session import Session
+from lapilli.resources.vector import less_equal
+
+
+def victim_order(ssn: Session, victims: Iterable[Task], preemptor: Task) -> list[Task]:
+    """`victims` in the order they are evicted (first = least important)."""
+    preemptor_queue = ssn.queues[ssn.jobs[preemptor.job].queue] if preemptor.job in ssn.jobs else None
+
+    def compare(left: Task, right: Task) -> int:
+        if left.job == right.job:
+            result = -ssn.task_order(left, right)
+        else:
+            lj, rj = ssn.jobs[left.job], ssn.jobs[right.job]
+            if preemptor_queue is not None and lj.queue != rj.queue:
+                result = ssn.victim_queue_order(ssn.queues[lj.queue], ssn.queues[rj.queue], preemptor_queue)
+            else:
+                result = -ssn.job_order(lj, rj)
+        # Volcano pops from a heap; ties there are arbitrary, here they go to the lowest uid.
+        return result or (left.uid > right.uid) - (left.uid < right.uid)
+
+    return sorted(victims, key=cmp_to_key(compare))
+
+
+def validate_victims(ssn: Session, preemptor: Task, node: Node, victims: list[Task] | None) -> bool:
+    """There are victims, and evicting all of them would let the preemptor fit the node's future idle."""
+    if not victims:
+        return False
+    future = ssn.arrays.future_idle_row(node.idx) + np.sum([v.resreq for v in victims], axis=0)
+    return less_equal(preemptor.resreq, future)
+
+
+def candidate_nodes(ssn: Session, task: Task) -> list[Node]:
+    """Nodes an eviction could open for `task`, in name order (Volcano's `PredicateForPreemptAction`).
+
+    Only failures eviction cannot resolve rule a node out: the static predicates (selector, affinity, taints,
+    unschedulable) are UnschedulableAndUnresolvable upstream; port, pod-affinity and pod-count conflicts and the
+    resource fit may be fixed by evicting victims, so they are checked later, once victims are chosen.
+    """
+    mask = ssn.static_mask(task)
+    return [ssn.nodes[int(i)] for i in np.flatnonzero(mask)]
+
+
+__all__ = ["candidate_nodes", "validate_victims", "victim_order"]
