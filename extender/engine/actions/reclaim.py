@@ -1,0 +1,104 @@
+"""reclaim: a queue below its share takes room back from other queues (Volcano's `actions/reclaim/reclaim.go`).
+
+Queues holding at least one valid, admitted job go in QueueOrder; an overused queue is skipped. Each starving job
+of the queue (JobOrder) gets one statement; while it starves, its next pending task (TaskOrder) — unless it has
+`preemptionPolicy: Never` or its queue may not reclaim for it (Preemptive) — looks at the nodes the static
+predicates accept, in name order. On a node the reclaimees are Running, preemptable tasks of *other*, reclaimable
+queues; the plugins' Reclaimable vote picks victims; a node where evicting them all would still not make room is
+skipped. Victims are evicted in victim order only while the task does not yet fit what the node will have free, and
+the task is pipelined on the first node where it fits; a node that never gets there has its evictions undone. After
+the job: commit if it is pipelined, else discard.
+"""
+
+from __future__ import annotations
+
+from extender.engine.actions.ordering import PriorityQueue, pop_best
+from extender.engine.framework import register_action
+from extender.engine.model import Job, Node, Queue, Task, TaskStatus
+from extender.engine.session import Session
+from extender.engine.statement import Statement
+from extender.engine.victims import candidate_nodes, validate_victims, victim_order
+from lapilli.resources.vector import less_equal
+
+
+def _reclaimees(ssn: Session, node: Node, job: Job) -> list[Task]:
+    out = []
+    for task in node.tasks.values():
+        if task.status is not TaskStatus.RUNNING or not task.preemptable or task.job not in ssn.jobs:
+            continue
+        queue = ssn.jobs[task.job].queue
+        if queue != job.queue and ssn.queues[queue].reclaimable:
+            out.append(task)
+    return out
+
+
+def _try_node(ssn: Session, stmt: Statement, task: Task, job: Job, node: Node) -> bool:
+    reclaimees = _reclaimees(ssn, node, job)
+    if not reclaimees:
+        return False
+    # Offered least important first, so plugins that ration victims (gang's minMember) spare the most important.
+    victims = ssn.reclaimable(task, victim_order(ssn, reclaimees, task))
+    if not validate_victims(ssn, task, node, victims):
+        return False
+    node_stmt = Statement(ssn)
+    available = ssn.arrays.future_idle_row(node.idx)
+    for victim in victim_order(ssn, victims or [], task):
+        # Evict only while the task still does not fit: no victim beyond what is needed.
+        if less_equal(task.resreq, available):
+            break
+        node_stmt.evict(victim)
+        available = available + victim.resreq
+    if not less_equal(task.resreq, available):
+        node_stmt.discard()
+        return False
+    node_stmt.pipeline(task, node)
+    stmt.merge(node_stmt)
+    return True
+
+
+def reclaim_for_task(ssn: Session, stmt: Statement, task: Task, job: Job) -> bool:
+    """Pipeline `task` on the first node (name order) where evicting other queues' victims makes room."""
+    return any(_try_node(ssn, stmt, task, job, node) for node in candidate_nodes(ssn, task))
+
+
+class Reclaim:
+    name = "reclaim"
+
+    def execute(self, ssn: Session) -> None:
+        queues: list[Queue] = []
+        starving: dict[str, list[Job]] = {}
+        for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+            if job.is_pending() or ssn.job_valid(job) is not None or job.queue not in ssn.queues:
+                continue
+            if job.queue not in starving:
+                starving[job.queue] = []
+                queues.append(ssn.queues[job.queue])
+            if ssn.job_starving(job):
+                starving[job.queue].append(job)
+        pending = {
+            job.uid: PriorityQueue(ssn.task_order, job.pending_tasks()) for jobs in starving.values() for job in jobs
+        }
+        while queues:
+            queue = pop_best(queues, ssn.queue_order)
+            if ssn.overused(queue):
+                continue
+            jobs = PriorityQueue(ssn.job_order, starving[queue.name])
+            while not jobs.empty():
+                self._reclaim_for_job(ssn, queue, jobs.pop(), pending)
+
+    @staticmethod
+    def _reclaim_for_job(ssn: Session, queue: Queue, job: Job, pending: dict[str, PriorityQueue[Task]]) -> None:
+        tasks = pending[job.uid]
+        stmt = Statement(ssn)
+        while ssn.job_starving(job) and not tasks.empty():
+            task = tasks.pop()
+            if task.preemption_never or not ssn.preemptive(queue, task):
+                continue
+            reclaim_for_task(ssn, stmt, task, job)
+        if ssn.job_pipelined(job):
+            stmt.commit()
+        else:
+            stmt.discard()
+
+
+register_action("reclaim")(Reclaim)
