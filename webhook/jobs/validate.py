@@ -1,0 +1,175 @@
+"""Job validation on CREATE — Volcano's `validateJobCreate` (`pkg/webhooks/admission/jobs/validate/admit_job.go`)
+together with the checks Volcano moved into ValidatingAdmissionPolicies (`jobs-validating.yaml`).
+
+Volcano's fragments are concatenated (each usually ` <text>;`) and trimmed, so one denial lists every problem.
+The first group of checks returns at once, as in Volcano. The status is 403 Forbidden when only the queue
+refused the job (missing, not Open, root, not a leaf), else 400 BadRequest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+from lapilli.jobplugins import KNOWN_PLUGINS, make_pod_name, parse_flags
+from webhook.context import ROOT_QUEUE, AdmissionContext
+from webhook.jobs.model import Job, Task, Volume
+from webhook.jobs.policies import policies_message
+from webhook.jobs.template import task_template_message
+from webhook.names import dns1123_label, dns1123_subdomain, go_list, qualified_name
+from webhook.outcome import Outcome, allow, deny
+from webhook.queueview import children, is_open, not_found, state_of
+
+TOPOLOGY_CONFLICT: Final = (
+    "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"
+)
+CLAIM_CONFLICT: Final = (
+    "conflict: If you want to use an existing PVC, just specify VolumeClaimName."
+    "If you want to create a new PVC, you do not need to specify VolumeClaimName"
+)
+
+
+def topology_conflict(topology: object) -> bool:
+    return (
+        isinstance(topology, dict)
+        and bool(topology.get("highestTierAllowed"))
+        and bool(topology.get("highestTierName"))
+    )
+
+
+def early_error(job: Job) -> str:
+    """Checks after which Volcano stops at once."""
+    if job.min_available < 0:
+        return "job 'minAvailable' must be >= 0."
+    if job.max_retry < 0:
+        return "'maxRetry' cannot be less than zero."
+    if job.ttl is not None and job.ttl < 0:
+        return "'ttlSecondsAfterFinished' cannot be less than zero."
+    if not job.tasks:
+        return "No task specified in job spec"
+    if job.plugins is not None and "mpi" in job.plugins:
+        master = parse_flags(job.plugins["mpi"], {"master": "master", "worker": "worker", "port": 22}).text("master")
+        if all(t.name != master for t in job.tasks):
+            return "The specified mpi master task was not found"
+    if topology_conflict(job.network_topology):
+        return TOPOLOGY_CONFLICT
+    return ""
+
+
+def partition_errors(task: Task, job_name: str) -> Iterator[str]:
+    p = task.partition
+    if p is None:
+        return
+    where = f"in task: {task.name}, job: {job_name};"
+    if p.total <= 0:
+        yield f" 'TotalPartitions' must be greater than 0 {where}"
+    if p.size <= 0:
+        yield f" 'PartitionSize' must be greater than 0 {where}"
+    if p.total > 0 and p.size > 0 and task.replicas != p.total * p.size:
+        yield f" 'Replicas' are not equal to TotalPartitions*PartitionSize {where}"
+    if task.min_available is not None and p.min_partitions > 0 and p.min_partitions * p.size != task.min_available:
+        yield f" 'MinAvailable' is not equal to MinPartitions*PartitionSize {where}"
+
+
+def task_fragments(job: Job) -> Iterator[str]:
+    names: set[str] = set()
+    for index, task in enumerate(job.tasks):
+        where = f"in task: {task.name}, job: {job.name};"
+        if task.replicas < 0:
+            yield f" 'replicas' < 0 {where}"
+        if task.min_available is not None and task.min_available < 0:
+            yield f" 'minAvailable' < 0 {where}"
+        elif task.min_available is not None and task.min_available > task.replicas:
+            yield f" 'minAvailable' is greater than 'replicas' {where}"
+        if errors := dns1123_label(task.name):
+            yield f" {go_list(errors)};"
+        if task.name in names:
+            yield f" duplicated task name {task.name};"
+            break  # Volcano stops checking tasks here
+        names.add(task.name)
+        if message := policies_message(task.policies, "spec.tasks.policies"):
+            yield message
+        pod_name = make_pod_name(job.name, task.name, index)
+        if errors := qualified_name(pod_name):
+            yield f"create pod with name {pod_name} validate failed {go_list(errors)};"
+        yield task_template_message(task, index)
+        yield from partition_errors(task, job.name)
+
+
+def volume_error(volumes: tuple[Volume, ...]) -> str:
+    """Volcano's `validateIO`: only the first problem is reported."""
+    mount_paths: set[str] = set()
+    for volume in volumes:
+        if not volume.mount_path:
+            return " mountPath is required;"
+        if volume.mount_path in mount_paths:
+            return f" duplicated mountPath: {volume.mount_path};"
+        if not volume.has_claim and not volume.claim_name:
+            return " either VolumeClaim or VolumeClaimName must be specified;"
+        if volume.claim_name:
+            if volume.has_claim:
+                return CLAIM_CONFLICT
+            if errors := dns1123_subdomain(volume.claim_name):
+                return f"invalid VolumeClaimName {volume.claim_name} : {go_list(errors)}"
+        mount_paths.add(volume.mount_path)
+    return ""
+
+
+def queue_fragment(job: Job, ctx: AdmissionContext) -> str:
+    queue = ctx.queues.get(job.queue)
+    if queue is None:
+        return f" unable to find job queue: {not_found(job.queue)};"
+    if not is_open(queue):
+        return f" can only submit job to queue with state `Open`, queue `{job.queue}` status is `{state_of(queue)}`;"
+    if job.queue == ROOT_QUEUE:
+        return " can not submit job to root queue;"
+    if kids := children(ctx.queues, job.queue):
+        return f" can only submit job to leaf queue, queue `{job.queue}` has {len(kids)} child queues;"
+    return ""
+
+
+def is_dag(job: Job) -> bool:
+    """Kahn's algorithm over `dependsOn` edges; a dependency on an unknown task never resolves (as in Volcano)."""
+    indegree = {t.name: len(t.depends_on or ()) for t in job.tasks}
+    dependents: dict[str, list[str]] = {}
+    for task in job.tasks:
+        for dep in task.depends_on or ():
+            dependents.setdefault(dep, []).append(task.name)
+    ready = [name for name, degree in indegree.items() if degree == 0]
+    done = 0
+    while ready:
+        done += 1
+        for nxt in dependents.get(ready.pop(), []):
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                ready.append(nxt)
+    return done == len(job.tasks)
+
+
+def spec_fragments(job: Job) -> Iterator[str]:
+    yield from task_fragments(job)
+    if errors := qualified_name(job.name):
+        yield f"create job with name {job.name} validate failed {go_list(errors)}"
+    if sum(t.replicas for t in job.tasks) < job.min_available:
+        yield " job 'minAvailable' should not be greater than total replicas in tasks;"
+    yield policies_message(job.policies, "spec.policies")
+    for name in sorted(job.plugins or {}):
+        if name not in KNOWN_PLUGINS:
+            yield f" unable to find job plugin: {name};"
+    yield volume_error(job.volumes)
+
+
+def validate_job_create(job: Job, ctx: AdmissionContext) -> Outcome:
+    if message := early_error(job):
+        return deny(message)
+    spec_message = "".join(spec_fragments(job))
+    queue_message = queue_fragment(job, ctx)
+    dag_message = (
+        ""
+        if all(t.depends_on is None for t in job.tasks) or is_dag(job)
+        else (" job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG);")
+    )
+    message = (spec_message + queue_message + dag_message).strip()
+    if not message:
+        return allow()
+    return deny(message, forbidden=not (spec_message or dag_message))

@@ -1,0 +1,76 @@
+"""Read-only views of cluster objects the rules consult, as `Protocol`s the assembly fills.
+
+In the service they are backed by list+watch reflectors (`lapilli.cluster`); in tests by plain dicts
+(`MemoryQueues`, `MemoryJobs`, `MemoryNamespaces`). Objects are the API server's JSON as dicts. Counterpart:
+Volcano's `QueueLister` in `router.AdmissionServiceConfig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+Obj = Mapping[str, Any]
+
+
+class QueueLister(Protocol):
+    """Queues (cluster-scoped) by name."""
+
+    def get(self, name: str) -> Obj | None: ...
+
+    def list(self) -> Iterable[Obj]: ...
+
+
+class JobLister(Protocol):
+    """Volcano Jobs by namespace and name."""
+
+    def get(self, namespace: str, name: str) -> Obj | None: ...
+
+
+class NamespaceLister(Protocol):
+    """Namespaces by name (the PodGroup mutator reads their `scheduling.volcano.sh/queue-name` annotation)."""
+
+    def get(self, name: str) -> Obj | None: ...
+
+
+def _name(obj: Obj) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+
+
+def _namespace(obj: Obj) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("namespace", "")) if isinstance(meta, Mapping) else ""
+
+
+class MemoryQueues:
+    """A `QueueLister` over a fixed set of Queue dicts."""
+
+    def __init__(self, queues: Iterable[Obj] = ()) -> None:
+        self._by_name = {_name(q): q for q in queues}
+
+    def get(self, name: str) -> Obj | None:
+        return self._by_name.get(name)
+
+    def list(self) -> Iterable[Obj]:
+        return list(self._by_name.values())
+
+
+class MemoryJobs:
+    """A `JobLister` over a fixed set of Job dicts."""
+
+    def __init__(self, jobs: Iterable[Obj] = ()) -> None:
+        self._by_key = {(_namespace(j), _name(j)): j for j in jobs}
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self._by_key.get((namespace, name))
+
+
+class MemoryNamespaces:
+    """A `NamespaceLister` over a fixed set of Namespace dicts."""
+
+    def __init__(self, namespaces: Iterable[Obj] = ()) -> None:
+        self._by_name = {_name(n): n for n in namespaces}
+
+    def get(self, name: str) -> Obj | None:
+        return self._by_name.get(name)
