@@ -18,7 +18,7 @@ from extender.engine.framework import Fn, float_arg, register_plugin
 from extender.engine.model import Task
 from extender.engine.session import Index, Session
 from lapilli.resources.units import CPU, MEMORY
-from lapilli.resources.vector import TOLERANCE
+from lapilli.resources.vector import TOLERANCE, Vec
 
 
 def parse_weights(arguments: Mapping[str, Any]) -> tuple[float, dict[str, float]]:
@@ -41,30 +41,44 @@ class BinpackScorer:
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         self.weight, self.weights = parse_weights(arguments)
         self.ssn: Session | None = None
+        # Per request vector: (columns, requested amounts, weights, 100·W/Σw), so a call is a few matrix ops.
+        self._classes: dict[bytes, tuple[npt.NDArray[np.intp], Vec, Vec, float] | None] = {}
+
+    def open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self._classes.clear()
+
+    def _class(self, task: Task) -> tuple[npt.NDArray[np.intp], Vec, Vec, float] | None:
+        key = task.resreq.tobytes()
+        if key in self._classes:
+            return self._classes[key]
+        assert self.ssn is not None
+        cols, weights = [], []
+        for name, w in self.weights.items():
+            d = self.ssn.dims.index.get(name)
+            if d is not None and task.resreq[d] >= TOLERANCE:
+                cols.append(d)
+                weights.append(w)
+        weight_sum = sum(weights)
+        entry = None
+        if self.weight != 0 and weight_sum > 0:
+            col = np.array(cols, dtype=np.intp)
+            entry = (col, task.resreq[col], np.array(weights), 100.0 * self.weight / weight_sum)
+        self._classes[key] = entry
+        return entry
 
     def score(self, task: Task, idx: Index) -> npt.NDArray[np.float64]:
         assert self.ssn is not None
-        if self.weight == 0:
+        entry = self._class(task)
+        if entry is None:
             return np.zeros(len(idx))
-        dims, arrays = self.ssn.dims, self.ssn.arrays
-        total = np.zeros(len(idx))
-        weight_sum = 0.0
-        fits = np.ones(len(idx), dtype=bool)
-        for name, w in self.weights.items():
-            d = dims.index.get(name)
-            if d is None or task.resreq[d] < TOLERANCE:
-                continue
-            weight_sum += w
-            if w == 0:
-                continue
-            alloc = arrays.allocatable[idx, d]
-            after = task.resreq[d] + arrays.used[idx, d]
-            fits &= (alloc == 0) | (after <= alloc)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                total += np.where(alloc > 0, w * after / np.where(alloc > 0, alloc, 1.0), 0.0)
-        if weight_sum == 0:
-            return np.zeros(len(idx))
-        return np.where(fits, 100.0 * self.weight * total / weight_sum, 0.0)
+        cols, request, weights, factor = entry
+        arrays = self.ssn.arrays
+        alloc = arrays.allocatable[idx][:, cols]
+        after = arrays.used[idx][:, cols] + request
+        fits = np.all((alloc == 0) | (after <= alloc), axis=1)
+        ratio = after / np.where(alloc > 0, alloc, np.inf)  # a resource the node lacks scores 0
+        return np.where(fits, (ratio @ weights) * factor, 0.0)
 
     def normalized(self, task: Task, idx: Index) -> npt.NDArray[np.float64] | None:
         return None
@@ -77,7 +91,7 @@ class BinpackPlugin:
         self.scorer = BinpackScorer(arguments)
 
     def on_session_open(self, ssn: Session) -> None:
-        self.scorer.ssn = ssn
+        self.scorer.open(ssn)
         ssn.add_fn(Fn.NODE_ORDER, self.scorer)
 
     def on_session_close(self, ssn: Session) -> None:

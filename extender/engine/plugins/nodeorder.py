@@ -42,41 +42,53 @@ class NodeOrderScorer:
         self._raw_affinity: dict[str, Scores] = {}
         self._raw_taints: dict[str, Scores] = {}
         self._any_prefer_no_schedule = False
+        self._cols: dict[bytes, tuple[npt.NDArray[np.intp], Scores]] = {}
 
     def open(self, ssn: Session) -> None:
         self.ssn = ssn
         self._raw_affinity.clear()
         self._raw_taints.clear()
+        self._cols.clear()
         self._any_prefer_no_schedule = any(
             t.get("effect") == "PreferNoSchedule" for n in ssn.nodes for t in n.taints
         )
 
-    def _requested(self, task: Task, idx: Index, dim: int, default: float) -> tuple[Scores, Scores]:
-        assert self.ssn is not None
-        arrays = self.ssn.arrays
-        want = task.resreq[dim] if task.resreq[dim] > 0 else default
-        return arrays.used[idx, dim] + want, arrays.allocatable[idx, dim]
+    def _columns(self, task: Task) -> tuple[npt.NDArray[np.intp], Scores]:
+        """cpu, memory (and GPU when the task asks for it) columns and what the task adds to each."""
+        key = task.resreq.tobytes()
+        cached = self._cols.get(key)
+        if cached is None:
+            assert self.ssn is not None
+            index = self.ssn.dims.index
+            cols = [index[CPU], index[MEMORY]]
+            want = [task.resreq[cols[0]] or DEFAULT_MILLI_CPU, task.resreq[cols[1]] or DEFAULT_MEMORY]
+            gpu = index.get(GPU)
+            if gpu is not None and task.resreq[gpu] > 0:
+                cols.append(gpu)
+                want.append(task.resreq[gpu])
+            cached = (np.array(cols, dtype=np.intp), np.array(want))
+            self._cols[key] = cached
+        return cached
 
     def score(self, task: Task, idx: Index) -> Scores:
         assert self.ssn is not None
-        dims = self.ssn.dims
+        arrays = self.ssn.arrays
+        cols, want = self._columns(task)
+        capacity = arrays.allocatable[idx][:, cols]
+        requested = arrays.used[idx][:, cols] + want
+        usable = (capacity > 0) & (requested <= capacity)
+        safe = np.where(capacity > 0, capacity, 1.0)
         total = np.zeros(len(idx))
-        cpu_req, cpu_cap = self._requested(task, idx, dims.index[CPU], DEFAULT_MILLI_CPU)
-        mem_req, mem_cap = self._requested(task, idx, dims.index[MEMORY], DEFAULT_MEMORY)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if self.least:
-                total += self.least * _mean_int(_least(cpu_req, cpu_cap), _least(mem_req, mem_cap))
-            if self.most:
-                total += self.most * _mean_int(_most(cpu_req, cpu_cap), _most(mem_req, mem_cap))
-            if self.balanced:
-                fractions = [np.minimum(np.where(cpu_cap > 0, cpu_req / cpu_cap, 1.0), 1.0)]
-                fractions.append(np.minimum(np.where(mem_cap > 0, mem_req / mem_cap, 1.0), 1.0))
-                gpu = dims.index.get(GPU)
-                if gpu is not None and task.resreq[gpu] > 0:
-                    gpu_req, gpu_cap = self._requested(task, idx, gpu, 0.0)
-                    fractions.append(np.minimum(np.where(gpu_cap > 0, gpu_req / gpu_cap, 1.0), 1.0))
-                std = np.std(np.vstack(fractions), axis=0)
-                total += self.balanced * np.floor((1.0 - std) * MAX_SCORE)
+        # LeastAllocated and MostAllocated average cpu and memory only, in integers as upstream does.
+        if self.least:
+            least = np.where(usable, np.floor((capacity - requested) * MAX_SCORE / safe), 0.0)
+            total += self.least * np.floor(least[:, :2].sum(axis=1) / 2)
+        if self.most:
+            most = np.where(usable, np.floor(requested * MAX_SCORE / safe), 0.0)
+            total += self.most * np.floor(most[:, :2].sum(axis=1) / 2)
+        if self.balanced:
+            fractions = np.where(capacity > 0, np.minimum(requested / safe, 1.0), 1.0)
+            total += self.balanced * np.floor((1.0 - fractions.std(axis=1)) * MAX_SCORE)
         return total
 
     def normalized(self, task: Task, idx: Index) -> Scores | None:
@@ -107,20 +119,6 @@ class NodeOrderScorer:
             taint_scores = self.taint * taint_scores
             extra = taint_scores if extra is None else extra + taint_scores
         return extra
-
-
-def _least(requested: Scores, capacity: Scores) -> Scores:
-    out = np.floor((capacity - requested) * MAX_SCORE / capacity)
-    return np.where((capacity <= 0) | (requested > capacity), 0.0, out)
-
-
-def _most(requested: Scores, capacity: Scores) -> Scores:
-    out = np.floor(requested * MAX_SCORE / capacity)
-    return np.where((capacity <= 0) | (requested > capacity), 0.0, out)
-
-
-def _mean_int(cpu: Scores, memory: Scores) -> Scores:
-    return np.floor((cpu + memory) / 2)
 
 
 def _preferred(terms: list[Mapping[str, Any]], node: Node) -> float:
