@@ -1,0 +1,26 @@
+"""The simulator: replay a workload of Nodes, Queues and Volcano Jobs over simulated time under a scheduler.
+
+`load_workload(docs)` parses the workload, `simulate(workload, scheduler)` runs the discrete-event loop and
+returns a `SimResult`; the schedulers are `LapilliScheduler` (the engine, one session per cycle) and
+`DefaultScheduler` (kube-scheduler's per-pod baseline). `lapilli simulate` is the command line over these.
+"""
+
+from lapilli.sim.kube_default import DefaultScheduler
+from lapilli.sim.lapilli_driver import SIM_CONF, LapilliScheduler, sim_conf
+from lapilli.sim.loop import JobOutcome, Scheduler, SimResult, simulate
+from lapilli.sim.workload import Workload, WorkloadError, load_workload, parse_seconds
+
+__all__ = [
+    "SIM_CONF",
+    "DefaultScheduler",
+    "JobOutcome",
+    "LapilliScheduler",
+    "Scheduler",
+    "SimResult",
+    "Workload",
+    "WorkloadError",
+    "load_workload",
+    "parse_seconds",
+    "sim_conf",
+    "simulate",
+]
