@@ -152,8 +152,9 @@ class Reflector:
             self._task = None
 
     async def run(self) -> None:
-        """List, then watch forever; returns only when cancelled."""
-        need_list = True
+        """List, then watch forever; returns only when cancelled. A reflector restarted after `stop()` resumes
+        watching from its last resourceVersion (re-listing only if the server says it is gone)."""
+        need_list = not self.synced.is_set()
         while True:
             try:
                 if need_list:

@@ -51,6 +51,7 @@ SERVICE_ACCOUNTS: Final = Resource("v1", "serviceaccounts", "ServiceAccount")
 CONFIG_MAPS: Final = Resource("v1", "configmaps", "ConfigMap")
 SECRETS: Final = Resource("v1", "secrets", "Secret")
 EVENTS: Final = Resource("v1", "events", "Event")
+POD_TEMPLATES: Final = Resource("v1", "podtemplates", "PodTemplate")
 LEASES: Final = Resource("coordination.k8s.io/v1", "leases", "Lease")
 PRIORITY_CLASSES: Final = Resource("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", namespaced=False)
 CLUSTER_ROLES: Final = Resource("rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", namespaced=False)
@@ -78,7 +79,7 @@ COMMANDS: Final = Resource("bus.volcano.sh/v1alpha1", "commands", "Command")
 _BY_KIND: Final[dict[tuple[str, str], Resource]] = {
     (r.api_version, r.kind): r
     for r in (
-        NAMESPACES, NODES, PODS, SERVICES, SERVICE_ACCOUNTS, CONFIG_MAPS, SECRETS, EVENTS, LEASES,
+        NAMESPACES, NODES, PODS, SERVICES, SERVICE_ACCOUNTS, CONFIG_MAPS, SECRETS, EVENTS, POD_TEMPLATES, LEASES,
         PRIORITY_CLASSES, CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, ROLES, ROLE_BINDINGS, CRDS, MUTATING_WEBHOOKS,
         VALIDATING_WEBHOOKS, VC_JOBS, PODGROUPS, QUEUES, COMMANDS,
     )
