@@ -12,6 +12,7 @@ import click
 
 # name -> "module:attribute" (relative to this package)
 _COMMANDS: dict[str, str] = {
+    "dev": "dev:dev",
     "schedule": "schedule:schedule",
     "simulate": "simulate:simulate",
 }

@@ -1,0 +1,158 @@
+"""`lapilli dev up | down | status | kubelet`: the local control plane of DESIGN.md ("Interfaces")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+DEFAULT_STATE_DIR = Path(".lapilli") / "dev"
+
+
+def _state_dir(value: Path | None) -> Path:
+    """--state-dir, else $LAPILLI_DEV_STATE_DIR, else .lapilli/dev under the current directory."""
+    if value is not None:
+        return value
+    env = os.environ.get("LAPILLI_DEV_STATE_DIR")
+    return Path(env) if env else DEFAULT_STATE_DIR
+
+
+_state_option = click.option(
+    "--state-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+    help="Where pid files, logs, certificates and the kubeconfig live [default: .lapilli/dev, "
+    "or $LAPILLI_DEV_STATE_DIR].",
+)
+
+
+def _wiring(service: bool, extender: bool) -> str:
+    if not service:
+        return "without the Lapilli service"
+    return f"Lapilli service with webhook{' and extender' if extender else ' (no extender yet)'}"
+
+
+@click.group()
+def dev() -> None:
+    """A local control plane: etcd, kube-apiserver, kube-scheduler, simulated nodes and kubelet.
+
+    Binaries come from LAPILLI_K8S_BIN=DIR or the cache filled by `make k8s`; etcd from that DIR or PATH.
+    """
+
+
+@dev.command()
+@click.option("--nodes", default=8, show_default=True, help="Simulated nodes to create.")
+@click.option("--gpus-per-node", default=8, show_default=True, help="nvidia.com/gpu per node.")
+@click.option("--cpu", default="64", show_default=True, help="CPU per node (a quantity).")
+@click.option("--memory", default="512Gi", show_default=True, help="Memory per node (a quantity).")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Node label (repeatable).")
+@click.option("--taint", "taints", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="Node taint (repeatable).")
+@click.option("--extender/--no-extender", default=None,
+              help="Wire Lapilli in: start `lapilli serve`, register its webhook and point kube-scheduler's "
+              "extender at it [default: when `lapilli serve` exists].")
+@_state_option
+def up(
+    nodes: int, gpus_per_node: int, cpu: str, memory: str, labels: tuple[str, ...], taints: tuple[str, ...],
+    extender: bool | None, state_dir: Path | None,
+) -> None:
+    """Start everything in the background; prints `export KUBECONFIG=...` last once it is ready."""
+    from lapilli.dev import BinariesNotFound, ClusterRunning, ClusterSpec, ComponentFailed, DevCluster, NodeShape
+    from lapilli.dev.nodes import parse_label, parse_taint
+
+    try:
+        shape = NodeShape(
+            cpu=cpu, memory=memory, gpus=gpus_per_node, labels=dict(parse_label(x) for x in labels),
+            taints=tuple(parse_taint(t) for t in taints),
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+    spec = ClusterSpec(state_dir=_state_dir(state_dir), nodes=nodes, shape=shape, extender=extender)
+    cluster = DevCluster(spec)
+
+    async def start() -> None:
+        try:
+            info = await cluster.up()
+        finally:
+            await cluster.close()
+        click.echo(
+            f"Kubernetes {info.kubernetes} at {info.server}: {info.nodes} nodes, "
+            f"{_wiring(info.service, info.extender)}, ready in {info.ready_s:.1f}s (state in {info.state_dir})",
+            err=True,
+        )
+
+    try:
+        asyncio.run(start())
+    except (BinariesNotFound, ClusterRunning, ComponentFailed) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"export KUBECONFIG={cluster.kubeconfig}")
+
+
+@dev.command()
+@_state_option
+def down(state_dir: Path | None) -> None:
+    """Stop every process of the dev cluster."""
+    from lapilli.dev import stop_state_dir
+
+    stopped = stop_state_dir(_state_dir(state_dir))
+    click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+
+
+@dev.command()
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_state_option
+def status(output: str, state_dir: Path | None) -> None:
+    """Tell what runs. Exit status 0 if every recorded process runs, 1 if none do, 2 if only some do."""
+    from lapilli.dev import status as cluster_status
+
+    report = cluster_status(_state_dir(state_dir))
+    running = [p["running"] for p in report["processes"]]
+    if output == "json":
+        click.echo(json.dumps(report, indent=2))
+    else:
+        info = report["cluster"]
+        if info:
+            click.echo(f"cluster: Kubernetes {info['kubernetes']} at {info['server']}, {info['nodes']} nodes, "
+                       f"{_wiring(info['service'], info['extender'])}")
+            click.echo(f"kubeconfig: {info['kubeconfig']}")
+        if not running:
+            click.echo(f"nothing recorded in {report['state_dir']}")
+        for proc in report["processes"]:
+            click.echo(f"{proc['name']:<16} pid {proc['pid']:<8} {'running' if proc['running'] else 'stopped'}")
+    sys.exit(0 if running and all(running) else 1 if not any(running) else 2)
+
+
+@dev.command(hidden=False)
+@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False, exists=True), required=True)
+@click.option("--ready-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Touched once the kubelet has listed nodes and pods.")
+@click.option("--workers", default=64, show_default=True, help="Concurrent pod/node updates.")
+@click.option("--heartbeat", default=60.0, show_default=True, help="Seconds between heartbeats of a node.")
+def kubelet(kubeconfig: Path, ready_file: Path | None, workers: int, heartbeat: float) -> None:
+    """Run the simulated kubelet for every simulated node until SIGTERM (`dev up` starts it)."""
+    from lapilli.dev import SimKubelet
+    from lapilli.kube import KubeClient, load_kubeconfig
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        async with KubeClient(load_kubeconfig(kubeconfig)) as client:
+            sim = SimKubelet(client, workers=workers, heartbeat_s=heartbeat)
+            task = sim.start()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, task.cancel)
+            ready = asyncio.create_task(sim.ready.wait())
+            await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+            if ready.done() and ready_file is not None:
+                ready_file.touch()
+                logging.info("simulated kubelet ready: %d nodes, %d pods", len(sim.nodes.store), len(sim.pods.store))
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            logging.info("simulated kubelet stopped: %s", sim.stats)
+
+    asyncio.run(run())

@@ -1,0 +1,363 @@
+"""A local Kubernetes control plane with Lapilli wired in: what `lapilli dev` and the test fixture run.
+
+etcd, kube-apiserver and kube-scheduler run as background processes recorded in a state directory; the
+simulated kubelet runs either as one more background process (`lapilli dev kubelet`, for `lapilli dev up`)
+or as a task on the caller's event loop (tests). When `lapilli serve` exists it is started too and
+kube-scheduler's extender entries point at it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import aiohttp
+import yaml
+
+from lapilli.dev import procs
+from lapilli.dev.binaries import Binaries, find_binaries
+from lapilli.dev.bootstrap import SERVICE_NAMESPACE, bootstrap, create_or_replace, ensure_namespace, manifests_dir
+from lapilli.dev.controlplane import (
+    ComponentFailed,
+    apiserver_argv,
+    etcd_argv,
+    log_tail,
+    scheduler_argv,
+    wait_ready,
+)
+from lapilli.dev.kubelet import SimKubelet
+from lapilli.dev.nodes import NodeShape, node_name, register_node
+from lapilli.dev.pki import StaticUser, new_token, write_service_account_keys, write_token_file
+from lapilli.dev.ports import free_ports
+from lapilli.dev.schedconfig import config_api_version, render
+from lapilli.dev.service import (
+    WEBHOOK_EXEMPT_NAMESPACES,
+    ServicePlan,
+    exempt_namespace_patch,
+    lapilli_argv,
+    plan_service,
+    service_available,
+)
+from lapilli.kube import KubeClient, load_kubeconfig
+from lapilli.kube.config import write_kubeconfig
+from lapilli.kube.resources import NAMESPACES
+
+INFO_FILE: Final = "cluster.json"
+KUBELET_READY_FILE: Final = "kubelet.ready"
+# What `up` may remove from a state directory: only what it creates itself.
+_OWNED: Final = ("pki", "logs", "pids", "etcd", "webhook-tls", "kubeconfig", "scheduler.kubeconfig",
+                 "service.kubeconfig", "scheduler-config.yaml", INFO_FILE, KUBELET_READY_FILE)
+_SHM: Final = Path("/dev/shm")
+
+
+class ClusterRunning(RuntimeError):
+    """`up` found live processes of an earlier `up` in the same state directory."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """What to start. Field defaults are those of `lapilli dev up`."""
+
+    state_dir: Path
+    nodes: int = 8
+    shape: NodeShape = field(default_factory=NodeShape)
+    # Lapilli wired in: `lapilli serve` (webhook registered, extender entries once it serves them).
+    # None: exactly when `lapilli serve` exists; True: required.
+    extender: bool | None = None
+    kubelet: Literal["process", "inprocess", "none"] = "process"
+    tie_to_parent: bool = False  # processes die with the calling process (test sessions)
+    etcd_in_memory: bool = True  # etcd data on /dev/shm when present: fsync is what makes etcd slow here
+    kubelet_workers: int = 64
+    heartbeat_s: float = 60.0
+
+
+@dataclass(slots=True)
+class ClusterInfo:
+    """What a running cluster looks like; kept in `<state_dir>/cluster.json` for `status` and `down`."""
+
+    state_dir: str
+    kubeconfig: str
+    server: str
+    kubernetes: str
+    ports: dict[str, int]
+    service: bool  # `lapilli serve` runs and its webhook is registered
+    extender: bool  # kube-scheduler calls the service's extender
+    etcd_data: str
+    nodes: int
+    ready_s: float = 0.0
+
+    @classmethod
+    def load(cls, state_dir: Path) -> ClusterInfo | None:
+        try:
+            return cls(**json.loads((state_dir / INFO_FILE).read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+class DevCluster:
+    """`await up()` starts everything and returns once it is ready; `await down()` stops all of it."""
+
+    def __init__(self, spec: ClusterSpec, binaries: Binaries | None = None) -> None:
+        self.spec = spec
+        self.state_dir = spec.state_dir.resolve()
+        self.binaries = binaries
+        self.info: ClusterInfo | None = None
+        self.client: KubeClient | None = None
+        self.kubelet: SimKubelet | None = None
+        self._order = 0
+        self._node_count = 0
+        self._kubelet_client: KubeClient | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    # -- up ----------------------------------------------------------------------------------------------
+
+    async def up(self) -> ClusterInfo:
+        """Start etcd, kube-apiserver, (the service), kube-scheduler, the kubelet and the nodes."""
+        began = time.monotonic()
+        self._prepare_state_dir()
+        try:
+            info = await self._start_all()
+        except BaseException:
+            await self.down()
+            raise
+        info.ready_s = round(time.monotonic() - began, 2)
+        (self.state_dir / INFO_FILE).write_text(json.dumps(asdict(info), indent=2))
+        self.info = info
+        return info
+
+    def _prepare_state_dir(self) -> None:
+        live = [r.name for r in procs.records(self.state_dir) if procs.is_alive(r)]
+        if live:
+            raise ClusterRunning(
+                f"a dev cluster already runs from {self.state_dir} ({', '.join(live)}); `lapilli dev down` first"
+            )
+        _remove_etcd_data(self.state_dir)
+        for name in _OWNED:
+            path = self.state_dir / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+
+    def _spawn(self, name: str, argv: list[str]) -> procs.ProcessRecord:
+        self._order += 1
+        return procs.spawn(name, argv, self.state_dir, tie_to_parent=self.spec.tie_to_parent, order=self._order)
+
+    async def _start_all(self) -> ClusterInfo:
+        bins = self.binaries = self.binaries or find_binaries()
+        etcd_port, peer_port, api_port, sched_port, webhook_port, extender_port = free_ports(6)
+        pki = self.state_dir / "pki"
+        sa_key, sa_pub = write_service_account_keys(pki)
+        admin, scheduler_user, service_user = (
+            StaticUser("admin", ("system:masters",), new_token()),
+            StaticUser("system:kube-scheduler", (), new_token()),
+            # The service authenticates as its real ServiceAccount, so manifests/rbac is what it may do.
+            StaticUser(f"system:serviceaccount:{SERVICE_NAMESPACE}:lapilli",
+                       ("system:serviceaccounts", f"system:serviceaccounts:{SERVICE_NAMESPACE}"), new_token()),
+        )
+        token_file = write_token_file(pki / "tokens.csv", [admin, scheduler_user, service_user])
+
+        etcd_data = self._etcd_data_dir()
+        etcd = self._spawn("etcd", etcd_argv(bins, etcd_data, etcd_port, peer_port))
+        await wait_ready(etcd, f"http://127.0.0.1:{etcd_port}/health", timeout_s=30, expect=b'"health":"true"')
+        cert_dir = pki / "apiserver"
+        apiserver = self._spawn("kube-apiserver", apiserver_argv(
+            bins, etcd_port=etcd_port, port=api_port, cert_dir=cert_dir, sa_key=sa_key, sa_pub=sa_pub,
+            token_file=token_file,
+        ))
+        server = f"https://127.0.0.1:{api_port}"
+        await wait_ready(apiserver, f"{server}/readyz", timeout_s=90, token=admin.token)
+        # The serving certificate file holds the certificate and the self-signed CA that issued it.
+        ca_pem = (cert_dir / "apiserver.crt").read_bytes()
+        write_kubeconfig(self.kubeconfig, server, admin.token, ca_pem)
+        sched_kc = write_kubeconfig(self.state_dir / "scheduler.kubeconfig", server, scheduler_user.token, ca_pem,
+                                    user="kube-scheduler")
+        svc_kc = write_kubeconfig(self.state_dir / "service.kubeconfig", server, service_user.token, ca_pem,
+                                  user="lapilli")
+        self.client = KubeClient(load_kubeconfig(self.kubeconfig))
+
+        wanted = service_available() if self.spec.extender is None else self.spec.extender
+        plan = plan_service(self.state_dir, svc_kc, webhook_port, extender_port) if wanted else None
+        if wanted and plan is None:
+            raise ComponentFailed("the Lapilli service was asked for, but `lapilli serve` does not exist yet")
+        await bootstrap(self.client, manifests_dir())
+        await asyncio.gather(
+            self._start_scheduler(sched_kc, sched_port, plan),
+            self._start_kubelet(),
+            self._create_nodes(self.spec.nodes),
+        )
+        ports = {"etcd": etcd_port, "etcd-peer": peer_port, "kube-apiserver": api_port, "kube-scheduler": sched_port}
+        if plan is not None:
+            ports["lapilli-webhook"] = webhook_port
+            if plan.extender_url:
+                ports["lapilli-extender"] = extender_port
+        return ClusterInfo(
+            state_dir=str(self.state_dir), kubeconfig=str(self.kubeconfig), server=server,
+            kubernetes=bins.version_text, ports=ports, service=plan is not None,
+            extender=plan is not None and plan.extender_url is not None, etcd_data=str(etcd_data),
+            nodes=self.spec.nodes,
+        )
+
+    def _etcd_data_dir(self) -> Path:
+        """`<state_dir>/etcd`, a directory or (in memory) a symlink to one under /dev/shm."""
+        link = self.state_dir / "etcd"
+        if self.spec.etcd_in_memory and _SHM.is_dir():
+            data = _SHM / f"lapilli-etcd-{new_token()[:12]}"
+            data.mkdir(mode=0o700)
+            link.symlink_to(data)
+            return data
+        link.mkdir(mode=0o700)
+        return link
+
+    async def _start_scheduler(self, kubeconfig: Path, port: int, plan: ServicePlan | None) -> None:
+        """The Lapilli service first (when wired), then kube-scheduler with or without the extender entries."""
+        assert self.binaries is not None and self.client is not None
+        if plan is not None:
+            service = self._spawn("lapilli", plan.argv)
+            await wait_ready(service, plan.ready_url, timeout_s=60)
+            for name in WEBHOOK_EXEMPT_NAMESPACES:
+                await self.client.patch(NAMESPACES, name, exempt_namespace_patch())
+            for configuration in plan.webhook_configurations:
+                await create_or_replace(self.client, configuration)
+        config = render(
+            config_api_version(self.binaries.version), kubeconfig=str(kubeconfig),
+            extender_url=plan.extender_url if plan is not None else None,
+        )
+        config_path = self.state_dir / "scheduler-config.yaml"
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        scheduler = self._spawn("kube-scheduler", scheduler_argv(self.binaries, config_path, port))
+        await wait_ready(scheduler, f"https://127.0.0.1:{port}/healthz", timeout_s=60)
+
+    async def _start_kubelet(self) -> None:
+        mode = self.spec.kubelet
+        if mode == "inprocess":
+            # Its own client: the kubelet's connection pool must not compete with the caller's requests.
+            self._kubelet_client = KubeClient(load_kubeconfig(self.kubeconfig))
+            self.kubelet = SimKubelet(
+                self._kubelet_client, workers=self.spec.kubelet_workers, heartbeat_s=self.spec.heartbeat_s,
+            )
+            self.kubelet.start()
+            await asyncio.wait_for(self.kubelet.ready.wait(), 60)
+        elif mode == "process":
+            ready_file = self.state_dir / KUBELET_READY_FILE
+            record = self._spawn("kubelet", lapilli_argv(
+                "dev", "kubelet", "--kubeconfig", str(self.kubeconfig), "--ready-file", str(ready_file),
+                "--workers", str(self.spec.kubelet_workers), "--heartbeat", str(self.spec.heartbeat_s),
+            ))
+            deadline = time.monotonic() + 60
+            while not ready_file.exists():
+                if not procs.is_alive(record) or time.monotonic() > deadline:
+                    raise ComponentFailed(f"simulated kubelet did not start; log {record.log}:\n{log_tail(record)}")
+                await asyncio.sleep(0.1)
+
+    async def _create_nodes(self, count: int) -> None:
+        gate = asyncio.Semaphore(32)
+
+        async def one(index: int) -> None:
+            async with gate:
+                await self.add_node(node_name(index, count), index=index)
+
+        await asyncio.gather(*(one(i) for i in range(count)))
+
+    # -- while running -----------------------------------------------------------------------------------
+
+    def _api(self) -> KubeClient:
+        if self.client is None:
+            raise RuntimeError("the cluster is not up")
+        return self.client
+
+    async def ensure_namespace(self, name: str) -> None:
+        """Namespace plus its `default` ServiceAccount (no controller-manager makes one)."""
+        await ensure_namespace(self._api(), name)
+
+    async def add_node(self, name: str, shape: NodeShape | None = None, *, index: int | None = None) -> dict[str, Any]:
+        """Register a simulated node (Ready, schedulable) and return it as the server has it."""
+        if index is None:
+            index = self.spec.nodes + self._node_count
+        self._node_count += 1
+        return await register_node(self._api(), name, shape or self.spec.shape, index)
+
+    async def compact_etcd(self) -> int:
+        """Compact etcd to its current revision (what kube-apiserver does every 5 minutes); returns it.
+
+        Watchers of uncached resources (controlplane.UNCACHED_RESOURCE) resuming from an older
+        resourceVersion then get 410 Gone from the real server.
+        """
+        if self.info is None:
+            raise RuntimeError("the cluster is not up")
+        base = f"http://127.0.0.1:{self.info.ports['etcd']}/v3/kv"
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"{base}/range", json={"key": "AA==", "limit": 1}) as resp:
+                revision = int((await resp.json())["header"]["revision"])
+            async with http.post(f"{base}/compaction", json={"revision": str(revision), "physical": True}) as resp:
+                resp.raise_for_status()
+        return revision
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run kubectl against this cluster (version-skew warnings of a newer kubectl are filtered out)."""
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        proc = subprocess.run(["kubectl", *args], input=input, capture_output=True, text=True, env=env, timeout=120)
+        proc.stderr = "".join(line for line in proc.stderr.splitlines(True) if "version difference" not in line)
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc
+
+    # -- down --------------------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop the in-process kubelet and close the clients; background processes keep running."""
+        if self.kubelet is not None:
+            await self.kubelet.stop()
+            self.kubelet = None
+        for client in (self._kubelet_client, self.client):
+            if client is not None:
+                await client.close()
+        self._kubelet_client = self.client = None
+
+    async def down(self) -> list[str]:
+        """Stop the kubelet, then every process (last started first); remove etcd's data. Names stopped."""
+        await self.close()
+        return stop_state_dir(self.state_dir)
+
+
+def _remove_etcd_data(state_dir: Path) -> None:
+    """Free etcd's in-memory data (the target of `<state_dir>/etcd`); on-disk data stays until the next up."""
+    link = state_dir / "etcd"
+    if link.is_symlink():
+        target = link.resolve()
+        if target.parent == _SHM and target.name.startswith("lapilli-etcd-"):
+            shutil.rmtree(target, ignore_errors=True)
+        link.unlink()
+
+
+def stop_state_dir(state_dir: Path) -> list[str]:
+    """Stop whatever runs from `state_dir` (also from another process's `up`) and drop etcd's memory."""
+    stopped = procs.stop_all(state_dir)
+    _remove_etcd_data(state_dir)
+    for name in (KUBELET_READY_FILE, INFO_FILE):  # logs, certificates and kubeconfig stay for post-mortems
+        (state_dir / name).unlink(missing_ok=True)
+    return stopped
+
+
+def status(state_dir: Path) -> dict[str, Any]:
+    """What runs from `state_dir`: the cluster info and each recorded process with its liveness."""
+    info = ClusterInfo.load(state_dir)
+    return {
+        "state_dir": str(state_dir.resolve()),
+        "cluster": asdict(info) if info else None,
+        "processes": [
+            {"name": r.name, "pid": r.pid, "running": procs.is_alive(r), "log": r.log}
+            for r in procs.records(state_dir)
+        ],
+    }

@@ -1,0 +1,255 @@
+"""The simulated kubelet: one asyncio task that plays kubelet for every simulated node.
+
+Two reflectors (simulated nodes by label; bound pods by `spec.nodeName!=`) feed a de-duplicating work
+queue; a bounded pool of workers applies `podsim`'s decisions through pods/status patches and deletes, so
+thousands of pods move without one slow request holding up the rest. Nodes are kept Ready: a node that
+shows up not-ready or tainted `not-ready` is repaired at once, and every node gets a heartbeat
+(`lastHeartbeatTime`) spread evenly over the heartbeat period rather than in one burst.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import aiohttp
+
+from lapilli.cluster import Event, Reflector, WorkQueue, object_key
+from lapilli.dev.nodes import SIM_SELECTOR, is_ready, make_ready
+from lapilli.dev.podsim import finished_patch, next_action, outcome, rfc3339, running_patch
+from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
+from lapilli.kube.resources import NODES, PODS
+
+log = logging.getLogger(__name__)
+
+Item = tuple[Literal["pod", "node"], str]
+_HEARTBEAT_TYPES = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
+
+
+@dataclass(slots=True)
+class KubeletStats:
+    started: int = 0
+    finished: int = 0
+    deleted: int = 0
+    repaired_nodes: int = 0
+    heartbeats: int = 0
+    errors: int = 0
+
+
+class PodIPs:
+    """Pod IPs per node, from the node's podCIDR (.2 upwards), released when a pod stops."""
+
+    def __init__(self) -> None:
+        self._used: dict[str, dict[str, str]] = {}  # node -> ip -> pod key
+        self._of: dict[str, tuple[str, str]] = {}  # pod key -> (node, ip)
+
+    def claim(self, node: str, key: str, ip: str) -> None:
+        self._used.setdefault(node, {})[ip] = key
+        self._of[key] = (node, ip)
+
+    def allocate(self, node: str, cidr: str, key: str) -> str:
+        if key in self._of:
+            return self._of[key][1]
+        used = self._used.setdefault(node, {})
+        for host in list(ipaddress.IPv4Network(cidr).hosts())[1:]:
+            if (ip := str(host)) not in used:
+                self.claim(node, key, ip)
+                return ip
+        raise RuntimeError(f"node {node}: pod CIDR {cidr} exhausted")
+
+    def release(self, key: str) -> None:
+        if (held := self._of.pop(key, None)) is not None:
+            self._used.get(held[0], {}).pop(held[1], None)
+
+
+def _rv(obj: dict[str, Any]) -> int:
+    # resourceVersions are opaque to clients, but etcd3 revisions are integers; a simulator may compare them.
+    try:
+        return int(obj["metadata"]["resourceVersion"])
+    except (KeyError, ValueError):
+        return 0
+
+
+def _node_ip(node: dict[str, Any]) -> str:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address["address"])
+    return "127.0.0.1"
+
+
+class SimKubelet:
+    """Run with `await kubelet.run()` (until cancelled) or `kubelet.start()` / `await kubelet.stop()`."""
+
+    def __init__(
+        self, client: KubeClient, *, workers: int = 64, heartbeat_s: float = 60.0, node_selector: str = SIM_SELECTOR,
+    ) -> None:
+        self.client = client
+        self.workers = workers
+        self.heartbeat_s = heartbeat_s
+        self.nodes = Reflector(client, NODES, label_selector=node_selector, handlers=[self._on_node], name="sim-nodes")
+        self.pods = Reflector(client, PODS, field_selector="spec.nodeName!=", handlers=[self._on_pod], name="sim-pods")
+        self.queue: WorkQueue[Item] = WorkQueue()
+        self.ready = asyncio.Event()
+        self.stats = KubeletStats()
+        self._ips = PodIPs()
+        self._pods_on: dict[str, set[str]] = {}  # node -> keys of pods bound to it
+        self._written: dict[str, int] = {}  # pod key -> resourceVersion of our last write (skip older views)
+        self._started: dict[str, float] = {}  # pod UID -> precise local start time
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> asyncio.Task[None]:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self.run(), name="sim-kubelet")
+        return self._task
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def run(self) -> None:
+        tasks: list[asyncio.Task[Any]] = []
+        try:
+            tasks.append(self.nodes.start())
+            await self.nodes.synced.wait()  # pods are only acted on once their node is known
+            tasks.append(self.pods.start())
+            tasks += [asyncio.create_task(self._worker(), name=f"sim-kubelet-{i}") for i in range(self.workers)]
+            await self.pods.synced.wait()
+            self.ready.set()
+            tasks.append(asyncio.create_task(self._heartbeats(), name="sim-kubelet-heartbeat"))
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for timer in self._timers.values():
+                timer.cancel()
+
+    # -- event handlers: cheap bookkeeping, then a key on the queue --------------------------------------
+
+    def _on_node(self, event: Event) -> None:
+        name = event.obj["metadata"]["name"]
+        if event.type == "DELETED":
+            return
+        if not is_ready(event.obj):
+            self.queue.add(("node", name))
+        if event.old is None:  # a new node: pods that were bound to it before we knew it can start now
+            for key in self._pods_on.get(name, ()):
+                self.queue.add(("pod", key))
+
+    def _on_pod(self, event: Event) -> None:
+        pod = event.obj
+        key = object_key(pod)
+        node = pod["spec"]["nodeName"]
+        if event.type == "DELETED":
+            self._forget(key, node, pod["metadata"].get("uid", ""))
+            return
+        self._pods_on.setdefault(node, set()).add(key)
+        status = pod.get("status") or {}
+        if status.get("phase") == "Running" and status.get("podIP"):
+            self._ips.claim(node, key, status["podIP"])
+        if node in self.nodes.store:
+            self.queue.add(("pod", key))
+
+    def _forget(self, key: str, node: str, uid: str) -> None:
+        self._pods_on.get(node, set()).discard(key)
+        self._ips.release(key)
+        self._written.pop(key, None)
+        self._started.pop(uid, None)
+        if (timer := self._timers.pop(key, None)) is not None:
+            timer.cancel()
+
+    # -- workers -----------------------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            item = await self.queue.get()
+            try:
+                if item[0] == "pod":
+                    await self._sync_pod(item[1])
+                else:
+                    await self._sync_node(item[1])
+            except (NotFound, Conflict):
+                pass  # deleted or re-created meanwhile: its own events bring it back if there is work left
+            except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+                self.stats.errors += 1
+                log.warning("sim-kubelet: %s %s: %s; retrying", item[0], item[1], exc)
+                self.queue.add_after(item, 1.0)
+            finally:
+                self.queue.done(item)
+
+    async def _sync_node(self, name: str) -> None:
+        node = self.nodes.store.get(name)
+        if node is not None and not is_ready(node):
+            await make_ready(self.client, node)
+            self.stats.repaired_nodes += 1
+
+    async def _sync_pod(self, key: str) -> None:
+        pod = self.pods.store.get(key)
+        if pod is None:
+            return
+        node = self.nodes.store.get(pod["spec"]["nodeName"])
+        if node is None or _rv(pod) < self._written.get(key, 0):
+            return  # not our node, or a view older than our own last write: its newer event is on the way
+        meta = pod["metadata"]
+        try:
+            action = next_action(pod, self._started.get(meta["uid"]))
+        except ValueError as exc:
+            log.warning("sim-kubelet: pod %s: bad simulation annotation: %s; leaving it running", key, exc)
+            return
+        now = time.time()
+        if action.kind == "start":
+            ip = self._ips.allocate(node["metadata"]["name"], node["spec"]["podCIDR"], key)
+            patch = running_patch(pod, pod_ip=ip, host_ip=_node_ip(node), now=now)
+            written = await self.client.patch_status(PODS, meta["name"], patch, meta["namespace"])
+            self._written[key] = _rv(written)
+            self._started[meta["uid"]] = now
+            self.stats.started += 1
+        elif action.kind == "finish":
+            if action.at > now:
+                if (old := self._timers.pop(key, None)) is not None:
+                    old.cancel()
+                self._timers[key] = self.queue.add_after(("pod", key), action.at - now)
+                return
+            patch = finished_patch(pod, exit_code=outcome(pod).exit_code, now=now)
+            written = await self.client.patch_status(PODS, meta["name"], patch, meta["namespace"])
+            self._written[key] = _rv(written)
+            self._ips.release(key)
+            self.stats.finished += 1
+        elif action.kind == "delete":
+            await self.client.delete(PODS, meta["name"], meta["namespace"], grace_period_seconds=0, uid=meta["uid"])
+            self._ips.release(key)
+            self.stats.deleted += 1
+
+    # -- heartbeats --------------------------------------------------------------------------------------
+
+    async def _heartbeats(self) -> None:
+        """Touch each node's conditions once per period, one node at a time at an even pace."""
+        while True:
+            names = list(self.nodes.store)
+            pace = self.heartbeat_s / max(1, len(names))
+            if not names:
+                await asyncio.sleep(self.heartbeat_s)
+            for name in names:
+                began = time.monotonic()
+                if name in self.nodes.store:
+                    await self._heartbeat(name)
+                await asyncio.sleep(max(0.0, pace - (time.monotonic() - began)))
+
+    async def _heartbeat(self, name: str) -> None:
+        stamp = rfc3339(time.time())
+        patch = {"status": {"conditions": [{"type": t, "lastHeartbeatTime": stamp} for t in _HEARTBEAT_TYPES]}}
+        try:
+            await self.client.patch_status(NODES, name, patch, patch_type="strategic")
+            self.stats.heartbeats += 1
+        except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            self.stats.errors += 1
+            log.warning("sim-kubelet: heartbeat of node %s failed: %s", name, exc)
