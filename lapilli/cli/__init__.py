@@ -13,6 +13,7 @@ import click
 # name -> "module:attribute" (relative to this package)
 _COMMANDS: dict[str, str] = {
     "dev": "dev:dev",
+    "certs": "certs:certs",
     "schedule": "schedule:schedule",
     "simulate": "simulate:simulate",
 }

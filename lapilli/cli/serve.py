@@ -1,0 +1,125 @@
+"""`lapilli serve`: run the Lapilli service (the container's command)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+import click
+
+from lapilli.serve import Settings, SettingsError, WebhookSettings
+from lapilli.serve import serve as run_service
+from lapilli.serve.settings import DEFAULT_TLS_DIR
+from webhook.context import AdmissionSettings
+
+_PATH = click.Path(path_type=Path)
+
+
+@click.command("serve")
+@click.option("--kubeconfig", type=_PATH, help="Kubeconfig file; default $KUBECONFIG, in-cluster, ~/.kube/config.")
+@click.option("--webhook-host", default="0.0.0.0", show_default=True, help="Address the webhook listens on.")
+@click.option(
+    "--webhook-port", default=8443, show_default=True, help="TLS port: admission, /healthz, /readyz, /metrics."
+)
+@click.option(
+    "--tls-cert-file",
+    type=_PATH,
+    default=DEFAULT_TLS_DIR / "tls.crt",
+    show_default=True,
+    help="Serving certificate (PEM); reloaded when the file changes.",
+)
+@click.option(
+    "--tls-key-file",
+    type=_PATH,
+    default=DEFAULT_TLS_DIR / "tls.key",
+    show_default=True,
+    help="Private key of the serving certificate (PEM).",
+)
+@click.option("--tls-reload-interval", default=10.0, show_default=True, help="Seconds between certificate checks.")
+@click.option(
+    "--ca-bundle-file",
+    type=_PATH,
+    default=None,
+    help="Keep the webhook configurations' caBundle equal to this CA file (patched at start and on change).",
+)
+@click.option(
+    "--webhook-configuration",
+    "configurations",
+    multiple=True,
+    default=("lapilli-mutating", "lapilli-validating"),
+    show_default=True,
+    help="Webhook configuration whose caBundle is kept (repeatable).",
+)
+@click.option(
+    "--scheduler-name",
+    "scheduler_names",
+    multiple=True,
+    default=("volcano",),
+    show_default=True,
+    help="Scheduler name(s) of Volcano pods; the first is the Job default (repeatable).",
+)
+@click.option("--max-queue-depth", default=5, show_default=True, help="Deepest queue hierarchy allowed.")
+@click.option(
+    "--enable-root-queue-protection/--disable-root-queue-protection",
+    default=True,
+    show_default=True,
+    help="Refuse changes to the root queue's capability, deserved and guarantee.",
+)
+@click.option(
+    "--enable-queue-allocated-pods-check", is_flag=True, help="Refuse deleting a queue that still has allocated pods."
+)
+@click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING or ERROR.")
+def serve(
+    kubeconfig: Path | None,
+    webhook_host: str,
+    webhook_port: int,
+    tls_cert_file: Path,
+    tls_key_file: Path,
+    tls_reload_interval: float,
+    ca_bundle_file: Path | None,
+    configurations: tuple[str, ...],
+    scheduler_names: tuple[str, ...],
+    max_queue_depth: int,
+    enable_root_queue_protection: bool,
+    enable_queue_allocated_pods_check: bool,
+    log_level: str,
+) -> None:
+    """Serve Volcano's admission webhook (Jobs, Queues, PodGroups, Pods) over TLS, with /healthz, /readyz
+    and /metrics on the same port. Runs until SIGTERM or SIGINT."""
+    admission = AdmissionSettings(
+        scheduler_names=scheduler_names,
+        max_queue_depth=max_queue_depth,
+        root_queue_protection=enable_root_queue_protection,
+        queue_allocated_pods_check=enable_queue_allocated_pods_check,
+    )
+    webhook = WebhookSettings(
+        host=webhook_host,
+        port=webhook_port,
+        tls_cert_file=tls_cert_file,
+        tls_key_file=tls_key_file,
+        tls_reload_interval_s=tls_reload_interval,
+        ca_bundle_file=ca_bundle_file,
+        configurations=configurations,
+        admission=admission,
+    )
+    settings = Settings(kubeconfig=kubeconfig, log_level=log_level, webhook=webhook)
+    try:
+        settings.check()
+    except SettingsError as exc:
+        raise click.UsageError(f"cannot start:\n{exc}") from None
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(_main(settings))
+    except Exception as exc:  # the edge of the process: one readable line, the traceback at debug level
+        logging.getLogger("lapilli.serve").debug("fatal", exc_info=True)
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+
+
+async def _main(settings: Settings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await run_service(settings, stop)

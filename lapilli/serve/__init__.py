@@ -1,0 +1,12 @@
+"""`lapilli serve`: the production entry point (the container's command) — assembly of the service's faces.
+
+`Settings` (validated once with `check()`), `build(settings, client)` wires the components, `serve(settings,
+stop)` runs them until `stop` is set. Components: the admission caches and the TLS admission webhook; the
+extender and controllers are added as further `Component`s.
+"""
+
+from lapilli.serve.app import Service, build, serve
+from lapilli.serve.component import Component, run_components
+from lapilli.serve.settings import Settings, SettingsError, WebhookSettings
+
+__all__ = ["Component", "Service", "Settings", "SettingsError", "WebhookSettings", "build", "run_components", "serve"]

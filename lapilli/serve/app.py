@@ -1,0 +1,63 @@
+"""The assembly: build the service's components from `Settings` and run them until told to stop.
+
+Today: the cluster caches admission reads, then the admission webhook (TLS, every replica). The extender
+(plain HTTP on its own port, served by the Lease leader only) and the controllers join as further
+`Component`s built here from their own settings group; `/healthz`, `/readyz` and `/metrics` cover all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry
+
+from lapilli.kube import KubeClient, load_config
+from lapilli.serve.cabundle import CaBundleSync
+from lapilli.serve.caches import AdmissionCaches
+from lapilli.serve.component import Component, run_components
+from lapilli.serve.ops import Ops
+from lapilli.serve.settings import Settings
+from lapilli.serve.webhook import Background, WebhookServer
+from webhook.context import AdmissionContext
+
+log = logging.getLogger("lapilli.serve")
+
+
+@dataclass
+class Service:
+    """The built service: its components in start order and what they share."""
+
+    settings: Settings
+    client: KubeClient
+    registry: CollectorRegistry
+    components: list[Component] = field(default_factory=list)
+
+    def component(self, name: str) -> Component:
+        return next(c for c in self.components if c.name == name)
+
+
+def build(settings: Settings, client: KubeClient) -> Service:
+    """Wire the components (no I/O happens until they start)."""
+    service = Service(settings, client, CollectorRegistry())
+    caches = AdmissionCaches(client, settings.webhook.cache_sync_timeout_s)
+    context = AdmissionContext(
+        settings=settings.webhook.admission, queues=caches.queues, jobs=caches.jobs, namespaces=caches.namespaces
+    )
+    ops = Ops(service.registry, lambda: service.components)
+    background: tuple[Background, ...] = ()
+    if settings.webhook.ca_bundle_file is not None:
+        sync = CaBundleSync(client, settings.webhook.ca_bundle_file, settings.webhook.configurations)
+        background = (sync.run,)
+    webhook = WebhookServer(
+        settings.webhook, context, service.registry, extra_routes=ops.add_routes, background=background
+    )
+    service.components += [caches, webhook]
+    return service
+
+
+async def serve(settings: Settings, stop: asyncio.Event) -> None:
+    """Run the service until `stop` is set. `settings` must have passed `check()`."""
+    async with KubeClient(load_config(settings.kubeconfig)) as client:
+        await run_components(build(settings, client).components, stop)

@@ -1,0 +1,86 @@
+"""The cluster views admission reads — Queues, Volcano Jobs, Namespaces — kept by list+watch reflectors and
+exposed through the webhook's lister `Protocol`s (`webhook.listers`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from lapilli.cluster import Reflector
+from lapilli.kube import KubeClient
+from lapilli.kube.resources import NAMESPACES, QUEUES, VC_JOBS
+
+log = logging.getLogger("lapilli.serve")
+
+Obj = Mapping[str, Any]
+
+
+class ReflectorQueues:
+    """`QueueLister` over a Queue reflector (the store is read at call time: a re-list replaces it)."""
+
+    def __init__(self, reflector: Reflector) -> None:
+        self._reflector = reflector
+
+    def get(self, name: str) -> Obj | None:
+        return self._reflector.store.get(name)
+
+    def list(self) -> Iterable[Obj]:
+        return list(self._reflector.store.values())
+
+
+class ReflectorJobs:
+    """`JobLister` over a Volcano Job reflector."""
+
+    def __init__(self, reflector: Reflector) -> None:
+        self._reflector = reflector
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self._reflector.store.get(f"{namespace}/{name}")
+
+
+class ReflectorNamespaces:
+    """`NamespaceLister` over a Namespace reflector."""
+
+    def __init__(self, reflector: Reflector) -> None:
+        self._reflector = reflector
+
+    def get(self, name: str) -> Obj | None:
+        return self._reflector.store.get(name)
+
+
+class AdmissionCaches:
+    """Component: the three reflectors. `start` waits (bounded) for their first list."""
+
+    name = "caches"
+
+    def __init__(self, client: KubeClient, sync_timeout_s: float = 60.0) -> None:
+        self.queue_reflector = Reflector(client, QUEUES, name="queues")
+        self.job_reflector = Reflector(client, VC_JOBS, name="vcjobs")
+        self.namespace_reflector = Reflector(client, NAMESPACES, name="namespaces")
+        self.queues = ReflectorQueues(self.queue_reflector)
+        self.jobs = ReflectorJobs(self.job_reflector)
+        self.namespaces = ReflectorNamespaces(self.namespace_reflector)
+        self._sync_timeout_s = sync_timeout_s
+
+    def _reflectors(self) -> tuple[Reflector, ...]:
+        return (self.queue_reflector, self.job_reflector, self.namespace_reflector)
+
+    async def start(self) -> None:
+        for reflector in self._reflectors():
+            reflector.start()
+        waits = [asyncio.create_task(r.synced.wait()) for r in self._reflectors()]
+        _done, pending = await asyncio.wait(waits, timeout=self._sync_timeout_s)
+        for task in pending:
+            task.cancel()
+        if not self.ready():
+            laggards = ", ".join(r.name for r in self._reflectors() if not r.synced.is_set())
+            log.warning("caches not synced after %.0fs (%s); serving, not ready", self._sync_timeout_s, laggards)
+
+    async def stop(self) -> None:
+        for reflector in self._reflectors():
+            await reflector.stop()
+
+    def ready(self) -> bool:
+        return all(r.synced.is_set() for r in self._reflectors())

@@ -1,0 +1,107 @@
+"""`lapilli serve` settings: one frozen object per process, grouped by component, checked once at start.
+
+Each component of the service owns a group (`webhook` today; the extender and the controllers add theirs next
+to it); `Settings.check()` collects every problem into one readable `SettingsError` before anything starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from webhook.context import AdmissionSettings
+from webhook.names import dns1123_subdomain
+
+DEFAULT_TLS_DIR: Final = Path("/etc/lapilli/tls")
+
+
+class SettingsError(ValueError):
+    """Settings that cannot work; the message lists every problem, one per line."""
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSettings:
+    """The admission webhook, served over TLS on every replica."""
+
+    host: str = "0.0.0.0"
+    """Address to listen on."""
+    port: int = 8443
+    """TLS port of the admission paths, /healthz, /readyz and /metrics (Volcano's webhook uses 8443)."""
+    tls_cert_file: Path = DEFAULT_TLS_DIR / "tls.crt"
+    """Serving certificate (PEM); reloaded when it changes."""
+    tls_key_file: Path = DEFAULT_TLS_DIR / "tls.key"
+    """Its private key (PEM)."""
+    tls_reload_interval_s: float = 10.0
+    """How often the certificate files are checked for a new pair."""
+    ca_bundle_file: Path | None = None
+    """When set, the webhook configurations' `caBundle` is kept equal to this PEM file (patched at start and
+    whenever the file changes)."""
+    configurations: tuple[str, ...] = ("lapilli-mutating", "lapilli-validating")
+    """Names of the Mutating- and ValidatingWebhookConfiguration whose `caBundle` is kept in step."""
+    admission: AdmissionSettings = field(default_factory=AdmissionSettings)
+    """Volcano's webhook-manager flags: scheduler names, queue depth, root protection, allocated-pods check."""
+    cache_sync_timeout_s: float = 60.0
+    """How long start-up waits for the Queue/Job/Namespace caches before serving anyway (not ready until synced)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything `lapilli serve` runs with."""
+
+    kubeconfig: Path | None = None
+    """Kubeconfig to reach the API server; None: $KUBECONFIG, the in-cluster service account, ~/.kube/config."""
+    log_level: str = "INFO"
+    """Python logging level name."""
+    webhook: WebhookSettings = field(default_factory=WebhookSettings)
+
+    def problems(self) -> list[str]:
+        """Every reason these settings cannot work (empty when they can)."""
+        out: list[str] = []
+        if logging.getLevelName(self.log_level.upper()) == f"Level {self.log_level.upper()}":
+            out.append(f"--log-level {self.log_level!r} is not a logging level (DEBUG, INFO, WARNING, ERROR)")
+        if self.kubeconfig is not None and not self.kubeconfig.is_file():
+            out.append(f"--kubeconfig {self.kubeconfig}: no such file")
+        out += _webhook_problems(self.webhook)
+        return out
+
+    def check(self) -> Settings:
+        """Raise `SettingsError` listing every problem; return self when there is none."""
+        if problems := self.problems():
+            raise SettingsError("\n".join(problems))
+        return self
+
+
+def _tls_problems(w: WebhookSettings) -> list[str]:
+    missing = [
+        f"--{flag} {path}: no such file"
+        for flag, path in (("tls-cert-file", w.tls_cert_file), ("tls-key-file", w.tls_key_file))
+        if not path.is_file()
+    ]
+    if missing:
+        return missing
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(w.tls_cert_file, w.tls_key_file)
+    except (ssl.SSLError, OSError) as exc:
+        return [f"--tls-cert-file/--tls-key-file do not hold a matching PEM certificate and key: {exc}"]
+    return []
+
+
+def _webhook_problems(w: WebhookSettings) -> list[str]:
+    out: list[str] = []
+    if not 0 <= w.port <= 65535:
+        out.append(f"--webhook-port {w.port} is not a TCP port (0-65535; 0 picks a free one)")
+    out += _tls_problems(w)
+    if w.tls_reload_interval_s <= 0:
+        out.append(f"--tls-reload-interval {w.tls_reload_interval_s} must be > 0 seconds")
+    if w.ca_bundle_file is not None and not w.ca_bundle_file.is_file():
+        out.append(f"--ca-bundle-file {w.ca_bundle_file}: no such file")
+    a = w.admission
+    if not a.scheduler_names:
+        out.append("--scheduler-name must be given at least once")
+    out += [f"--scheduler-name {n!r} is not a valid name" for n in a.scheduler_names if dns1123_subdomain(n)]
+    if a.max_queue_depth < 1:
+        out.append(f"--max-queue-depth {a.max_queue_depth} must be >= 1")
+    return out
