@@ -15,6 +15,7 @@ _COMMANDS: dict[str, str] = {
     "dev": "dev:dev",
     "certs": "certs:certs",
     "schedule": "schedule:schedule",
+    "serve": "serve:serve",
     "simulate": "simulate:simulate",
 }
 
