@@ -89,15 +89,23 @@ def parse_review(raw: bytes) -> AdmissionReview:
 
 
 async def read_review(request: web.Request) -> AdmissionReview:
-    if request.content_type != JSON:
-        raise BadReview(415, f"content type must be {JSON}, got {request.content_type or 'none'!r}")
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise BadReview(413, f"body of {request.content_length} bytes exceeds the {MAX_BODY}-byte limit")
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise BadReview(413, f"body exceeds the {MAX_BODY}-byte limit") from None
+    if request.content_type != JSON:
+        reason = f"content type must be {JSON}, got {request.content_type or 'none'!r}"
+        raise BadReview(415, reason, _uid_of(_loads_or_none(raw)))
     return parse_review(raw)
+
+
+def _loads_or_none(raw: bytes) -> object:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def judge(route: Route, review: AdmissionReview, ctx: AdmissionContext, metrics: WebhookMetrics) -> Outcome:
@@ -127,6 +135,9 @@ def make_handler(route: Route, ctx: AdmissionContext, metrics: WebhookMetrics) -
             metrics.bad_requests.labels(route.path, str(exc.status)).inc()
             return error_response(exc.status, exc.reason, exc.uid)
         outcome = judge(route, review, ctx, metrics)
+        if not outcome.allowed:
+            req = review.request
+            log.info("%s denied %s %s/%s: %s", route.name, req.operation, req.namespace, req.name, outcome.message)
         body = response_body(review.request.uid, outcome, mutating=route.mutating)
         metrics.reviews.labels(route.name, review.request.operation, str(outcome.allowed).lower()).inc()
         response = json_response(body)
