@@ -92,16 +92,18 @@ def render(
     service: ServiceRef | None = None,
     ca_bundle: bytes = b"",
     labels: dict[str, str] | None = None,
+    names: tuple[str, str] = (MUTATING_NAME, VALIDATING_NAME),
 ) -> list[dict[str, Any]]:
     """[MutatingWebhookConfiguration, ValidatingWebhookConfiguration] for `url` (a base such as
-    `https://127.0.0.1:8443`) or `service`, trusting the PEM `ca_bundle` (empty: the apiserver's own roots)."""
+    `https://127.0.0.1:8443`) or `service`, trusting the PEM `ca_bundle` (empty: the apiserver's own roots).
+    `names` are the two configurations' names (defaults `lapilli-mutating`, `lapilli-validating`)."""
     if url is not None and not url.startswith("https://"):
         raise ValueError(f"webhook URLs must be https://, got {url!r}")
     metadata_labels = {"app.kubernetes.io/name": "lapilli", **(labels or {})}
     out = []
     for kind, name, mutating in (
-        ("MutatingWebhookConfiguration", MUTATING_NAME, True),
-        ("ValidatingWebhookConfiguration", VALIDATING_NAME, False),
+        ("MutatingWebhookConfiguration", names[0], True),
+        ("ValidatingWebhookConfiguration", names[1], False),
     ):
         webhooks = [webhook_entry(r, url, service, ca_bundle) for r in ROUTES if r.mutating == mutating]
         out.append(
