@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-# Volcano's keys (`batch.volcano.sh/v1alpha1` labels/annotations) that the plugins write or select on.
-JOB_NAME_KEY: Final = "volcano.sh/job-name"
-JOB_NAMESPACE_KEY: Final = "volcano.sh/job-namespace"
-TASK_SPEC_KEY: Final = "volcano.sh/task-spec"
-TASK_INDEX_KEY: Final = "volcano.sh/task-index"
-JOB_API_VERSION: Final = "batch.volcano.sh/v1alpha1"
+from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +107,8 @@ def env_key(task_name: str) -> str:
 def owner_reference(job: JobShape) -> dict[str, Any]:
     """`metav1.NewControllerRef(job, JobKind)` for objects a plugin creates."""
     return {
-        "apiVersion": JOB_API_VERSION,
-        "kind": "Job",
+        "apiVersion": BATCH_API_VERSION,
+        "kind": JOB_KIND,
         "name": job.name,
         "uid": job.uid,
         "controller": True,

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from lapilli.api.constants import JOB_NAME_KEY, JOB_NAMESPACE_KEY, TASK_SPEC_KEY
 from lapilli.jobplugins.base import PodContext
 from lapilli.jobplugins.flags import parse_flags
-from lapilli.jobplugins.naming import JOB_NAME_KEY, JOB_NAMESPACE_KEY, TASK_SPEC_KEY, JobShape, object_meta, task_host
+from lapilli.jobplugins.naming import JobShape, object_meta, task_host
 from lapilli.jobplugins.podspec import add_port, containers
 
 NAME: Final = "ray"

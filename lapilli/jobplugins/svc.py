@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from lapilli.api.constants import JOB_NAME_KEY, JOB_NAMESPACE_KEY
 from lapilli.jobplugins.base import PodContext
 from lapilli.jobplugins.flags import parse_flags
-from lapilli.jobplugins.naming import JOB_NAME_KEY, JOB_NAMESPACE_KEY, JobShape, env_key, object_meta, task_hosts
+from lapilli.jobplugins.naming import JobShape, env_key, object_meta, task_hosts
 from lapilli.jobplugins.podspec import add_env_from_configmap, add_mount, add_volume, containers, pod_spec, set_if_empty
 
 NAME: Final = "svc"
