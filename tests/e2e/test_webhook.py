@@ -61,9 +61,12 @@ async def test_job_to_a_closed_queue(cluster, tmp_path):
     cluster.kubectl(
         "patch", "queue", closed, "--subresource=status", "--type=merge", "-p", '{"status": {"state": "Closed"}}'
     )
-    obj = job(unique("late"), task("worker", 1), namespace=NS, queue=closed)
-    message = f"can only submit job to queue with state `Open`, queue `{closed}` status is `Closed`;"
-    await until_denied(cluster, obj, tmp_path, "validatejob.volcano.sh", message)
+    try:
+        obj = job(unique("late"), task("worker", 1), namespace=NS, queue=closed)
+        message = f"can only submit job to queue with state `Open`, queue `{closed}` status is `Closed`;"
+        await until_denied(cluster, obj, tmp_path, "validatejob.volcano.sh", message)
+    finally:
+        cluster.kubectl("delete", "queue", closed)  # the session's cluster is shared: leave no queue behind
 
 
 async def until_denied(cluster: DevCluster, obj: dict, tmp_path: Path, webhook: str, message: str) -> None:
