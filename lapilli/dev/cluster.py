@@ -156,7 +156,7 @@ class DevCluster:
 
     async def _start_all(self) -> ClusterInfo:
         bins = self.binaries = self.binaries or find_binaries()
-        etcd_port, peer_port, api_port, sched_port, webhook_port, extender_port = free_ports(6)
+        etcd_port, peer_port, api_port, sched_port, sched_http_port, webhook_port, extender_port = free_ports(7)
         pki = self.state_dir / "pki"
         sa_key, sa_pub = write_service_account_keys(pki)
         admin, scheduler_user, service_user = (
@@ -193,7 +193,7 @@ class DevCluster:
             raise ComponentFailed("the Lapilli service was asked for, but `lapilli serve` does not exist yet")
         await bootstrap(self.client, manifests_dir())
         await asyncio.gather(
-            self._start_scheduler(sched_kc, sched_port, plan),
+            self._start_scheduler(sched_kc, (sched_port, sched_http_port), plan),
             self._start_kubelet(),
             self._create_nodes(self.spec.nodes),
         )
@@ -220,7 +220,7 @@ class DevCluster:
         link.mkdir(mode=0o700)
         return link
 
-    async def _start_scheduler(self, kubeconfig: Path, port: int, plan: ServicePlan | None) -> None:
+    async def _start_scheduler(self, kubeconfig: Path, ports: tuple[int, int], plan: ServicePlan | None) -> None:
         """The Lapilli service first (when wired), then kube-scheduler with or without the extender entries."""
         assert self.binaries is not None and self.client is not None
         if plan is not None:
@@ -230,9 +230,10 @@ class DevCluster:
                 await self.client.patch(NAMESPACES, name, exempt_namespace_patch())
             for configuration in plan.webhook_configurations:
                 await create_or_replace(self.client, configuration)
+        port, http_port = ports
         config = render(
             config_api_version(self.binaries.version), kubeconfig=str(kubeconfig),
-            extender_url=plan.extender_url if plan is not None else None,
+            extender_url=plan.extender_url if plan is not None else None, insecure_port=http_port,
         )
         config_path = self.state_dir / "scheduler-config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -69,7 +69,7 @@ def apiserver_argv(
 
 
 def scheduler_argv(bins: Binaries, config: Path, port: int) -> list[str]:
-    # --port=0 turns off the insecure port 10251, so two dev clusters can run side by side.
+    # --port=0 turns off the insecure port 10251 where no config file overrides it (see schedconfig.render).
     return [str(bins.scheduler), f"--config={config}", f"--secure-port={port}", "--port=0", "--v=1"]
 
 

@@ -42,29 +42,36 @@ class KubeletStats:
 
 
 class PodIPs:
-    """Pod IPs per node, from the node's podCIDR (.2 upwards), released when a pod stops."""
+    """Pod IPs per node, from the node's /24 podCIDR (.2 upwards; .1 is the node's bridge), released when a pod
+    stops. A rotating cursor makes allocation O(1) in the common case."""
 
     def __init__(self) -> None:
-        self._used: dict[str, dict[str, str]] = {}  # node -> ip -> pod key
+        self._used: dict[str, dict[int, str]] = {}  # node -> last octet -> pod key
         self._of: dict[str, tuple[str, str]] = {}  # pod key -> (node, ip)
+        self._cursor: dict[str, int] = {}
 
     def claim(self, node: str, key: str, ip: str) -> None:
-        self._used.setdefault(node, {})[ip] = key
+        self._used.setdefault(node, {})[int(ip.rsplit(".", 1)[1])] = key
         self._of[key] = (node, ip)
 
     def allocate(self, node: str, cidr: str, key: str) -> str:
         if key in self._of:
             return self._of[key][1]
         used = self._used.setdefault(node, {})
-        for host in list(ipaddress.IPv4Network(cidr).hosts())[1:]:
-            if (ip := str(host)) not in used:
+        prefix = str(ipaddress.IPv4Network(cidr).network_address).rsplit(".", 1)[0]
+        start = self._cursor.get(node, 0)
+        for step in range(253):
+            octet = 2 + (start + step) % 253
+            if octet not in used:
+                self._cursor[node] = start + step + 1
+                ip = f"{prefix}.{octet}"
                 self.claim(node, key, ip)
                 return ip
         raise RuntimeError(f"node {node}: pod CIDR {cidr} exhausted")
 
     def release(self, key: str) -> None:
         if (held := self._of.pop(key, None)) is not None:
-            self._used.get(held[0], {}).pop(held[1], None)
+            self._used.get(held[0], {}).pop(int(held[1].rsplit(".", 1)[1]), None)
 
 
 def _rv(obj: dict[str, Any]) -> int:

@@ -55,8 +55,14 @@ def extender_entries(url: str) -> list[dict[str, Any]]:
 def render(
     api_version: str, *, kubeconfig: str = "", extender_url: str | None = None,
     profiles: tuple[str, ...] = DEV_PROFILES, leader_elect: bool = False, qps: int = 500, burst: int = 1000,
+    insecure_port: int | None = None,
 ) -> dict[str, Any]:
-    """A KubeSchedulerConfiguration. An empty `kubeconfig` means in-cluster credentials."""
+    """A KubeSchedulerConfiguration. An empty `kubeconfig` means in-cluster credentials.
+
+    `insecure_port` moves v1beta1's plain-HTTP healthz/metrics listener to 127.0.0.1:<port>. With a config file
+    kube-scheduler 1.20 ignores `--port=0` and binds 0.0.0.0:10251, so two schedulers on one host collide; port 0
+    is refused by validation, hence a real free port. Later config versions have no such field.
+    """
     leader: dict[str, Any] = {"leaderElect": leader_elect}
     if leader_elect:
         leader |= {"resourceName": "lapilli-scheduler", "resourceNamespace": "lapilli-system"}
@@ -68,6 +74,8 @@ def render(
         "percentageOfNodesToScore": 100,
         "profiles": [{"schedulerName": name} for name in profiles],
     }
+    if insecure_port is not None and api_version == "v1beta1":
+        config["healthzBindAddress"] = config["metricsBindAddress"] = f"127.0.0.1:{insecure_port}"
     if extender_url:
         config["extenders"] = extender_entries(extender_url)
     return config

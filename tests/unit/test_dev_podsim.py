@@ -107,4 +107,8 @@ def test_pod_ips_are_unique_per_node_and_reused_after_release():
     assert ips.allocate("n1", "10.128.0.0/24", "ns/c") == "10.128.0.4"
     assert ips.allocate("n2", "10.128.1.0/24", "ns/d") == "10.128.1.2"
     ips.release("ns/a")
-    assert ips.allocate("n1", "10.128.0.0/24", "ns/e") == "10.128.0.2"
+    assert ips.allocate("n1", "10.128.0.0/24", "ns/e") == "10.128.0.5"  # the cursor moves on first
+    taken = {ips.allocate("n1", "10.128.0.0/24", f"ns/x{i}") for i in range(250)}
+    assert "10.128.0.2" in taken and len(taken) == 250  # then wraps round to what was freed
+    with pytest.raises(RuntimeError):
+        ips.allocate("n1", "10.128.0.0/24", "ns/one-too-many")

@@ -40,6 +40,12 @@ def test_dev_config_has_two_profiles_and_split_extenders():
                  "httpTimeout": "60s"}
 
 
+def test_insecure_listener_moves_to_loopback_on_v1beta1_only():
+    old = render("v1beta1", kubeconfig="/x/kc", insecure_port=4321)
+    assert old["healthzBindAddress"] == old["metricsBindAddress"] == "127.0.0.1:4321"
+    assert "healthzBindAddress" not in render("v1", kubeconfig="/x/kc", insecure_port=4321)
+
+
 def test_without_service_no_extenders():
     assert "extenders" not in render("v1", kubeconfig="/x/kc")
 
