@@ -235,7 +235,8 @@ async def test_crds_served_with_volcano_printer_columns(api: KubeClient, path: s
 
 
 async def test_short_names_resolve_through_kubectl(control_plane: DevCluster):
-    out = control_plane.kubectl("get", "q", "-o", "name").stdout.split()
-    assert sorted(out) == ["queue.scheduling.volcano.sh/default", "queue.scheduling.volcano.sh/root"]
+    out = set(control_plane.kubectl("get", "q", "-o", "name").stdout.split())
+    # Other tests of the session add queues of their own; the harness's two must always be there.
+    assert {"queue.scheduling.volcano.sh/default", "queue.scheduling.volcano.sh/root"} <= out
     for short in ("vcjob", "vj", "pg", "podgroup-v1beta1", "queue-v1beta1"):
         control_plane.kubectl("get", short, "-A")
