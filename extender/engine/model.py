@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -81,6 +81,14 @@ class Task:
         return None
 
 
+# One counter slot per status value (TaskStatus starts at 1), so a job's counters are a plain list.
+STATUS_SLOTS: Final = max(TaskStatus) + 1
+
+
+def _zero_counts() -> list[int]:
+    return [0] * STATUS_SLOTS
+
+
 @dataclass(slots=True, eq=False)
 class Job:
     """A PodGroup and its pods."""
@@ -98,8 +106,12 @@ class Job:
     preemptable: bool
     allocated: Vec
     tasks: dict[str, Task] = field(default_factory=dict)
-    counts: dict[TaskStatus, int] = field(default_factory=dict)
-    role_counts: dict[tuple[str, TaskStatus], int] = field(default_factory=dict)
+    # Tasks per status (indexed by TaskStatus) and per (role, status): the gang votes read these on every
+    # placement, so they are kept up to date instead of counted.
+    counts: list[int] = field(default_factory=_zero_counts)
+    role_counts: dict[str, list[int]] = field(default_factory=dict)
+    ready: int = 0  # tasks in READY_STATUS
+    pending_best_effort_count: int = 0
     annotations: dict[str, str] = field(default_factory=dict)
     conditions: list[dict[str, Any]] = field(default_factory=list)
     # fit errors per task uid, recorded by allocate for the PodGroup condition
@@ -116,35 +128,46 @@ class Job:
         self._count(task, status, 1)
 
     def _count(self, task: Task, status: TaskStatus, delta: int) -> None:
-        self.counts[status] = self.counts.get(status, 0) + delta
-        key = (task.role, status)
-        self.role_counts[key] = self.role_counts.get(key, 0) + delta
+        self.counts[status] += delta
+        role = self.role_counts.get(task.role)
+        if role is None:
+            role = self.role_counts[task.role] = _zero_counts()
+        role[status] += delta
+        if status in READY_STATUS:
+            self.ready += delta
         if status in ALLOCATED_STATUS:
-            self.allocated += task.resreq * delta
+            if delta > 0:
+                self.allocated += task.resreq
+            else:
+                self.allocated -= task.resreq
+        elif status is TaskStatus.PENDING and task.best_effort:
+            self.pending_best_effort_count += delta
 
     def count(self, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
-        return sum(self.counts.get(s, 0) for s in statuses)
+        counts = self.counts
+        return sum([counts[s] for s in statuses])
 
     def role_count(self, role: str, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
-        return sum(self.role_counts.get((role, s), 0) for s in statuses)
+        counts = self.role_counts.get(role)
+        return 0 if counts is None else sum([counts[s] for s in statuses])
 
     def pending_best_effort(self) -> int:
-        return sum(1 for t in self.tasks.values() if t.status is TaskStatus.PENDING and t.best_effort)
+        return self.pending_best_effort_count
 
     def ready_num(self) -> int:
-        return self.count(READY_STATUS)
+        return self.ready
 
     def waiting_num(self) -> int:
-        return self.counts.get(TaskStatus.PIPELINED, 0)
+        return self.counts[TaskStatus.PIPELINED]
 
     def is_ready(self) -> bool:
-        return self.ready_num() + self.pending_best_effort() >= self.min_member
+        return self.ready + self.pending_best_effort_count >= self.min_member
 
     def is_pipelined(self) -> bool:
-        return self.waiting_num() + self.ready_num() + self.pending_best_effort() >= self.min_member
+        return self.counts[TaskStatus.PIPELINED] + self.ready + self.pending_best_effort_count >= self.min_member
 
     def is_starving(self) -> bool:
-        return self.waiting_num() + self.ready_num() < self.min_member
+        return self.counts[TaskStatus.PIPELINED] + self.ready < self.min_member
 
     def is_pending(self) -> bool:
         return self.phase in ("", "Pending")
@@ -187,16 +210,12 @@ class Node:
 
 @dataclass(slots=True)
 class NodeArrays:
-    """Per-node resources as rows, so a predicate or a score covers every node in one numpy expression.
-
-    `version[i]` grows whenever row i changes, so cached per-class masks and scores refresh only what moved.
-    """
+    """Per-node resources as rows, so a predicate or a score covers every node in one numpy expression."""
 
     allocatable: npt.NDArray[np.float64]
     used: npt.NDArray[np.float64]
     releasing: npt.NDArray[np.float64]
     pipelined: npt.NDArray[np.float64]
-    version: npt.NDArray[np.int64]
 
     def idle(self) -> npt.NDArray[np.float64]:
         return self.allocatable - self.used

@@ -55,7 +55,7 @@ def resource_list(dims: Dims, vec: Vec) -> dict[str, str]:
 
 def podgroup_phase(ssn: Session, job: Job) -> str:
     condition = ssn.conditions.get(job.uid)
-    if job.counts.get(TaskStatus.RUNNING, 0) and condition is not None and condition[0] == "Unschedulable":
+    if job.counts[TaskStatus.RUNNING] and condition is not None and condition[0] == "Unschedulable":
         return "Unknown"
     scheduled = [t for t in job.tasks.values() if t.status in SCHEDULED_STATUS]
     scheduled += [t for t in job.tasks.values() if t.status is TaskStatus.RELEASING and t.node]
@@ -75,9 +75,9 @@ def podgroup_status(ssn: Session, job: Job) -> dict[str, Any]:
     return {
         "phase": podgroup_phase(ssn, job),
         "conditions": conditions,
-        "running": job.counts.get(TaskStatus.RUNNING, 0),
-        "succeeded": job.counts.get(TaskStatus.SUCCEEDED, 0),
-        "failed": job.counts.get(TaskStatus.FAILED, 0),
+        "running": job.counts[TaskStatus.RUNNING],
+        "succeeded": job.counts[TaskStatus.SUCCEEDED],
+        "failed": job.counts[TaskStatus.FAILED],
     }
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from extender.engine.conf import PluginOption, SchedulerConf
 from extender.engine.framework import ABSTAIN, FLAG_OF, PERMIT, PLUGINS, REJECT, Fn, Plugin
@@ -26,45 +25,15 @@ from extender.engine.model import (
     Task,
     TaskStatus,
 )
+from extender.engine.placement import Index, Mask, Placement, Predicate, Scorer, Scores
 from extender.engine.snapshot import PodRecord, Snapshot
-from lapilli.resources.vector import TOLERANCE, Dims, Vec, less_equal_rows
-
-Mask = npt.NDArray[np.bool_]
-Index = npt.NDArray[np.intp]
-
-
-class Predicate(Protocol):
-    """A node filter. `static_mask` depends only on `task.predicate_key` (cached per key); `dynamic_mask` depends
-    on what is placed and is evaluated per task (None when it does not constrain this task)."""
-
-    def static_mask(self, task: Task, idx: Index) -> Mask: ...
-
-    def dynamic_mask(self, task: Task, idx: Index) -> Mask | None: ...
-
-    def explain(self, task: Task, node: Node) -> list[str]: ...
-
-
-class Scorer(Protocol):
-    """A node score. `score` depends only on the task's class and the node's row (cached by row version);
-    `normalized` is computed over the candidate set at pick time (it may depend on the whole set)."""
-
-    def score(self, task: Task, idx: Index) -> npt.NDArray[np.float64]: ...
-
-    def normalized(self, task: Task, idx: Index) -> npt.NDArray[np.float64] | None: ...
+from lapilli.resources.vector import TOLERANCE, Dims, Vec
 
 
 @dataclass(slots=True)
 class EventHandler:
     allocate: Callable[[Task], None] | None = None
     deallocate: Callable[[Task], None] | None = None
-
-
-@dataclass(slots=True)
-class _ClassEntry:
-    version: npt.NDArray[np.int64]
-    fit_idle: Mask
-    fit_future: Mask
-    score: npt.NDArray[np.float64]
 
 
 @dataclass(slots=True)
@@ -141,8 +110,6 @@ class Session:
         self._events: list[EventHandler] = []
         self._tier_cache: dict[Fn, list[list[_Registered]]] = {}
         self._all_cache: dict[Fn, list[Any]] = {}
-        self._class_cache: dict[tuple[bytes, str], _ClassEntry] = {}
-        self._static_cache: dict[str, Mask] = {}
         self.queue_reports: dict[str, QueueReport] = {}
         self.conditions: dict[str, tuple[str, str, str]] = {}
         self.plugins: list[tuple[int, PluginOption, Plugin]] = []
@@ -173,7 +140,9 @@ class Session:
             used=np.zeros(size),
             releasing=np.zeros(size),
             pipelined=np.zeros(size),
-            version=np.zeros(len(self.nodes), dtype=np.int64),
+        )
+        self.placement = Placement(
+            self.nodes, self.arrays, self.dims, lambda: self._all(Fn.PREDICATE), lambda: self._all(Fn.NODE_ORDER)
         )
         self.total: Vec = alloc.sum(axis=0) if len(self.nodes) else self.dims.zeros()
 
@@ -249,6 +218,7 @@ class Session:
                 self._occupy(task, node, 1)
                 if task.status is TaskStatus.RELEASING:
                     self.arrays.releasing[node.idx] += task.resreq
+                    self.placement.touch(node.idx)
             if task.job:
                 self.jobs[task.job].add_task(task)
                 self.tasks[task.uid] = task
@@ -256,8 +226,11 @@ class Session:
                 self.other_tasks.append(task)
 
     def _occupy(self, task: Task, node: Node, sign: int) -> None:
-        self.arrays.used[node.idx] += task.resreq * sign
-        self.arrays.version[node.idx] += 1
+        if sign > 0:
+            self.arrays.used[node.idx] += task.resreq
+        else:
+            self.arrays.used[node.idx] -= task.resreq
+        self.placement.touch(node.idx)
         if sign > 0:
             node.tasks[task.uid] = task
             node.used_ports.update(task.host_ports)
@@ -447,7 +420,7 @@ class Session:
         task.node = node.name
         if status is TaskStatus.PIPELINED:
             self.arrays.pipelined[node.idx] += task.resreq
-            self.arrays.version[node.idx] += 1
+            self.placement.touch(node.idx)
             node.tasks[task.uid] = task
             node.used_ports.update(task.host_ports)
         else:
@@ -460,7 +433,7 @@ class Session:
         node = self.node_by_name[task.node or ""]
         if task.status is TaskStatus.PIPELINED:
             self.arrays.pipelined[node.idx] -= task.resreq
-            self.arrays.version[node.idx] += 1
+            self.placement.touch(node.idx)
             node.tasks.pop(task.uid, None)
             node.used_ports.difference_update(task.host_ports)
         else:
@@ -474,7 +447,7 @@ class Session:
         node = self.node_by_name[task.node or ""]
         previous = task.status
         self.arrays.releasing[node.idx] += task.resreq
-        self.arrays.version[node.idx] += 1
+        self.placement.touch(node.idx)
         self.set_status(task, TaskStatus.RELEASING)
         self.fire_deallocate(task)
         return previous
@@ -482,115 +455,39 @@ class Session:
     def unrelease(self, task: Task, previous: TaskStatus) -> None:
         node = self.node_by_name[task.node or ""]
         self.arrays.releasing[node.idx] -= task.resreq
-        self.arrays.version[node.idx] += 1
+        self.placement.touch(node.idx)
         self.set_status(task, previous)
         self.fire_allocate(task)
 
-    # ---- placement ------------------------------------------------------------------------------------------
-    def _static_mask(self, task: Task) -> Mask:
-        mask = self._static_cache.get(task.predicate_key)
-        if mask is None:
-            idx = np.arange(len(self.nodes))
-            mask = np.ones(len(self.nodes), dtype=bool)
-            for pred in self._all(Fn.PREDICATE):
-                mask &= pred.static_mask(task, idx)
-            self._static_cache[task.predicate_key] = mask
-        return mask
-
-    def _dynamic_mask(self, task: Task, idx: Index) -> Mask | None:
-        combined: Mask | None = None
-        for pred in self._all(Fn.PREDICATE):
-            mask = pred.dynamic_mask(task, idx)
-            if mask is not None:
-                combined = mask if combined is None else combined & mask
-        return combined
-
-    def _rows(self, task: Task, idx: Index) -> tuple[Mask, Mask, npt.NDArray[np.float64]]:
-        arrays = self.arrays
-        idle = arrays.allocatable[idx] - arrays.used[idx]
-        future = idle + arrays.releasing[idx] - arrays.pipelined[idx]
-        score = np.zeros(len(idx))
-        for scorer in self._all(Fn.NODE_ORDER):
-            score += scorer.score(task, idx)
-        return less_equal_rows(task.resreq, idle), less_equal_rows(task.resreq, future), score
-
-    def _entry(self, task: Task) -> _ClassEntry:
-        key = (task.resreq.tobytes(), task.predicate_key)
-        entry = self._class_cache.get(key)
-        version = self.arrays.version
-        if entry is None:
-            idx = np.arange(len(self.nodes))
-            fit_idle, fit_future, score = self._rows(task, idx)
-            entry = _ClassEntry(version.copy(), fit_idle, fit_future, score)
-            self._class_cache[key] = entry
-            return entry
-        changed = np.flatnonzero(entry.version != version)
-        if len(changed):
-            fit_idle, fit_future, score = self._rows(task, changed)
-            entry.fit_idle[changed] = fit_idle
-            entry.fit_future[changed] = fit_future
-            entry.score[changed] = score
-            entry.version[changed] = version[changed]
-        return entry
-
+    # ---- placement (extender/engine/placement.py) -------------------------------------------------------------
     def feasible(self, task: Task) -> tuple[Mask, Mask]:
         """(fits FutureIdle and passes predicates, fits Idle) over all nodes."""
-        entry = self._entry(task)
-        ok = entry.fit_future & self._static_mask(task)
-        if task.host_ports:
-            cand = np.flatnonzero(ok)
-            dynamic = self._dynamic_mask(task, cand)
-            if dynamic is not None:
-                ok[cand] = dynamic
-        return ok, entry.fit_idle
+        return self.placement.feasible(task)
 
     def best_node(self, task: Task, candidates: Mask) -> Node:
         """The highest-scoring node among `candidates`; ties go to the lowest node name."""
-        idx = np.flatnonzero(candidates)
-        if len(idx) == 1:
-            return self.nodes[int(idx[0])]
-        entry = self._entry(task)
-        scores = entry.score[idx].copy()
-        for scorer in self._all(Fn.NODE_ORDER):
-            extra = scorer.normalized(task, idx)
-            if extra is not None:
-                scores += extra
-        return self.nodes[int(idx[int(np.argmax(scores))])]
+        return self.placement.best_node(task, candidates)
 
-    def scores(self, task: Task, idx: Index) -> npt.NDArray[np.float64]:
-        entry = self._entry(task)
-        scores = entry.score[idx].copy()
-        for scorer in self._all(Fn.NODE_ORDER):
-            extra = scorer.normalized(task, idx)
-            if extra is not None:
-                scores += extra
-        return scores
+    def choose(self, task: Task) -> tuple[Node, bool] | None:
+        """The best node with idle room (True: allocate there), else the best node whose room is being released
+        (False: pipeline there), else None."""
+        return self.placement.choose(task)
+
+    def scores(self, task: Task, idx: Index) -> Scores:
+        return self.placement.scores(task, idx)
 
     def static_mask(self, task: Task) -> Mask:
         """Nodes the static predicates (selector, affinity, taints, unschedulable) accept: what no eviction can
         change, so preempt and reclaim look for victims only there (Volcano's `PredicateForPreemptAction`)."""
-        return self._static_mask(task).copy()
+        return self.placement.static_mask(task).copy()
 
     def predicate_node(self, task: Task, node: Node) -> bool:
         """Plugin predicates only (no resource fit), for one node."""
-        dynamic = self._dynamic_mask(task, np.array([node.idx]))
-        return bool(self._static_mask(task)[node.idx]) and (dynamic is None or bool(dynamic[0]))
+        return self.placement.predicate_node(task, node)
 
     def fit_error(self, task: Task) -> str:
         """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`"""
-        reasons: dict[str, int] = {}
-        future = self.arrays.future_idle()
-        for node in self.nodes:
-            node_reasons: list[str] = []
-            short = np.flatnonzero(task.resreq >= future[node.idx] + TOLERANCE)
-            node_reasons.extend(f"Insufficient {self.dims.names[int(d)]}" for d in short)
-            for pred in self._all(Fn.PREDICATE):
-                node_reasons.extend(pred.explain(task, node))
-            for reason in dict.fromkeys(node_reasons):
-                reasons[reason] = reasons.get(reason, 0) + 1
-        histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
-        text = f"0/{len(self.nodes)} nodes are unavailable"
-        return f"{text}: {histogram}." if histogram else text
+        return self.placement.fit_error(task)
 
     # ---- helpers for actions --------------------------------------------------------------------------------
     def queue_of(self, job: Job) -> Queue:
@@ -628,4 +525,15 @@ class Session:
             plugin.on_session_close(self)
 
 
-__all__ = ["ABSTAIN", "PERMIT", "REJECT", "EventHandler", "Predicate", "QueueReport", "Scorer", "Session"]
+__all__ = [
+    "ABSTAIN",
+    "PERMIT",
+    "REJECT",
+    "EventHandler",
+    "Index",
+    "Mask",
+    "Predicate",
+    "QueueReport",
+    "Scorer",
+    "Session",
+]

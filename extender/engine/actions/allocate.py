@@ -14,7 +14,6 @@ from extender.engine.framework import register_action
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task
 from extender.engine.session import Session
 from extender.engine.statement import Statement
-from lapilli.resources.vector import less_equal
 
 
 def need_continue(job: Job) -> bool:
@@ -92,16 +91,15 @@ class Allocate:
                 continue
             if task.role and task.role in failed_roles:
                 continue  # a sibling of the same role already found no node
-            feasible, fit_idle = ssn.feasible(task)
-            if not feasible.any():
+            choice = ssn.choose(task)
+            if choice is None:
                 job.fit_errors[task.uid] = ssn.fit_error(task)
                 failed_roles.add(task.role)
                 if need_continue(job):
                     continue
                 break
-            idle_nodes = feasible & fit_idle
-            node = ssn.best_node(task, idle_nodes if idle_nodes.any() else feasible)
-            if less_equal(task.resreq, ssn.arrays.idle_row(node.idx)):
+            node, idle = choice
+            if idle:
                 stmt.allocate(task, node)
             else:
                 stmt.pipeline(task, node)

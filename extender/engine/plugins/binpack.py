@@ -16,9 +16,10 @@ import numpy.typing as npt
 
 from extender.engine.framework import Fn, float_arg, register_plugin
 from extender.engine.model import Task
+from extender.engine.rowmath import Bool, NodeRows, Num, Ops
 from extender.engine.session import Index, Session
 from lapilli.resources.units import CPU, MEMORY
-from lapilli.resources.vector import TOLERANCE, Vec
+from lapilli.resources.vector import TOLERANCE
 
 
 def parse_weights(arguments: Mapping[str, Any]) -> tuple[float, dict[str, float]]:
@@ -41,47 +42,49 @@ class BinpackScorer:
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         self.weight, self.weights = parse_weights(arguments)
         self.ssn: Session | None = None
-        # Per request vector: (columns, requested amounts, weights, 100·W/Σw), so a call is a few matrix ops.
-        self._classes: dict[bytes, tuple[npt.NDArray[np.intp], Vec, Vec, float] | None] = {}
+        # Per request vector: [(column, requested amount, weight)] and 100·W/Σw, or None when the score is 0.
+        self._classes: dict[bytes, tuple[list[tuple[int, float, float]], float] | None] = {}
 
     def open(self, ssn: Session) -> None:
         self.ssn = ssn
         self._classes.clear()
 
-    def _class(self, task: Task) -> tuple[npt.NDArray[np.intp], Vec, Vec, float] | None:
+    def _class(self, task: Task) -> tuple[list[tuple[int, float, float]], float] | None:
         key = task.resreq.tobytes()
         if key in self._classes:
             return self._classes[key]
         assert self.ssn is not None
-        cols, weights = [], []
+        terms = []
         for name, w in self.weights.items():
             d = self.ssn.dims.index.get(name)
             if d is not None and task.resreq[d] >= TOLERANCE:
-                cols.append(d)
-                weights.append(w)
-        weight_sum = sum(weights)
+                terms.append((d, float(task.resreq[d]), w))
+        weight_sum = sum(w for _, _, w in terms)
         entry = None
         if self.weight != 0 and weight_sum > 0:
-            col = np.array(cols, dtype=np.intp)
-            entry = (col, task.resreq[col], np.array(weights), 100.0 * self.weight / weight_sum)
+            entry = (terms, 100.0 * self.weight / weight_sum)
         self._classes[key] = entry
         return entry
 
-    def score(self, task: Task, idx: Index) -> npt.NDArray[np.float64]:
-        assert self.ssn is not None
+    def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num:
         entry = self._class(task)
         if entry is None:
-            return np.zeros(len(idx))
-        cols, request, weights, factor = entry
-        arrays = self.ssn.arrays
-        alloc = arrays.allocatable[idx][:, cols]
-        after = arrays.used[idx][:, cols] + request
-        fits = np.all((alloc == 0) | (after <= alloc), axis=1)
-        ratio = after / np.where(alloc > 0, alloc, np.inf)  # a resource the node lacks scores 0
-        return np.where(fits, (ratio @ weights) * factor, 0.0)
+            return 0.0
+        terms, factor = entry
+        fits: Bool = True
+        total: Num = 0.0
+        for col, request, weight in terms:
+            alloc = rows.allocatable(col)
+            after = rows.used(col) + request
+            fits = fits & ((alloc == 0) | (after <= alloc))
+            total = total + after / ops.where(alloc > 0, alloc, np.inf) * weight  # a resource the node lacks scores 0
+        return ops.where(fits, total * factor, 0.0)
 
     def normalized(self, task: Task, idx: Index) -> npt.NDArray[np.float64] | None:
         return None
+
+    def normalizes(self, task: Task) -> bool:
+        return False
 
 
 class BinpackPlugin:

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from extender.engine.framework import Fn, float_arg, register_plugin
 from extender.engine.model import Node, Task
+from extender.engine.rowmath import NodeRows, Num, Ops
 from extender.engine.selectors import node_selector_terms_match, tolerates
 from extender.engine.session import Index, Session
 from lapilli.resources.units import CPU, GPU, MEMORY
@@ -42,7 +43,7 @@ class NodeOrderScorer:
         self._raw_affinity: dict[str, Scores] = {}
         self._raw_taints: dict[str, Scores] = {}
         self._any_prefer_no_schedule = False
-        self._cols: dict[bytes, tuple[npt.NDArray[np.intp], Scores]] = {}
+        self._cols: dict[bytes, list[tuple[int, float]]] = {}
 
     def open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -53,51 +54,60 @@ class NodeOrderScorer:
             t.get("effect") == "PreferNoSchedule" for n in ssn.nodes for t in n.taints
         )
 
-    def _columns(self, task: Task) -> tuple[npt.NDArray[np.intp], Scores]:
+    def _columns(self, task: Task) -> list[tuple[int, float]]:
         """cpu, memory (and GPU when the task asks for it) columns and what the task adds to each."""
         key = task.resreq.tobytes()
         cached = self._cols.get(key)
         if cached is None:
             assert self.ssn is not None
             index = self.ssn.dims.index
-            cols = [index[CPU], index[MEMORY]]
-            want = [task.resreq[cols[0]] or DEFAULT_MILLI_CPU, task.resreq[cols[1]] or DEFAULT_MEMORY]
+            cpu, memory = index[CPU], index[MEMORY]
+            cached = [
+                (cpu, float(task.resreq[cpu]) or DEFAULT_MILLI_CPU),
+                (memory, float(task.resreq[memory]) or DEFAULT_MEMORY),
+            ]
             gpu = index.get(GPU)
             if gpu is not None and task.resreq[gpu] > 0:
-                cols.append(gpu)
-                want.append(task.resreq[gpu])
-            cached = (np.array(cols, dtype=np.intp), np.array(want))
+                cached.append((gpu, float(task.resreq[gpu])))
             self._cols[key] = cached
         return cached
 
-    def score(self, task: Task, idx: Index) -> Scores:
-        assert self.ssn is not None
-        arrays = self.ssn.arrays
-        cols, want = self._columns(task)
-        capacity = arrays.allocatable[idx][:, cols]
-        requested = arrays.used[idx][:, cols] + want
-        usable = (capacity > 0) & (requested <= capacity)
-        safe = np.where(capacity > 0, capacity, 1.0)
-        total = np.zeros(len(idx))
+    def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num:
+        capacity: list[Num] = []
+        requested: list[Num] = []
+        for col, want in self._columns(task):
+            capacity.append(rows.allocatable(col))
+            requested.append(rows.used(col) + want)
+        total: Num = 0.0
         # LeastAllocated and MostAllocated average cpu and memory only, in integers as upstream does.
         if self.least:
-            least = np.where(usable, np.floor((capacity - requested) * MAX_SCORE / safe), 0.0)
-            total += self.least * np.floor(least[:, :2].sum(axis=1) / 2)
+            least = [
+                ops.where((cap > 0) & (req <= cap), ops.floor((cap - req) * MAX_SCORE / _safe(ops, cap)), 0.0)
+                for cap, req in zip(capacity[:2], requested[:2], strict=True)
+            ]
+            total = total + self.least * ops.floor((least[0] + least[1]) / 2)
         if self.most:
-            most = np.where(usable, np.floor(requested * MAX_SCORE / safe), 0.0)
-            total += self.most * np.floor(most[:, :2].sum(axis=1) / 2)
+            most = [
+                ops.where((cap > 0) & (req <= cap), ops.floor(req * MAX_SCORE / _safe(ops, cap)), 0.0)
+                for cap, req in zip(capacity[:2], requested[:2], strict=True)
+            ]
+            total = total + self.most * ops.floor((most[0] + most[1]) / 2)
         if self.balanced:
-            fractions = np.where(capacity > 0, np.minimum(requested / safe, 1.0), 1.0)
-            total += self.balanced * np.floor((1.0 - fractions.std(axis=1)) * MAX_SCORE)
+            fractions = [
+                ops.where(cap > 0, ops.minimum(req / _safe(ops, cap), 1.0), 1.0)
+                for cap, req in zip(capacity, requested, strict=True)
+            ]
+            total = total + self.balanced * ops.floor((1.0 - _std(ops, fractions)) * MAX_SCORE)
         return total
+
+    def normalizes(self, task: Task) -> bool:
+        return bool(self.affinity and _preferred_terms(task)) or bool(self.taint and self._any_prefer_no_schedule)
 
     def normalized(self, task: Task, idx: Index) -> Scores | None:
         assert self.ssn is not None
         nodes = self.ssn.nodes
         extra: Scores | None = None
-        preferred = ((task.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "preferredDuringSchedulingIgnoredDuringExecution"
-        )
+        preferred = _preferred_terms(task)
         if self.affinity and preferred:
             all_raw = self._raw_affinity.get(task.predicate_key)
             if all_raw is None:
@@ -119,6 +129,28 @@ class NodeOrderScorer:
             taint_scores = self.taint * taint_scores
             extra = taint_scores if extra is None else extra + taint_scores
         return extra
+
+
+def _safe(ops: Ops, capacity: Num) -> Num:
+    return ops.where(capacity > 0, capacity, 1.0)
+
+
+def _std(ops: Ops, values: list[Num]) -> Num:
+    """Population standard deviation, summed left to right as numpy's `std(axis=1)` does for a short row."""
+    mean = values[0]
+    for value in values[1:]:
+        mean = mean + value
+    mean = mean / len(values)
+    square = (values[0] - mean) * (values[0] - mean)
+    for value in values[1:]:
+        square = square + (value - mean) * (value - mean)
+    return ops.sqrt(square / len(values))
+
+
+def _preferred_terms(task: Task) -> list[Mapping[str, Any]] | None:
+    affinity = (task.spec.get("affinity") or {}).get("nodeAffinity") or {}
+    terms: list[Mapping[str, Any]] | None = affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+    return terms
 
 
 def _preferred(terms: list[Mapping[str, Any]], node: Node) -> float:

@@ -1,0 +1,265 @@
+"""Where a task can go and which node is best: predicates, resource fit and node scores over every node, per task class.
+
+Tasks with the same request vector and pod template (`predicate_key`) form a *class*; their fit masks and row-local
+scores depend only on each node's row, so a class keeps them for all nodes and refreshes just the rows that changed
+since it last looked (every change appends its row to a log). A refresh of a few rows evaluates the formulas over
+Python floats (`rowmath.SCALAR`); a first build or a large refresh runs the same formulas over numpy columns.
+
+Each class also keeps two *pick arrays*: its score where the task passes the static predicates and fits the
+node's future idle (`pick_future`) and, in addition, its idle (`pick_idle`), and -inf elsewhere. Allocate's choice
+— the best node with idle room, else the best node whose room is still being released — is then one `argmax`
+each; `argmax` returns the first maximum, i.e. the lowest node name, as Volcano's tie-break does. Tasks whose
+choice depends on more than the node's row (host ports, scores normalised over the candidate set) take the
+straightforward path: masks over all nodes, then the best candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.engine.model import Node, NodeArrays, Task
+from extender.engine.rowmath import SCALAR, VECTOR, Bool, NodeRows, Num, Ops, ScalarRow, VectorRows
+from lapilli.resources.vector import TOLERANCE, Dims
+
+Mask = npt.NDArray[np.bool_]
+Index = npt.NDArray[np.intp]
+Scores = npt.NDArray[np.float64]
+
+NO_NODE: Final = -np.inf
+# Refreshing one row over Python floats costs a few µs; one numpy pass costs ~100 µs whatever its size.
+SCALAR_REFRESH_MAX: Final = 24
+
+
+class Predicate(Protocol):
+    """A node filter. `static_mask` depends only on `task.predicate_key` (cached per key); `dynamic_mask` depends
+    on what is placed and is evaluated per task (None when it does not constrain this task)."""
+
+    def static_mask(self, task: Task, idx: Index) -> Mask: ...
+
+    def dynamic_mask(self, task: Task, idx: Index) -> Mask | None: ...
+
+    def explain(self, task: Task, node: Node) -> list[str]: ...
+
+
+class Scorer(Protocol):
+    """A node score. `row_score` is the formula over one node row, written once for `rowmath.VECTOR` and `SCALAR`
+    and depending only on the task's class and the row (cached per class); `normalized` is computed over the
+    candidate set at pick time, and `normalizes(task)` says whether it contributes anything for this task."""
+
+    def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num: ...
+
+    def normalized(self, task: Task, idx: Index) -> Scores | None: ...
+
+    def normalizes(self, task: Task) -> bool: ...
+
+
+def fits(ops: Ops, request: list[float], rows: NodeRows) -> tuple[Bool, Bool]:
+    """(request ≤ idle, request ≤ future idle) with Volcano's `LessEqual`: every dimension below the row's
+    value plus 0.1. Future idle = idle + releasing − pipelined."""
+    fit_idle: Bool = True
+    fit_future: Bool = True
+    for col, want in enumerate(request):
+        idle = rows.allocatable(col) - rows.used(col)
+        future = idle + rows.releasing(col) - rows.pipelined(col)
+        fit_idle = fit_idle & (want < idle + TOLERANCE)
+        fit_future = fit_future & (want < future + TOLERANCE)
+    return fit_idle, fit_future
+
+
+@dataclass(slots=True)
+class _ClassEntry:
+    seen: int  # how much of the change log is reflected here
+    request: list[float]
+    fast: bool  # the choice depends on node rows only (no normalised scorer)
+    static: Mask
+    fit_idle: Mask
+    fit_future: Mask
+    score: Scores
+    pick_idle: Scores
+    pick_future: Scores
+
+
+class Placement:
+    """The session's per-class placement caches. `touch(row)` must follow every change of a node row."""
+
+    def __init__(
+        self,
+        nodes: list[Node],
+        arrays: NodeArrays,
+        dims: Dims,
+        predicates: Callable[[], list[Predicate]],
+        scorers: Callable[[], list[Scorer]],
+    ) -> None:
+        self.nodes = nodes
+        self.arrays = arrays
+        self.dims = dims
+        self._predicates = predicates
+        self._scorers = scorers
+        self._log: list[int] = []
+        self._classes: dict[tuple[bytes, str], _ClassEntry] = {}
+        self._static: dict[str, Mask] = {}
+        self.scalar_refresh_max = SCALAR_REFRESH_MAX
+
+    def touch(self, row: int) -> None:
+        self._log.append(row)
+
+    # ---- caches ---------------------------------------------------------------------------------------------
+    def static_mask(self, task: Task) -> Mask:
+        """The static predicates' mask for the task's template (shared: callers must not modify it)."""
+        mask = self._static.get(task.predicate_key)
+        if mask is None:
+            idx = np.arange(len(self.nodes))
+            mask = np.ones(len(self.nodes), dtype=bool)
+            for pred in self._predicates():
+                mask &= pred.static_mask(task, idx)
+            self._static[task.predicate_key] = mask
+        return mask
+
+    def _evaluate(self, task: Task, ops: Ops, rows: NodeRows, request: list[float]) -> tuple[Bool, Bool, Num]:
+        fit_idle, fit_future = fits(ops, request, rows)
+        score: Num = 0.0
+        for scorer in self._scorers():
+            score = score + scorer.row_score(task, ops, rows)
+        return fit_idle, fit_future, score
+
+    def _store(self, entry: _ClassEntry, idx: Index | slice, fit_idle: Bool, fit_future: Bool, score: Num) -> None:
+        entry.fit_idle[idx] = fit_idle
+        entry.fit_future[idx] = fit_future
+        entry.score[idx] = score
+        ok = entry.static[idx] & entry.fit_future[idx]
+        entry.pick_future[idx] = np.where(ok, entry.score[idx], NO_NODE)
+        entry.pick_idle[idx] = np.where(ok & entry.fit_idle[idx], entry.score[idx], NO_NODE)
+
+    def _store_row(self, task: Task, entry: _ClassEntry, row: int) -> None:
+        fit_idle, fit_future, score = self._evaluate(task, SCALAR, ScalarRow(self.arrays, row), entry.request)
+        entry.fit_idle[row] = fit_idle
+        entry.fit_future[row] = fit_future
+        entry.score[row] = score
+        ok = fit_future and entry.static[row]
+        entry.pick_future[row] = score if ok else NO_NODE
+        entry.pick_idle[row] = score if ok and fit_idle else NO_NODE
+
+    def _build(self, task: Task) -> _ClassEntry:
+        n = len(self.nodes)
+        request: list[float] = task.resreq.tolist()
+        entry = _ClassEntry(
+            seen=len(self._log),
+            request=request,
+            fast=not any(scorer.normalizes(task) for scorer in self._scorers()),
+            static=self.static_mask(task),
+            fit_idle=np.zeros(n, dtype=bool),
+            fit_future=np.zeros(n, dtype=bool),
+            score=np.zeros(n),
+            pick_idle=np.zeros(n),
+            pick_future=np.zeros(n),
+        )
+        self._store(entry, slice(None), *self._evaluate(task, VECTOR, VectorRows(self.arrays, None), request))
+        return entry
+
+    def entry(self, task: Task) -> _ClassEntry:
+        """The task's class entry, brought up to date with every row changed since it was last used."""
+        key = (task.resreq.tobytes(), task.predicate_key)
+        entry = self._classes.get(key)
+        if entry is None:
+            entry = self._classes[key] = self._build(task)
+            return entry
+        log = self._log
+        if entry.seen < len(log):
+            changed = log[entry.seen :]
+            entry.seen = len(log)
+            if len(changed) <= self.scalar_refresh_max:
+                for row in dict.fromkeys(changed):
+                    self._store_row(task, entry, row)
+            else:
+                idx = np.unique(np.array(changed, dtype=np.intp))
+                rows = VectorRows(self.arrays, idx)
+                self._store(entry, idx, *self._evaluate(task, VECTOR, rows, entry.request))
+        return entry
+
+    # ---- queries --------------------------------------------------------------------------------------------
+    def _dynamic_mask(self, task: Task, idx: Index) -> Mask | None:
+        combined: Mask | None = None
+        for pred in self._predicates():
+            mask = pred.dynamic_mask(task, idx)
+            if mask is not None:
+                combined = mask if combined is None else combined & mask
+        return combined
+
+    def feasible(self, task: Task) -> tuple[Mask, Mask]:
+        """(fits FutureIdle and passes predicates, fits Idle) over all nodes; the second is the live cache."""
+        entry = self.entry(task)
+        ok = entry.fit_future & entry.static
+        if task.host_ports:
+            cand = np.flatnonzero(ok)
+            dynamic = self._dynamic_mask(task, cand)
+            if dynamic is not None:
+                ok[cand] = dynamic
+        return ok, entry.fit_idle
+
+    def scores(self, task: Task, idx: Index) -> Scores:
+        """Total scores (row-local plus normalised over `idx`) of the nodes `idx`."""
+        scores = self.entry(task).score[idx]
+        for scorer in self._scorers():
+            extra = scorer.normalized(task, idx)
+            if extra is not None:
+                scores = scores + extra
+        return scores
+
+    def best_node(self, task: Task, candidates: Mask) -> Node:
+        """The highest-scoring node among `candidates`; ties go to the lowest node name."""
+        idx = np.flatnonzero(candidates)
+        if len(idx) == 1:
+            return self.nodes[int(idx[0])]
+        return self.nodes[int(idx[int(np.argmax(self.scores(task, idx)))])]
+
+    def choose(self, task: Task) -> tuple[Node, bool] | None:
+        """Allocate's pick: (best node with idle room, True), else (best node that fits future idle, False),
+        else None when no node passes the predicates and fits."""
+        if not self.nodes:
+            return None
+        entry = self.entry(task)
+        if not entry.fast or task.host_ports:
+            return self._choose_by_masks(task)
+        for picks, idle in ((entry.pick_idle, True), (entry.pick_future, False)):
+            best = int(picks.argmax())
+            if picks[best] != NO_NODE:
+                return self.nodes[best], idle
+        return None
+
+    def _choose_by_masks(self, task: Task) -> tuple[Node, bool] | None:
+        feasible, fit_idle = self.feasible(task)
+        idle_nodes = feasible & fit_idle
+        if idle_nodes.any():
+            return self.best_node(task, idle_nodes), True
+        if feasible.any():
+            return self.best_node(task, feasible), False
+        return None
+
+    def predicate_node(self, task: Task, node: Node) -> bool:
+        """Plugin predicates only (no resource fit), for one node."""
+        dynamic = self._dynamic_mask(task, np.array([node.idx]))
+        return bool(self.static_mask(task)[node.idx]) and (dynamic is None or bool(dynamic[0]))
+
+    def fit_error(self, task: Task) -> str:
+        """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`"""
+        reasons: dict[str, int] = {}
+        future = self.arrays.future_idle()
+        for node in self.nodes:
+            node_reasons: list[str] = []
+            short = np.flatnonzero(task.resreq >= future[node.idx] + TOLERANCE)
+            node_reasons.extend(f"Insufficient {self.dims.names[int(d)]}" for d in short)
+            for pred in self._predicates():
+                node_reasons.extend(pred.explain(task, node))
+            for reason in dict.fromkeys(node_reasons):
+                reasons[reason] = reasons.get(reason, 0) + 1
+        histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
+        text = f"0/{len(self.nodes)} nodes are unavailable"
+        return f"{text}: {histogram}." if histogram else text
+
+
+__all__ = ["Index", "Mask", "Placement", "Predicate", "Scorer", "Scores", "fits"]
