@@ -313,6 +313,35 @@ def add_object(snap: Snapshot, doc: Mapping[str, Any]) -> None:
             snap.default_priority = value
 
 
+def remove_object(snap: Snapshot, doc: Mapping[str, Any]) -> None:
+    """Forget one object (a watch DELETED event); unknown objects are ignored."""
+    meta = doc.get("metadata") or {}
+    name, namespace = meta.get("name", ""), meta.get("namespace") or "default"
+    kind = doc.get("kind")
+    if kind == "Node":
+        snap.nodes.pop(name, None)
+    elif kind == "Pod":
+        snap.pods.pop(f"{namespace}/{name}", None)
+    elif kind == "PodGroup":
+        snap.podgroups.pop(f"{namespace}/{name}", None)
+    elif kind == "Queue":
+        snap.queues.pop(name, None)
+    elif kind == "PriorityClass":
+        snap.priority_classes.pop(name, None)
+
+
+def copy_snapshot(snap: Snapshot) -> Snapshot:
+    """A copy a session can own: records are frozen, so copying the maps is enough."""
+    return Snapshot(
+        nodes=dict(snap.nodes),
+        pods=dict(snap.pods),
+        podgroups=dict(snap.podgroups),
+        queues=dict(snap.queues),
+        priority_classes=dict(snap.priority_classes),
+        default_priority=snap.default_priority,
+    )
+
+
 def build_snapshot(docs: Iterable[Any]) -> Snapshot:
     """Build a snapshot from decoded documents; `SnapshotError` names the document, field and problem."""
     snap = Snapshot()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from lapilli.serve import Settings, SettingsError, WebhookSettings
+from lapilli.serve import ExtenderSettings, Settings, SettingsError, WebhookSettings
 from lapilli.serve import serve as run_service
 from lapilli.serve.settings import DEFAULT_TLS_DIR
 from webhook.context import AdmissionSettings
@@ -70,6 +70,20 @@ _PATH = click.Path(path_type=Path)
 @click.option(
     "--enable-queue-allocated-pods-check", is_flag=True, help="Refuse deleting a queue that still has allocated pods."
 )
+@click.option("--enable-extender/--disable-extender", default=True, show_default=True,
+              help="Serve the scheduler extender and run the scheduling sessions in this process.")
+@click.option("--extender-host", default="0.0.0.0", show_default=True, help="Address the extender listens on.")
+@click.option("--extender-port", default=8080, show_default=True,
+              help="Plain-HTTP port of /extender/{filter,prioritize,preempt} and /extender/gang/bind.")
+@click.option("--scheduler-conf", type=_PATH, default=None,
+              help="Volcano scheduler configuration (actions, tiers); re-read on change. Default: Volcano's.")
+@click.option("--session-period", default=1.0, show_default=True, help="Seconds between scheduling sessions.")
+@click.option("--permit-timeout", default=30.0, show_default=True,
+              help="Seconds a gang may gather at bind (below the bind entry's httpTimeout).")
+@click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
+              help="Answer extender verbs only while holding the Lease.")
+@click.option("--lease-namespace", default="lapilli-system", show_default=True, help="Namespace of the Lease.")
+@click.option("--lease-name", default="lapilli-extender", show_default=True, help="Name of the Lease.")
 @click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING or ERROR.")
 def serve(
     kubeconfig: Path | None,
@@ -84,10 +98,20 @@ def serve(
     max_queue_depth: int,
     enable_root_queue_protection: bool,
     enable_queue_allocated_pods_check: bool,
+    enable_extender: bool,
+    extender_host: str,
+    extender_port: int,
+    scheduler_conf: Path | None,
+    session_period: float,
+    permit_timeout: float,
+    leader_elect: bool,
+    lease_namespace: str,
+    lease_name: str,
     log_level: str,
 ) -> None:
     """Serve Volcano's admission webhook (Jobs, Queues, PodGroups, Pods) over TLS, with /healthz, /readyz
-    and /metrics on the same port. Runs until SIGTERM or SIGINT."""
+    and /metrics on the same port, and the scheduler extender (filter, prioritize, bind with the gang permit
+    cache, preempt) with its scheduling session loop on the extender port. Runs until SIGTERM or SIGINT."""
     admission = AdmissionSettings(
         scheduler_names=scheduler_names,
         max_queue_depth=max_queue_depth,
@@ -104,7 +128,18 @@ def serve(
         configurations=configurations,
         admission=admission,
     )
-    settings = Settings(kubeconfig=kubeconfig, log_level=log_level, webhook=webhook)
+    extender = ExtenderSettings(
+        enabled=enable_extender,
+        host=extender_host,
+        port=extender_port,
+        scheduler_conf=scheduler_conf,
+        session_period_s=session_period,
+        permit_timeout_s=permit_timeout,
+        leader_elect=leader_elect,
+        lease_namespace=lease_namespace,
+        lease_name=lease_name,
+    )
+    settings = Settings(kubeconfig=kubeconfig, log_level=log_level, webhook=webhook, extender=extender)
     try:
         settings.check()
     except SettingsError as exc:

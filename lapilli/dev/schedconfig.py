@@ -72,13 +72,24 @@ def render(
         "clientConnection": {"kubeconfig": kubeconfig, "qps": qps, "burst": burst},
         "leaderElection": leader,
         "percentageOfNodesToScore": 100,
-        "profiles": [{"schedulerName": name} for name in profiles],
+        "profiles": [_profile(name, api_version) for name in profiles],
     }
     if insecure_port is not None and api_version == "v1beta1":
         config["healthzBindAddress"] = config["metricsBindAddress"] = f"127.0.0.1:{insecure_port}"
     if extender_url:
         config["extenders"] = extender_entries(extender_url)
     return config
+
+
+def _profile(name: str, api_version: str) -> dict[str, Any]:
+    """kube-scheduler 1.20 never gives its framework the extenders (factory.go builds the profiles without
+    `WithExtenders`), so DefaultPreemption there picks victims without asking the preempt verb and would break
+    gangs and evict `volcano.sh/preemptable: "false"` pods. For Lapilli's pods on v1beta1 preemption is left to
+    the session's preempt and reclaim actions; later versions call the verb, which filters the victims."""
+    profile: dict[str, Any] = {"schedulerName": name}
+    if name == "volcano" and api_version == "v1beta1":
+        profile["plugins"] = {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}
+    return profile
 
 
 def in_cluster(api_version: str) -> dict[str, Any]:

@@ -7,6 +7,16 @@ extender and controllers are added as further `Component`s.
 
 from lapilli.serve.app import Service, build, serve
 from lapilli.serve.component import Component, run_components
-from lapilli.serve.settings import Settings, SettingsError, WebhookSettings
+from lapilli.serve.settings import ExtenderSettings, Settings, SettingsError, WebhookSettings
 
-__all__ = ["Component", "Service", "Settings", "SettingsError", "WebhookSettings", "build", "run_components", "serve"]
+__all__ = [
+    "Component",
+    "ExtenderSettings",
+    "Service",
+    "Settings",
+    "SettingsError",
+    "WebhookSettings",
+    "build",
+    "run_components",
+    "serve",
+]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from extender.service.component import ExtenderComponent, ExtenderConfig
 from lapilli.kube import KubeClient, load_config
 from lapilli.serve.cabundle import CaBundleSync
 from lapilli.serve.caches import AdmissionCaches
@@ -54,7 +55,23 @@ def build(settings: Settings, client: KubeClient) -> Service:
         settings.webhook, context, service.registry, extra_routes=ops.add_routes, background=background
     )
     service.components += [caches, webhook]
+    if settings.extender.enabled:
+        service.components.append(ExtenderComponent(_extender_config(settings), client, service.registry))
     return service
+
+
+def _extender_config(settings: Settings) -> ExtenderConfig:
+    e = settings.extender
+    return ExtenderConfig(
+        host=e.host,
+        port=e.port,
+        scheduler_conf=e.scheduler_conf,
+        session_period_s=e.session_period_s,
+        permit_timeout_s=e.permit_timeout_s,
+        lease_namespace=e.lease_namespace,
+        lease_name=e.lease_name,
+        leader_elect=e.leader_elect,
+    )
 
 
 async def serve(settings: Settings, stop: asyncio.Event) -> None:

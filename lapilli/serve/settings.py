@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from extender.engine.conf import ConfError
+from extender.engine.run import parse_scheduler_conf
 from webhook.context import AdmissionSettings
 from webhook.names import dns1123_subdomain
 
@@ -48,6 +50,30 @@ class WebhookSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ExtenderSettings:
+    """The scheduler extender: plain HTTP for kube-scheduler, answered by the Lease holder only."""
+
+    enabled: bool = True
+    """Serve the extender (and run the scheduling session loop) in this process."""
+    host: str = "0.0.0.0"
+    """Address the extender listens on."""
+    port: int = 8080
+    """Plain-HTTP port of /extender/{filter,prioritize,preempt} and /extender/gang/bind."""
+    scheduler_conf: Path | None = None
+    """Volcano scheduler configuration (actions, tiers); re-read when it changes. None: Volcano's default."""
+    session_period_s: float = 1.0
+    """Seconds between scheduling sessions (a change in the cluster starts one sooner)."""
+    permit_timeout_s: float = 30.0
+    """How long a gang may gather at bind; must stay below the bind entry's httpTimeout (60s shipped)."""
+    leader_elect: bool = True
+    """Hold a coordination.k8s.io Lease so only one replica answers the verbs."""
+    lease_namespace: str = "lapilli-system"
+    """Namespace of the Lease."""
+    lease_name: str = "lapilli-extender"
+    """Name of the Lease."""
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything `lapilli serve` runs with."""
 
@@ -56,6 +82,7 @@ class Settings:
     log_level: str = "INFO"
     """Python logging level name."""
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
+    extender: ExtenderSettings = field(default_factory=ExtenderSettings)
 
     def problems(self) -> list[str]:
         """Every reason these settings cannot work (empty when they can)."""
@@ -65,6 +92,8 @@ class Settings:
         if self.kubeconfig is not None and not self.kubeconfig.is_file():
             out.append(f"--kubeconfig {self.kubeconfig}: no such file")
         out += _webhook_problems(self.webhook)
+        if self.extender.enabled:
+            out += _extender_problems(self.extender)
         return out
 
     def check(self) -> Settings:
@@ -104,4 +133,23 @@ def _webhook_problems(w: WebhookSettings) -> list[str]:
     out += [f"--scheduler-name {n!r} is not a valid name" for n in a.scheduler_names if dns1123_subdomain(n)]
     if a.max_queue_depth < 1:
         out.append(f"--max-queue-depth {a.max_queue_depth} must be >= 1")
+    return out
+
+
+def _extender_problems(e: ExtenderSettings) -> list[str]:
+    out: list[str] = []
+    if not 0 <= e.port <= 65535:
+        out.append(f"--extender-port {e.port} is not a TCP port (0-65535; 0 picks a free one)")
+    if e.scheduler_conf is not None:
+        if not e.scheduler_conf.is_file():
+            out.append(f"--scheduler-conf {e.scheduler_conf}: no such file")
+        else:
+            try:
+                parse_scheduler_conf(e.scheduler_conf.read_text())
+            except ConfError as exc:
+                out.append(f"--scheduler-conf {e.scheduler_conf}: {exc}")
+    if e.session_period_s <= 0:
+        out.append(f"--session-period {e.session_period_s} must be > 0 seconds")
+    if not 0 < e.permit_timeout_s < 60:
+        out.append(f"--permit-timeout {e.permit_timeout_s} must be between 0 and the bind httpTimeout (60s)")
     return out

@@ -1,0 +1,105 @@
+"""The extender as one component of `lapilli serve`: cluster state, session loop, Lease, permit cache, HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+
+from extender.service.core import Extender
+from extender.service.http import make_app
+from extender.service.leader import LeaseElector
+from extender.service.loop import ConfSource, SessionLoop
+from extender.service.metrics import ExtenderMetrics
+from extender.service.permit import PermitCache
+from extender.service.plan import Plan
+from extender.service.state import ClusterState
+from lapilli.kube import KubeClient
+
+log = logging.getLogger("lapilli.extender")
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderConfig:
+    host: str
+    port: int
+    scheduler_conf: Path | None
+    session_period_s: float
+    permit_timeout_s: float
+    lease_namespace: str
+    lease_name: str
+    leader_elect: bool
+    sync_timeout_s: float = 60.0
+
+
+class ExtenderComponent:
+    name = "extender"
+
+    def __init__(self, config: ExtenderConfig, client: KubeClient, registry: CollectorRegistry) -> None:
+        self.config = config
+        self.elector = (
+            LeaseElector(client, config.lease_namespace, config.lease_name) if config.leader_elect else None
+        )
+        self.state = ClusterState(client, on_change=self._changed)
+        self.plan = Plan(ttl_s=config.permit_timeout_s * 2)
+        self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
+                                       restarts=self.state.restarts)
+        self.loop = SessionLoop(
+            self.state, self.plan, client, ConfSource(config.scheduler_conf), self.metrics,
+            period_s=config.session_period_s, is_leader=self.is_leader,
+        )
+        self.permit = PermitCache(self._bind_now, config.permit_timeout_s, on_timeout=self._timed_out)
+        self.extender = Extender(self.state, self.plan, self.loop, self.permit, client, self.metrics)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._runner: web.AppRunner | None = None
+        self.bound_port: int | None = None
+
+    def _changed(self) -> None:
+        self.loop.poke()
+
+    async def _bind_now(self, namespace: str, name: str, node: str, uid: str) -> str:
+        return await self.extender.bind_now(namespace, name, node, uid)
+
+    def _timed_out(self, gang: str, gathered: int, needed: int) -> None:
+        self.metrics.permit_timeouts.inc()
+        self.plan.drop(gang)
+        self.loop.poke()
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    async def start(self) -> None:
+        await self.state.start()
+        if not await self.state.wait_synced(self.config.sync_timeout_s):
+            log.warning("extender caches not synced after %.0fs; filter answers with an error until they are",
+                        self.config.sync_timeout_s)
+        if self.elector is not None:
+            self._tasks.append(asyncio.create_task(self.elector.run_forever(), name="lease"))
+        self._tasks.append(asyncio.create_task(self.loop.run_forever(), name="session-loop"))
+        app = make_app(self.extender, self.is_leader, self.ready)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.config.host, self.config.port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.bound_port = sockets[0].getsockname()[1] if sockets else self.config.port
+        log.info("extender listening on %s:%s", self.config.host, self.bound_port)
+
+    async def stop(self) -> None:
+        self.permit.cancel_all("lapilli extender is stopping; nothing was bound")
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.state.stop()
+
+    def ready(self) -> bool:
+        return self.state.synced and self.is_leader()

@@ -1,0 +1,247 @@
+"""What each extender verb decides, over the cluster state, the plan and the latest session outcome.
+
+* filter — pods outside any PodGroup pass untouched; a gang member gets its planned node, or (when kube-scheduler
+  did not offer it) another offered node it fits, or — when its gang has no plan — every node fails with one short
+  reason (`gang ns/pg: 3/4 pods placeable`) that kube-scheduler shows in the pod's events.
+* prioritize — the planned node scores 10; otherwise GPU-weighted binpack mapped to 0–10.
+* bind — gang members are parked in the permit cache until `minMember` of them can be bound together.
+* preempt — kube-scheduler's victim sets are kept only when they break no gang below `minMember`, spare pods
+  marked `volcano.sh/preemptable: "false"`, and take nothing from a queue within its deserved share.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from extender.engine.snapshot import GROUP_NAME_ANNOTATION
+from extender.service.loop import SessionLoop
+from extender.service.metrics import ExtenderMetrics
+from extender.service.permit import PermitCache
+from extender.service.plan import Plan
+from extender.service.state import ClusterState
+from extender.service.wire import (
+    ExtenderArgs,
+    ExtenderBindingArgs,
+    ExtenderBindingResult,
+    ExtenderFilterResult,
+    ExtenderPreemptionArgs,
+    ExtenderPreemptionResult,
+    HostPriority,
+    MetaPod,
+    MetaVictims,
+)
+from lapilli.kube import KubeClient
+from lapilli.kube.errors import ApiError, Conflict, NotFound
+from lapilli.kube.resources import PODS
+from lapilli.resources.units import GPU, pod_request
+from lapilli.resources.vector import TOLERANCE
+
+NOT_SYNCED = "lapilli: the cluster cache is not synced yet; retry"
+MAX_SCORE = 10
+# Prioritize packs GPUs first: a GPU counts ten times cpu or memory.
+BINPACK_WEIGHTS: Mapping[str, float] = {"cpu": 1.0, "memory": 1.0, GPU: 10.0}
+
+
+def _meta(pod: Mapping[str, Any]) -> tuple[str, str, str | None]:
+    meta = pod.get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+    return namespace, str(meta.get("name", "")), f"{namespace}/{group}" if group else None
+
+
+class Extender:
+    def __init__(
+        self,
+        state: ClusterState,
+        plan: Plan,
+        loop: SessionLoop,
+        permit: PermitCache,
+        client: KubeClient,
+        metrics: ExtenderMetrics,
+    ) -> None:
+        self.state, self.plan, self.loop, self.permit = state, plan, loop, permit
+        self.client, self.metrics = client, metrics
+
+    # ---- filter ---------------------------------------------------------------------------------------------
+    def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
+        offered = args.names()
+        if not self.state.synced:
+            return ExtenderFilterResult(Error=NOT_SYNCED)
+        namespace, name, gang = _meta(args.pod)
+        if gang is None:
+            return ExtenderFilterResult(NodeNames=offered)
+        key = f"{namespace}/{name}"
+        node = self.plan.node_for(key)
+        if node is not None and node in offered:
+            return self._only(offered, node, f"gang {gang}: planned on {node}")
+        if node is not None:
+            moved = self._replan(args.pod, key, node, offered)
+            if moved is not None:
+                return self._only(offered, moved, f"gang {gang}: planned on {moved}")
+            self.plan.drop(gang)
+            reason = f"gang {gang}: planned node {node} was not offered and no offered node fits; re-planning"
+        else:
+            latest = self.loop.latest
+            why = latest.reasons.get(gang) if latest is not None else None
+            reason = f"gang {gang}: {why or 'waiting for a scheduling session'}"
+        self.loop.waiting.add(key)
+        self.loop.poke()
+        failed = dict.fromkeys(offered, reason)
+        return ExtenderFilterResult(NodeNames=[], FailedNodes=failed, FailedAndUnresolvableNodes=failed)
+
+    @staticmethod
+    def _only(offered: list[str], node: str, reason: str) -> ExtenderFilterResult:
+        others = {n: reason for n in offered if n != node}
+        return ExtenderFilterResult(NodeNames=[node], FailedNodes=others)
+
+    def _request(self, pod: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
+        latest = self.loop.latest
+        if latest is None:
+            return None
+        units = pod_request(pod.get("spec") or {})
+        known = {k: v for k, v in units.items() if k in latest.dims.index}
+        return latest.dims.vector(known), np.array([units.get(k, 0.0) > TOLERANCE for k in latest.dims.names])
+
+    def _replan(self, pod: Mapping[str, Any], key: str, planned: str, offered: list[str]) -> str | None:
+        """Move one planned pod to another offered node it fits, keeping the rest of its gang's plan."""
+        latest = self.loop.latest
+        request = self._request(pod)
+        if latest is None or request is None:
+            return None
+        req = request[0]
+        candidates = [n for n in offered if n in latest.node_index]
+        if not candidates:
+            return None
+        idx = np.array([latest.node_index[n] for n in candidates])
+        fits = np.all(req < latest.idle[idx] + TOLERANCE, axis=1)
+        if not fits.any():
+            return None
+        scores = self._binpack(req, idx)
+        scores[~fits] = -1
+        best = candidates[int(np.argmax(scores))]
+        latest.idle[latest.node_index[best]] -= req
+        if planned in latest.node_index:
+            latest.idle[latest.node_index[planned]] += req
+        self.plan.move(key, best)
+        return best
+
+    # ---- prioritize -----------------------------------------------------------------------------------------
+    def _binpack(self, req: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        latest = self.loop.latest
+        assert latest is not None
+        alloc = latest.allocatable[idx]
+        used = alloc - latest.idle[idx]
+        total = np.zeros(len(idx))
+        weight_sum = 0.0
+        for name, weight in BINPACK_WEIGHTS.items():
+            d = latest.dims.index.get(name)
+            if d is None or req[d] < TOLERANCE:
+                continue
+            weight_sum += weight
+            with np.errstate(divide="ignore", invalid="ignore"):
+                total += np.where(alloc[:, d] > 0, weight * (req[d] + used[:, d]) / alloc[:, d], 0.0)
+        if weight_sum == 0:
+            return np.zeros(len(idx))
+        return total / weight_sum
+
+    def prioritize(self, args: ExtenderArgs) -> list[HostPriority]:
+        offered = args.names()
+        namespace, name, _ = _meta(args.pod)
+        planned = self.plan.node_for(f"{namespace}/{name}")
+        latest = self.loop.latest
+        request = self._request(args.pod)
+        scores = dict.fromkeys(offered, 0)
+        if latest is not None and request is not None:
+            known = [n for n in offered if n in latest.node_index]
+            if known:
+                packed = self._binpack(request[0], np.array([latest.node_index[n] for n in known]))
+                for n, s in zip(known, packed, strict=True):
+                    scores[n] = min(MAX_SCORE - 1, max(0, math.floor(s * MAX_SCORE)))
+        if planned in scores:
+            scores[planned] = MAX_SCORE
+        return [HostPriority(Host=n, Score=s) for n, s in scores.items()]
+
+    # ---- bind -----------------------------------------------------------------------------------------------
+    async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
+        namespace, name, node, uid = args.pod_namespace, args.pod_name, args.node, args.pod_uid
+        pod = self.state.pod(namespace, name)
+        if pod is None:
+            try:
+                pod = await self.client.get(PODS, name, namespace)
+            except NotFound:
+                return self._bound(f"pod {namespace}/{name} not found")
+        if uid and (pod.get("metadata") or {}).get("uid") not in (None, uid):
+            return self._bound(f"pod {namespace}/{name} was recreated (uid {uid} is gone)")
+        current = (pod.get("spec") or {}).get("nodeName")
+        if current:
+            # Idempotent: kube-scheduler may repeat a bind whose answer it missed.
+            return self._bound("" if current == node else f"pod {namespace}/{name} is already bound to {current}")
+        _, _, gang = _meta(pod)
+        podgroup = self.state.snapshot.podgroups.get(gang) if gang else None
+        if gang is None or podgroup is None or podgroup.min_member <= 1:
+            return self._bound(await self.bind_now(namespace, name, node, uid))
+        error = await self.permit.park(
+            gang, podgroup.min_member, self.state.bound_members(gang), namespace, name, uid, node
+        )
+        return self._bound(error)
+
+    def _bound(self, error: str) -> ExtenderBindingResult:
+        self.metrics.binds.labels("error" if error else "bound").inc()
+        return ExtenderBindingResult(Error=error)
+
+    async def bind_now(self, namespace: str, name: str, node: str, uid: str) -> str:
+        """POST the Binding; "" on success (also when the pod already sits on `node`)."""
+        try:
+            await self.client.bind(namespace, name, node, uid=uid or None)
+        except Conflict:
+            try:
+                pod = await self.client.get(PODS, name, namespace)
+            except ApiError as exc:
+                return f"binding {namespace}/{name}: {exc}"
+            current = (pod.get("spec") or {}).get("nodeName")
+            return "" if current == node else f"pod {namespace}/{name} is already bound to {current}"
+        except ApiError as exc:
+            return f"binding {namespace}/{name} to {node}: {exc}"
+        self.plan.forget_pod(f"{namespace}/{name}")
+        return ""
+
+    # ---- preempt --------------------------------------------------------------------------------------------
+    def preempt(self, args: ExtenderPreemptionArgs) -> ExtenderPreemptionResult:
+        _, _, gang = _meta(args.pod)
+        if gang is not None:
+            # Gangs are preempted for by the session (preempt/reclaim actions), whole, never pod by pod.
+            return ExtenderPreemptionResult()
+        kept: dict[str, MetaVictims] = {}
+        for node, uids in args.victims().items():
+            if uids and self._acceptable(uids):
+                kept[node] = MetaVictims(Pods=[MetaPod(UID=u) for u in uids])
+        return ExtenderPreemptionResult(NodeNameToMetaVictims=kept)
+
+    def _acceptable(self, uids: list[str]) -> bool:
+        snap = self.state.snapshot
+        latest = self.loop.latest
+        lost: dict[str, int] = {}
+        for uid in uids:
+            key = self.state.pod_keys_by_uid.get(uid)
+            pod = snap.pods.get(key or "")
+            if pod is None:
+                return False
+            if not pod.preemptable:
+                return False
+            if pod.group:
+                gang = f"{pod.namespace}/{pod.group}"
+                lost[gang] = lost.get(gang, 0) + 1
+                podgroup = snap.podgroups.get(gang)
+                if podgroup is not None and latest is not None:
+                    queue = latest.decisions.queues.get(podgroup.queue) or {}
+                    if queue.get("deserved") is not None and float(queue.get("share", 0.0)) <= 1.0:
+                        return False  # its queue is within what it deserves
+        for gang, count in lost.items():
+            podgroup = snap.podgroups.get(gang)
+            if podgroup is not None and self.state.bound_members(gang) - count < podgroup.min_member:
+                return False
+        return True

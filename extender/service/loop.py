@@ -1,0 +1,190 @@
+"""The session loop: every period and on change, run the configured actions over a fresh snapshot (with the plan
+overlaid) in a worker thread, then turn the outcome into new gang plans, evictions and status writes.
+
+The verbs never wait for a session: they read `latest` (swapped whole) and the plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from extender.engine.conf import ConfError, SchedulerConf
+from extender.engine.run import parse_scheduler_conf
+from extender.service.metrics import ExtenderMetrics
+from extender.service.plan import Plan
+from extender.service.session import Outcome, run
+from extender.service.state import ClusterState
+from extender.service.status import podgroup_status, queue_status
+from lapilli.kube import KubeClient
+from lapilli.kube.errors import ApiError, NotFound
+from lapilli.kube.resources import PODGROUPS, PODS, QUEUES
+
+log = logging.getLogger("lapilli.extender")
+
+PLANNED_ANNOTATION = "lapilli.io/planned"
+WRITE_CONCURRENCY = 16
+
+
+class ConfSource:
+    """The scheduler configuration file, re-read when its modification time changes."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._mtime: float | None = None
+        self.conf: SchedulerConf = parse_scheduler_conf(path.read_text() if path else None)
+        if path is not None:
+            self._mtime = path.stat().st_mtime
+
+    def refresh(self) -> SchedulerConf:
+        if self.path is None:
+            return self.conf
+        with contextlib.suppress(OSError):
+            mtime = self.path.stat().st_mtime
+            if mtime != self._mtime:
+                self._mtime = mtime
+                try:
+                    self.conf = parse_scheduler_conf(self.path.read_text())
+                    log.info("scheduler configuration %s reloaded", self.path)
+                except ConfError as exc:
+                    log.error("keeping the previous scheduler configuration: %s: %s", self.path, exc)
+        return self.conf
+
+
+class SessionLoop:
+    def __init__(
+        self,
+        state: ClusterState,
+        plan: Plan,
+        client: KubeClient,
+        conf: ConfSource,
+        metrics: ExtenderMetrics,
+        period_s: float = 1.0,
+        is_leader: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.state, self.plan, self.client, self.conf, self.metrics = state, plan, client, conf, metrics
+        self.period_s = period_s
+        self.is_leader = is_leader
+        self.latest: Outcome | None = None
+        self.waiting: set[str] = set()  # pods filter turned away for want of a plan
+        self._wake = asyncio.Event()
+        self._recent_evictions: dict[str, float] = {}
+        self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
+
+    def poke(self) -> None:
+        """Ask for a session soon (a change was seen, or a verb needs a plan)."""
+        self._wake.set()
+
+    async def run_forever(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.period_s)
+            self._wake.clear()
+            if not (self.state.synced and self.is_leader()):
+                continue
+            try:
+                await self.run_once()
+            except Exception:
+                log.exception("scheduling session failed; retrying next period")
+            # Coalesce bursts of watch events into at most one session per 50 ms.
+            await asyncio.sleep(0.05)
+
+    async def run_once(self) -> Outcome:
+        now = time.monotonic()
+        for gang in self.plan.expire(now):
+            log.info("gang %s: plan expired before it bound; re-planning", gang)
+        snap = self.state.copy()
+        self.plan.reconcile(snap)
+        snap = self.plan.overlay(snap)
+        outcome = await asyncio.to_thread(run, snap, self.conf.refresh())
+        self.metrics.session_seconds.observe(outcome.seconds)
+        self._adopt(outcome, now)
+        self.latest = outcome
+        await asyncio.gather(self._evict(outcome), self._write_status(outcome), self._requeue())
+        return outcome
+
+    def _adopt(self, outcome: Outcome, now: float) -> None:
+        by_gang: dict[str, dict[str, str]] = {}
+        for pod, node in outcome.decisions.binds.items():
+            gang = outcome.gang_of_pod.get(pod)
+            if gang is not None:
+                by_gang.setdefault(gang, {})[pod] = node
+        for gang, nodes in by_gang.items():
+            if gang in self.plan.gangs:
+                self.plan.gangs[gang].nodes.update(nodes)
+                for pod in nodes:
+                    self.plan.gang_of_pod[pod] = gang
+                self.plan.version += 1
+            else:
+                self.plan.add(gang, outcome.min_member.get(gang, 0), nodes, now)
+
+    async def _evict(self, outcome: Outcome) -> None:
+        now = time.monotonic()
+        self._recent_evictions = {k: t for k, t in self._recent_evictions.items() if now - t < 30}
+        todo = [k for k in outcome.decisions.evictions if k not in self._recent_evictions]
+        for key in todo:
+            self._recent_evictions[key] = now
+        await asyncio.gather(*(self._evict_one(key) for key in todo))
+
+    async def _evict_one(self, key: str) -> None:
+        namespace, name = key.split("/", 1)
+        async with self._write:
+            try:
+                await self.client.evict(namespace, name)
+                self.metrics.evictions.inc()
+                log.info("evicted %s", key)
+            except NotFound:
+                pass
+            except ApiError as exc:
+                log.warning("eviction of %s failed: %s", key, exc)
+
+    async def _write_status(self, outcome: Outcome) -> None:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        pg_store = self.state.reflectors[2].store
+        q_store = self.state.reflectors[3].store
+        writes = []
+        for key, computed in outcome.decisions.podgroups.items():
+            current = (pg_store.get(key) or {}).get("status") or {}
+            new = podgroup_status(current, computed, stamp, planned=key in self.plan.gangs)
+            if new is not None:
+                namespace, name = key.split("/", 1)
+                writes.append(self._patch_status(PODGROUPS, name, namespace, new))
+        for name, computed in outcome.decisions.queues.items():
+            current = (q_store.get(name) or {}).get("status") or {}
+            patch = queue_status(current, computed)
+            if patch is not None:
+                writes.append(self._patch_status(QUEUES, name, None, patch))
+            self.metrics.observe_queue(name, computed)
+        await asyncio.gather(*writes)
+
+    async def _patch_status(self, res: Any, name: str, namespace: str | None, status: dict[str, Any]) -> None:
+        async with self._write:
+            try:
+                await self.client.patch_status(res, name, {"status": status}, namespace)
+            except NotFound:
+                pass
+            except ApiError as exc:
+                log.warning("status of %s %s/%s not written: %s", res.kind, namespace or "", name, exc)
+
+    async def _requeue(self) -> None:
+        """kube-scheduler keeps a pod it found unschedulable aside until the pod changes; once its gang has a
+        plan, touch the pod so it comes back at once instead of after the unschedulable-queue flush."""
+        ready = [key for key in self.waiting if self.plan.node_for(key) is not None]
+        for key in ready:
+            self.waiting.discard(key)
+        await asyncio.gather(*(self._touch(key) for key in ready))
+
+    async def _touch(self, key: str) -> None:
+        namespace, name = key.split("/", 1)
+        patch = {"metadata": {"annotations": {PLANNED_ANNOTATION: str(self.plan.version)}}}
+        async with self._write:
+            try:
+                await self.client.patch(PODS, name, patch, namespace)
+            except ApiError as exc:
+                log.debug("could not requeue %s: %s", key, exc)

@@ -1,0 +1,54 @@
+"""The extender's Prometheus metrics, registered on the service's registry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from lapilli.resources import parse_quantity
+
+_LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 60)
+
+
+class ExtenderMetrics:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        parked: Callable[[], int],
+        restarts: Callable[[], Mapping[str, int]],
+    ) -> None:
+        self.verb_seconds = Histogram(
+            "lapilli_extender_request_duration_seconds", "Extender verb latency.", ["verb"],
+            buckets=_LATENCY_BUCKETS, registry=registry,
+        )
+        self.binds = Counter("lapilli_extender_binds_total", "Bind outcomes.", ["result"], registry=registry)
+        self.permit_timeouts = Counter(
+            "lapilli_gang_permit_timeouts_total", "Gangs whose permit timed out at bind.", registry=registry
+        )
+        self.evictions = Counter("lapilli_evictions_total", "Pods evicted by preempt or reclaim.", registry=registry)
+        self.session_seconds = Histogram(
+            "lapilli_session_duration_seconds", "Scheduling session duration.", buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        parked_gauge = Gauge("lapilli_gang_permit_waiting_pods", "Pods parked at bind.", registry=registry)
+        parked_gauge.set_function(lambda: float(parked()))
+        self._restarts = Gauge(
+            "lapilli_reflector_restarts", "Watch restarts per resource.", ["resource"], registry=registry
+        )
+        self._restarts_source = restarts
+        self.queue_deserved = Gauge(
+            "lapilli_queue_deserved", "Queue deserved share.", ["queue", "resource"], registry=registry
+        )
+        self.queue_allocated = Gauge(
+            "lapilli_queue_allocated", "Queue allocation.", ["queue", "resource"], registry=registry
+        )
+
+    def observe_queue(self, name: str, computed: Mapping[str, Any]) -> None:
+        for resource, quantity in (computed.get("deserved") or {}).items():
+            self.queue_deserved.labels(name, resource).set(float(parse_quantity(quantity)))
+        for resource, quantity in (computed.get("allocated") or {}).items():
+            self.queue_allocated.labels(name, resource).set(float(parse_quantity(quantity)))
+        for resource, count in self._restarts_source().items():
+            self._restarts.labels(resource).set(count)

@@ -1,0 +1,83 @@
+"""The plan the verbs answer from: for each admitted gang, pod → node, as the last session decided.
+
+A planned pod is shown to later sessions as already placed on its node (an *assumed* pod, like kube-scheduler's
+own cache), so the next session neither re-plans it nor gives its room away while kube-scheduler is still walking
+the gang through filter and bind. A gang's entries go when its pods are bound, when its permit times out, or when
+the plan grows older than its time-to-live.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from extender.engine.snapshot import Snapshot
+
+
+@dataclass(slots=True)
+class GangPlan:
+    key: str
+    min_member: int
+    nodes: dict[str, str]  # pod key (ns/name) -> node
+    created: float
+
+
+@dataclass(slots=True)
+class Plan:
+    ttl_s: float
+    gangs: dict[str, GangPlan] = field(default_factory=dict)
+    gang_of_pod: dict[str, str] = field(default_factory=dict)
+    version: int = 0
+
+    def node_for(self, pod_key: str) -> str | None:
+        gang = self.gang_of_pod.get(pod_key)
+        return None if gang is None else self.gangs[gang].nodes.get(pod_key)
+
+    def add(self, key: str, min_member: int, nodes: dict[str, str], now: float) -> None:
+        self.drop(key)
+        self.gangs[key] = GangPlan(key, min_member, dict(nodes), now)
+        for pod in nodes:
+            self.gang_of_pod[pod] = key
+        self.version += 1
+
+    def move(self, pod_key: str, node: str) -> None:
+        self.gangs[self.gang_of_pod[pod_key]].nodes[pod_key] = node
+        self.version += 1
+
+    def drop(self, key: str) -> None:
+        gang = self.gangs.pop(key, None)
+        if gang is not None:
+            for pod in gang.nodes:
+                self.gang_of_pod.pop(pod, None)
+            self.version += 1
+
+    def forget_pod(self, pod_key: str) -> None:
+        """A planned pod got bound (or went away): the API server now says where it is."""
+        gang = self.gang_of_pod.pop(pod_key, None)
+        if gang is not None and gang in self.gangs:
+            self.gangs[gang].nodes.pop(pod_key, None)
+            if not self.gangs[gang].nodes:
+                del self.gangs[gang]
+            self.version += 1
+
+    def expire(self, now: float) -> list[str]:
+        old = [k for k, g in self.gangs.items() if now - g.created > self.ttl_s]
+        for key in old:
+            self.drop(key)
+        return old
+
+    def reconcile(self, snap: Snapshot) -> None:
+        """Drop entries of pods that are bound, gone or finished according to the API server."""
+        for pod_key in list(self.gang_of_pod):
+            pod = snap.pods.get(pod_key)
+            if pod is None or pod.node_name or pod.phase not in ("Pending", ""):
+                self.forget_pod(pod_key)
+
+    def overlay(self, snap: Snapshot) -> Snapshot:
+        """`snap` (a copy the caller owns) with planned pods assumed on their planned nodes."""
+        for pod_key, gang in self.gang_of_pod.items():
+            pod = snap.pods.get(pod_key)
+            node = self.gangs[gang].nodes[pod_key]
+            if pod is not None and not pod.node_name and node in snap.nodes:
+                snap.pods[pod_key] = dataclasses.replace(pod, node_name=node)
+        return snap

@@ -1,0 +1,119 @@
+"""The cluster as the scheduler sees it: five list+watch reflectors feeding one engine `Snapshot`, kept up to date
+event by event (never rebuilt per request).
+
+Watch objects arrive without `kind`; each reflector's handler stamps it before handing the object to the
+snapshot's parsers. An object the parsers reject (a malformed quantity, say) is logged, counted and left out; it
+never stops the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from extender.engine.snapshot import GROUP_NAME_ANNOTATION, Snapshot, add_object, copy_snapshot, remove_object
+from lapilli.cluster import Reflector
+from lapilli.cluster.reflector import Event
+from lapilli.kube import KubeClient
+from lapilli.kube.resources import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+
+log = logging.getLogger("lapilli.extender")
+
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
+
+
+class ClusterState:
+    def __init__(self, client: KubeClient, on_change: Callable[[], None] | None = None) -> None:
+        self.snapshot = Snapshot()
+        self.generation = 0
+        self.rejected = 0
+        self.pod_keys_by_uid: dict[str, str] = {}
+        self.gang_members: dict[str, set[str]] = {}  # "ns/pg" -> pod keys naming it
+        self._on_change = on_change
+        self.reflectors = [
+            Reflector(client, res, name=res.plural, handlers=[self._handler(res)]) for res in WATCHED
+        ]
+
+    def _handler(self, res: Resource) -> Callable[[Event], None]:
+        def handle(event: Event) -> None:
+            obj = dict(event.obj)
+            obj.setdefault("apiVersion", res.api_version)
+            obj.setdefault("kind", res.kind)
+            self.apply(event.type, obj)
+
+        return handle
+
+    def apply(self, event_type: str, obj: dict[str, Any]) -> None:
+        """Fold one watch event into the snapshot."""
+        try:
+            if event_type == "DELETED":
+                remove_object(self.snapshot, obj)
+            else:
+                add_object(self.snapshot, obj)
+        except (ValueError, KeyError, TypeError) as exc:
+            self.rejected += 1
+            meta = obj.get("metadata") or {}
+            log.warning("ignoring %s %s/%s: %s", obj.get("kind"), meta.get("namespace", ""), meta.get("name"), exc)
+            remove_object(self.snapshot, obj)
+        if obj.get("kind") == "Pod":
+            self._index_pod(event_type, obj)
+        self.generation += 1
+        if self._on_change is not None:
+            self._on_change()
+
+    def _index_pod(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        key = f"{namespace}/{meta.get('name')}"
+        uid = str(meta.get("uid") or "")
+        group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+        if event_type == "DELETED":
+            self.pod_keys_by_uid.pop(uid, None)
+            if group:
+                self.gang_members.get(f"{namespace}/{group}", set()).discard(key)
+            return
+        if uid:
+            self.pod_keys_by_uid[uid] = key
+        if group:
+            self.gang_members.setdefault(f"{namespace}/{group}", set()).add(key)
+
+    def bound_members(self, gang: str) -> int:
+        """Members of a PodGroup the API server has already placed on a node (and that are not finished)."""
+        pods = self.snapshot.pods
+        count = 0
+        for key in self.gang_members.get(gang, ()):
+            pod = pods.get(key)
+            if pod is not None and pod.node_name and pod.phase in ("Pending", "Running", "Succeeded"):
+                count += 1
+        return count
+
+    def pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The raw pod as last seen (from the pod reflector's store)."""
+        return self.reflectors[1].store.get(f"{namespace}/{name}")
+
+    def copy(self) -> Snapshot:
+        return copy_snapshot(self.snapshot)
+
+    @property
+    def synced(self) -> bool:
+        return all(r.synced.is_set() for r in self.reflectors)
+
+    async def start(self) -> None:
+        for reflector in self.reflectors:
+            reflector.start()
+
+    async def wait_synced(self, timeout_s: float) -> bool:
+        waits = [asyncio.create_task(r.synced.wait()) for r in self.reflectors]
+        _done, pending = await asyncio.wait(waits, timeout=timeout_s)
+        for task in pending:
+            task.cancel()
+        return self.synced
+
+    async def stop(self) -> None:
+        for reflector in self.reflectors:
+            await reflector.stop()
+
+    def restarts(self) -> dict[str, int]:
+        return {r.name: r.restarts for r in self.reflectors}

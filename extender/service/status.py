@@ -1,0 +1,55 @@
+"""PodGroup and Queue status as the scheduler writes them at session close (Volcano's `session.go`
+`updateJobStatus` / `updateQueueStatus`), computed as pure values and written only when they changed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def _condition_key(cond: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    return (str(cond.get("type")), str(cond.get("status")), str(cond.get("reason", "")), str(cond.get("message", "")))
+
+
+def podgroup_status(
+    current: Mapping[str, Any], computed: Mapping[str, Any], now: str, *, planned: bool
+) -> dict[str, Any] | None:
+    """The status to write, or None when nothing changed. A gang that is only planned (its pods are still on
+    their way through bind) keeps its phase: it is Running once the API server says its pods are bound."""
+    phase = computed["phase"]
+    if planned and phase in ("Running", "Completed"):
+        phase = current.get("phase") or "Inqueue"
+    old_conditions = {c.get("type"): c for c in current.get("conditions") or []}
+    conditions = []
+    for cond in computed["conditions"]:
+        old = old_conditions.get(cond.get("type"))
+        unchanged = old is not None and _condition_key(old) == _condition_key(cond)
+        stamp = old.get("lastTransitionTime") if unchanged and old is not None else now
+        # Volcano's Go types omit empty fields, and the API server turns an empty string in a merge patch into
+        # null, which the CRD schema refuses.
+        conditions.append({k: v for k, v in {**cond, "lastTransitionTime": stamp}.items() if v != ""})
+    new = {
+        "phase": phase,
+        "conditions": conditions,
+        "running": computed["running"],
+        "succeeded": computed["succeeded"],
+        "failed": computed["failed"],
+    }
+    same = (
+        current.get("phase") == new["phase"]
+        and [_condition_key(c) for c in current.get("conditions") or []] == [_condition_key(c) for c in conditions]
+        and all((current.get(k) or 0) == new[k] for k in ("running", "succeeded", "failed"))
+    )
+    return None if same else new
+
+
+def queue_status(current: Mapping[str, Any], computed: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`allocated` as the session counted it; `state` only filled in when the queue has none yet."""
+    patch: dict[str, Any] = {}
+    if dict(current.get("allocated") or {}) != computed["allocated"]:
+        patch["allocated"] = computed["allocated"] or None
+        if not computed["allocated"] and not current.get("allocated"):
+            patch.pop("allocated")
+    if not current.get("state"):
+        patch["state"] = "Open"
+    return patch or None

@@ -1,0 +1,79 @@
+"""kube-scheduler's extender wire types (`k8s.io/kube-scheduler/extender/v1`): capitalised keys, `null` accepted.
+
+Pods and nodes arrive as raw dicts (validating a PodSpec per call would cost more than the verb itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+
+class ExtenderArgs(_Wire):
+    pod: dict[str, Any] = Field(alias="Pod")
+    nodes: dict[str, Any] | None = Field(default=None, alias="Nodes")
+    node_names: list[str] | None = Field(default=None, alias="NodeNames")
+
+    def names(self) -> list[str]:
+        """Offered node names, whichever form kube-scheduler used (`nodeCacheCapable` or not)."""
+        if self.node_names is not None:
+            return list(self.node_names)
+        items = (self.nodes or {}).get("items") or []
+        return [str((n.get("metadata") or {}).get("name", "")) for n in items]
+
+
+class ExtenderFilterResult(_Wire):
+    nodes: dict[str, Any] | None = Field(default=None, alias="Nodes")
+    node_names: list[str] | None = Field(default=None, alias="NodeNames")
+    failed_nodes: dict[str, str] = Field(default_factory=dict, alias="FailedNodes")
+    failed_and_unresolvable: dict[str, str] = Field(default_factory=dict, alias="FailedAndUnresolvableNodes")
+    error: str = Field(default="", alias="Error")
+
+
+class HostPriority(_Wire):
+    host: str = Field(alias="Host")
+    score: int = Field(alias="Score")
+
+
+class ExtenderBindingArgs(_Wire):
+    pod_name: str = Field(alias="PodName")
+    pod_namespace: str = Field(alias="PodNamespace")
+    pod_uid: str = Field(alias="PodUID")
+    node: str = Field(alias="Node")
+
+
+class ExtenderBindingResult(_Wire):
+    error: str = Field(default="", alias="Error")
+
+
+class MetaPod(_Wire):
+    uid: str = Field(alias="UID")
+
+
+class MetaVictims(_Wire):
+    pods: list[MetaPod] = Field(default_factory=list, alias="Pods")
+    num_pdb_violations: int = Field(default=0, alias="NumPDBViolations")
+
+
+class ExtenderPreemptionArgs(_Wire):
+    pod: dict[str, Any] = Field(alias="Pod")
+    node_to_victims: dict[str, dict[str, Any]] | None = Field(default=None, alias="NodeNameToVictims")
+    node_to_meta_victims: dict[str, MetaVictims] | None = Field(default=None, alias="NodeNameToMetaVictims")
+
+    def victims(self) -> dict[str, list[str]]:
+        """node → victim pod UIDs, from whichever map kube-scheduler filled."""
+        if self.node_to_meta_victims is not None:
+            return {node: [p.uid for p in v.pods] for node, v in self.node_to_meta_victims.items()}
+        out: dict[str, list[str]] = {}
+        for node, victims in (self.node_to_victims or {}).items():
+            out[node] = [str((p.get("metadata") or {}).get("uid", "")) for p in victims.get("Pods") or []]
+        return out
+
+
+class ExtenderPreemptionResult(_Wire):
+    node_to_meta_victims: dict[str, MetaVictims] = Field(default_factory=dict, alias="NodeNameToMetaVictims")

@@ -1,0 +1,200 @@
+"""The extender against the real kube-scheduler: gangs bind whole or not at all, queues share, GPUs pack,
+priorities preempt, and a killed service loses no pod (issue 4's end-to-end list)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from datetime import datetime
+
+import aiohttp
+import pytest
+
+from lapilli.dev import DevCluster, procs
+from lapilli.kube.resources import PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES
+from tests.e2e.extender_helpers import Pool, eventually
+
+GPU1 = {"cpu": "1", "nvidia.com/gpu": "1"}
+ACCEL = "lapilli.io/accel"
+
+
+@pytest.fixture
+async def pool(control_plane: DevCluster, request: pytest.FixtureRequest) -> AsyncIterator[Pool]:
+    name = request.node.name.replace("_", "-").removeprefix("test-")[:30].rstrip("-")
+    namespace = f"e2e-{name}"[:40].rstrip("-")
+    await control_plane.ensure_namespace(namespace)
+    p = Pool(control_plane, name, namespace)
+    try:
+        yield p
+    finally:
+        await p.cleanup()
+
+
+async def test_gang_binds_whole_once_a_fourth_node_arrives(pool: Pool, control_plane: DevCluster):
+    await pool.add_nodes(3, gpus=1)
+    pods = await pool.gang("g4", 4, GPU1)
+
+    async def reported() -> str:
+        pg = await control_plane.client.get(PODGROUPS, "g4", pool.namespace)
+        conditions = (pg.get("status") or {}).get("conditions") or []
+        return next((c["message"] for c in conditions if c.get("type") == "Unschedulable"), "")
+
+    message = await eventually(reported)
+    assert "4/4 tasks in gang unschedulable" in message
+    await asyncio.sleep(3)
+    assert await pool.placed(pods) == {}, "no member may bind while the gang cannot fit whole"
+
+    await pool.add_nodes(1, gpus=1)
+    placed = await eventually(lambda: _all_placed(pool, pods), timeout_s=60)
+    assert sorted(placed.values()) == sorted(pool.nodes)
+    times = [await _scheduled_at(control_plane, pool, pod) for pod in pods]
+    assert max(times) - min(times) <= 5.0, times
+
+
+async def _all_placed(pool: Pool, pods: list[str]) -> dict[str, str] | None:
+    placed = await pool.placed(pods)
+    return placed if len(placed) == len(pods) else None
+
+
+async def _scheduled_at(cluster: DevCluster, pool: Pool, pod: str) -> float:
+    obj = await cluster.client.get(PODS, pod, pool.namespace)
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            return datetime.fromisoformat(cond["lastTransitionTime"].replace("Z", "+00:00")).timestamp()
+    # The simulated kubelet stamps Running pods; fall back to the start time.
+    return datetime.fromisoformat(obj["status"]["startTime"].replace("Z", "+00:00")).timestamp()
+
+
+async def test_two_gangs_on_room_for_one_never_bind_in_part(pool: Pool):
+    await pool.add_nodes(2, gpus=2, cpu="8")
+    roles_a = [("ps", 2, {"cpu": "1"}), ("worker", 4, GPU1)]
+    done = {"sim.lapilli.io/duration": "6s"}
+    gang_a = await pool.gang("a", 0, {}, roles=roles_a, annotations=done)
+    gang_b = await pool.gang("b", 0, {}, roles=roles_a, annotations=done)
+    seen: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        counts = (len(await pool.placed(gang_a)), len(await pool.placed(gang_b)))
+        seen.append(counts)
+        assert all(c in (0, 6) for c in counts), f"a gang was partly bound: {counts}"
+        if counts == (6, 6):
+            break
+        await asyncio.sleep(0.2)
+    assert seen[-1] == (6, 6), f"both gangs should have run, one after the other: {seen[-1]}"
+    assert any(c in ((6, 0), (0, 6)) for c in seen), "the gangs should not have run at the same time"
+
+
+async def test_gpu_binpack_packs_one_node_and_leaves_room_for_a_whole_node_pod(pool: Pool):
+    await pool.add_nodes(4, gpus=8, cpu="64", memory="512Gi")
+    small = await pool.gang("small", 8, GPU1)
+    placed = await eventually(lambda: _all_placed(pool, small), timeout_s=60)
+    assert len(set(placed.values())) == 1, placed
+    big = await pool.gang("big", 1, {"cpu": "1", "nvidia.com/gpu": "8"})
+    placed_big = await eventually(lambda: _all_placed(pool, big), timeout_s=60)
+    assert placed_big[big[0]] not in placed.values()
+
+
+async def test_priority_preemption_spares_non_preemptable_pods(pool: Pool, control_plane: DevCluster):
+    client = control_plane.client
+    for name, value in ((f"{pool.name}-low", 10), (f"{pool.name}-high", 1000)):
+        await client.create(PRIORITY_CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                               "metadata": {"name": name}, "value": value})
+        pool.classes.append(name)
+    await pool.add_nodes(1, gpus=2, cpu="8")
+    keep = await pool.gang("keep", 1, GPU1, min_member=1, priority_class=f"{pool.name}-low",
+                           annotations={"volcano.sh/preemptable": "false"})
+    spare = await pool.gang("spare", 1, GPU1, min_member=1, priority_class=f"{pool.name}-low")
+    await eventually(lambda: _all_placed(pool, keep + spare), timeout_s=60)
+    high = await pool.gang("high", 1, GPU1, min_member=1, priority_class=f"{pool.name}-high")
+    placed = await eventually(lambda: _all_placed(pool, high), timeout_s=90)
+    assert placed
+    assert await pool.placed(keep), "a pod marked volcano.sh/preemptable=false must never be a victim"
+    assert not await pool.placed(spare), "the preemptable low-priority pod should have been evicted"
+
+
+async def test_queues_share_by_weight_and_reclaim_from_the_borrower(pool: Pool, control_plane: DevCluster):
+    """Queues a:b weighted 3:1 over a pool of 16 accelerators no other node has (so the pool is the whole
+    market for that resource): a borrows all 16 while b is idle; when b's work arrives, reclaim evicts only a's
+    pods and the split converges to 12:4 (±1)."""
+    client = control_plane.client
+    names = (f"{pool.name}-a", f"{pool.name}-b")
+    for name, weight in zip(names, (3, 1), strict=True):
+        await client.create(QUEUES, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                                     "metadata": {"name": name}, "spec": {"weight": weight, "reclaimable": True}})
+        pool.queues.append(name)
+    await pool.add_nodes(2, gpus=0, cpu="64", memory="512Gi", extra={ACCEL: "8"})
+    one = {"cpu": "1", ACCEL: "1"}
+    a_pods = [p for i in range(16) for p in await pool.gang(f"a{i}", 1, one, queue=names[0])]
+    assert await eventually(lambda: _count_at_least(pool, a_pods, 16), timeout_s=90) == 16
+    b_pods = [p for i in range(16) for p in await pool.gang(f"b{i}", 1, one, queue=names[1])]
+
+    async def split() -> tuple[int, int] | None:
+        counts = (len(await pool.placed(a_pods)), len(await pool.placed(b_pods)))
+        return counts if abs(counts[0] - 12) <= 1 and abs(counts[1] - 4) <= 1 else None
+
+    a_now, b_now = await eventually(split, timeout_s=120)
+    assert a_now + b_now <= 16
+
+
+async def _count_at_least(pool: Pool, pods: list[str], n: int) -> int | None:
+    count = len(await pool.placed(pods))
+    return count if count >= n else None
+
+
+async def test_killed_service_binds_no_gang_in_part_and_completes_after_restart(
+    pool: Pool, control_plane: DevCluster
+):
+    """Park three of four members at bind (as kube-scheduler would), kill the service, check nothing bound,
+    restart it, and let the gang complete."""
+    assert control_plane.info is not None
+    port = control_plane.info.ports["lapilli-extender"]
+    await pool.add_nodes(4, gpus=1)
+    # A scheduler name no kube-scheduler profile serves: only this test calls bind for these pods.
+    pods = await pool.gang("park", 4, GPU1, scheduler="lapilli-e2e-manual")
+    client = control_plane.client
+    objs = [await client.get(PODS, pod, pool.namespace) for pod in pods]
+    record = next(r for r in procs.records(control_plane.state_dir) if r.name == "lapilli")
+    await _wait_ready(port)
+    async with aiohttp.ClientSession() as http:
+        binds = [asyncio.create_task(_bind(http, port, pool, obj, node))
+                 for obj, node in zip(objs[:3], pool.nodes[:3], strict=True)]
+        await asyncio.sleep(1.5)
+        assert not any(t.done() for t in binds), "three of four members must stay parked"
+        os.kill(record.pid, signal.SIGKILL)
+        for task in binds:
+            with contextlib.suppress(aiohttp.ClientError):
+                await task
+    await asyncio.sleep(1.0)
+    assert await pool.placed(pods) == {}, "a killed service must leave no member of a parked gang bound"
+    restarted = procs.spawn("lapilli", record.argv, control_plane.state_dir, tie_to_parent=True, order=99)
+    assert restarted.pid
+    await _wait_ready(port)
+    async with aiohttp.ClientSession() as http:
+        answers = await asyncio.gather(*(_bind(http, port, pool, obj, node)
+                                         for obj, node in zip(objs, pool.nodes, strict=True)))
+    assert answers == [""] * 4
+    placed = await pool.placed(pods)
+    assert placed == dict(zip(pods, pool.nodes, strict=True))
+
+
+async def _bind(http: aiohttp.ClientSession, port: int, pool: Pool, obj: dict, node: str) -> str:
+    body = {"PodName": obj["metadata"]["name"], "PodNamespace": pool.namespace,
+            "PodUID": obj["metadata"]["uid"], "Node": node}
+    async with http.post(f"http://127.0.0.1:{port}/extender/gang/bind", json=body) as resp:
+        assert resp.status == 200, await resp.text()
+        return str((await resp.json())["Error"])
+
+
+async def _wait_ready(port: int) -> None:
+    async def ready() -> bool:
+        try:
+            async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                return resp.status == 200
+        except aiohttp.ClientError:
+            return False
+
+    await eventually(ready, timeout_s=60, every_s=0.5)
