@@ -26,6 +26,7 @@ SERVICE_MODULE: Final = "lapilli.serve"
 READY_PATH: Final = "/readyz"
 EXTENDER_PATH: Final = "/extender"
 EXTENDER_OPTION: Final = "extender_port"
+SCHEDULER_CONF: Final = Path(__file__).resolve().parents[2] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
 # Namespaces the webhook must never block (the install labels them the same way).
 WEBHOOK_EXEMPT_NAMESPACES: Final = ("kube-system", "lapilli-system")
 
@@ -79,7 +80,9 @@ def plan_service(state_dir: Path, kubeconfig: Path, webhook_port: int, extender_
     )
     extender_url = None
     if EXTENDER_OPTION in options:
-        argv += ["--extender-port", str(extender_port)]
+        argv += ["--extender-host", "127.0.0.1", "--extender-port", str(extender_port)]
+        if SCHEDULER_CONF.is_file():
+            argv += ["--scheduler-conf", str(SCHEDULER_CONF)]
         extender_url = f"http://127.0.0.1:{extender_port}{EXTENDER_PATH}"
     return ServicePlan(
         argv=argv,
