@@ -1,8 +1,9 @@
 """What each extender verb decides, over the cluster state, the plan and the latest session outcome.
 
-* filter — pods outside any PodGroup pass untouched; a gang member gets its planned node, or (when kube-scheduler
-  did not offer it) another offered node it fits, or — when its gang has no plan — every node fails with one short
-  reason (`gang ns/pg: 3/4 pods placeable`) that kube-scheduler shows in the pod's events.
+* filter — pods outside any PodGroup pass untouched; a gang member gets its planned node alone (kube-scheduler
+  drops the nodes a reply leaves out, so a 5,000-node answer stays small), or (when kube-scheduler did not offer
+  it) another offered node it fits, or — when its gang has no plan — every node fails with one short reason
+  (`gang ns/pg: 3/4 pods placeable`) that kube-scheduler shows in the pod's events.
 * prioritize — the planned node scores 10; otherwise GPU-weighted binpack mapped to 0–10.
 * bind — gang members are parked in the permit cache until `minMember` of them can be bound together.
 * preempt — kube-scheduler's victim sets are kept only when they break no gang below `minMember`, spare pods
@@ -77,11 +78,11 @@ class Extender:
         key = f"{namespace}/{name}"
         node = self.plan.node_for(key)
         if node is not None and node in offered:
-            return self._only(offered, node, f"gang {gang}: planned on {node}")
+            return ExtenderFilterResult(NodeNames=[node])
         if node is not None:
             moved = self._replan(args.pod, key, node, offered)
             if moved is not None:
-                return self._only(offered, moved, f"gang {gang}: planned on {moved}")
+                return ExtenderFilterResult(NodeNames=[moved])
             self.plan.drop(gang)
             reason = f"gang {gang}: planned node {node} was not offered and no offered node fits; re-planning"
         else:
@@ -93,26 +94,20 @@ class Extender:
         failed = dict.fromkeys(offered, reason)
         return ExtenderFilterResult(NodeNames=[], FailedNodes=failed, FailedAndUnresolvableNodes=failed)
 
-    @staticmethod
-    def _only(offered: list[str], node: str, reason: str) -> ExtenderFilterResult:
-        others = {n: reason for n in offered if n != node}
-        return ExtenderFilterResult(NodeNames=[node], FailedNodes=others)
-
-    def _request(self, pod: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    def _request(self, pod: Mapping[str, Any]) -> np.ndarray | None:
+        """The pod's request over the latest session's resource dimensions (None before the first session)."""
         latest = self.loop.latest
         if latest is None:
             return None
         units = pod_request(pod.get("spec") or {})
-        known = {k: v for k, v in units.items() if k in latest.dims.index}
-        return latest.dims.vector(known), np.array([units.get(k, 0.0) > TOLERANCE for k in latest.dims.names])
+        return latest.dims.vector({k: v for k, v in units.items() if k in latest.dims.index})
 
     def _replan(self, pod: Mapping[str, Any], key: str, planned: str, offered: list[str]) -> str | None:
         """Move one planned pod to another offered node it fits, keeping the rest of its gang's plan."""
         latest = self.loop.latest
-        request = self._request(pod)
-        if latest is None or request is None:
+        req = self._request(pod)
+        if latest is None or req is None:
             return None
-        req = request[0]
         candidates = [n for n in offered if n in latest.node_index]
         if not candidates:
             return None
@@ -158,7 +153,7 @@ class Extender:
         if latest is not None and request is not None:
             known = [n for n in offered if n in latest.node_index]
             if known:
-                packed = self._binpack(request[0], np.array([latest.node_index[n] for n in known]))
+                packed = self._binpack(request, np.array([latest.node_index[n] for n in known]))
                 for n, s in zip(known, packed, strict=True):
                     scores[n] = min(MAX_SCORE - 1, max(0, math.floor(s * MAX_SCORE)))
         if planned in scores:

@@ -1,0 +1,188 @@
+"""The extender's HTTP verbs on an aiohttp test server: Go's capitalised wire format, nulls, both node forms,
+answers from the plan, and bad bodies turned into a 400 with a reason.
+
+The cluster state is fed objects directly (no reflector runs); writes go to a recording stand-in for the one
+write client, since this tier checks the verbs' contract, not the API server (that is tests/e2e).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from extender.service.core import Extender
+from extender.service.http import make_app
+from extender.service.loop import ConfSource, SessionLoop
+from extender.service.metrics import ExtenderMetrics
+from extender.service.permit import PermitCache
+from extender.service.plan import Plan
+from extender.service.state import ClusterState
+from lapilli.cluster.reflector import object_key
+from tests.unit.engine.builders import node, pod, podgroup, queue
+
+# Fixtures default to the session loop (pyproject), so the tests run on it too.
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+class RecordingClient:
+    """Stands in for lapilli.kube.KubeClient's write verbs."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    async def patch_status(self, res: Any, name: str, patch: Any, namespace: str | None = None) -> dict:
+        self.calls.append(("patch_status", (res.kind, namespace, name)))
+        return {}
+
+    async def patch(self, res: Any, name: str, patch: Any, namespace: str | None = None) -> dict:
+        self.calls.append(("patch", (res.kind, namespace, name)))
+        return {}
+
+    async def evict(self, namespace: str, name: str) -> dict:
+        self.calls.append(("evict", (namespace, name)))
+        return {}
+
+    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> dict:
+        self.calls.append(("bind", (namespace, name, node)))
+        return {}
+
+
+def _state(objects: list[dict]) -> ClusterState:
+    state = ClusterState(client=None)  # type: ignore[arg-type]  # reflectors are never started here
+    for reflector in state.reflectors:
+        reflector.synced.set()
+    for obj in objects:
+        # What a reflector does: keep the raw object in its store, then hand the event on.
+        reflector = next(r for r in state.reflectors if r.resource.kind == obj["kind"])
+        reflector.store[object_key(obj)] = obj
+        state.apply("ADDED", obj)
+    return state
+
+
+def _objects() -> list[dict]:
+    docs = [node({"name": f"n{i}", "alloc": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "1"}}) for i in range(3)]
+    docs.append(queue({"name": "default"}))
+    docs.append(podgroup({"name": "ml/fits", "min": 2, "phase": "Inqueue"}))
+    docs.append(podgroup({"name": "ml/toobig", "min": 4, "phase": "Inqueue"}))
+    for i in range(2):
+        docs.append(pod({"name": f"ml/fits-w-{i}", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
+    for i in range(4):
+        docs.append(pod({"name": f"ml/toobig-w-{i}", "group": "toobig", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
+    return docs
+
+
+@pytest.fixture
+async def served(aiohttp_client):
+    client = RecordingClient()
+    state = _state(_objects())
+    plan = Plan(ttl_s=60)
+    registry = CollectorRegistry()
+    permit: PermitCache
+    metrics = ExtenderMetrics(registry, parked=lambda: permit.parked_count(), restarts=state.restarts)
+    loop = SessionLoop(state, plan, client, ConfSource(None), metrics)  # type: ignore[arg-type]
+    extender = Extender(state, plan, loop, None, client, metrics)  # type: ignore[arg-type]
+    permit = PermitCache(extender.bind_now, timeout_s=2)
+    extender.permit = permit
+    await loop.run_once()
+    http = await aiohttp_client(make_app(extender, lambda: True, lambda: state.synced))
+    return http, extender, client
+
+
+def _args(pod_doc: dict, names: list[str] | None, nodes: list[str] | None = None) -> dict:
+    node_list = None if nodes is None else {"items": [{"metadata": {"name": n}} for n in nodes]}
+    return {"Pod": pod_doc, "Nodes": node_list, "NodeNames": names}
+
+
+async def test_filter_answers_a_planned_member_with_its_node_alone(served):
+    http, extender, _ = served
+    member = pod({"name": "ml/fits-w-0", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    resp = await http.post("/extender/filter", json=_args(member, ["n0", "n1", "n2"]))
+    assert resp.status == 200
+    body = await resp.json()
+    assert set(body) >= {"NodeNames", "FailedNodes", "Error"}
+    assert body["NodeNames"] == [extender.plan.node_for("ml/fits-w-0")]
+    assert body["Error"] == ""
+
+
+async def test_filter_accepts_the_node_list_form_too(served):
+    http, _, _ = served
+    plain = pod({"name": "ml/solo", "req": {"cpu": "1"}})
+    resp = await http.post("/extender/filter", json=_args(plain, None, nodes=["n0", "n1"]))
+    assert (await resp.json())["NodeNames"] == ["n0", "n1"]
+
+
+async def test_a_gang_that_cannot_fit_whole_fails_every_node_with_one_reason(served):
+    http, _, _ = served
+    member = pod({"name": "ml/toobig-w-0", "group": "toobig", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    body = await (await http.post("/extender/filter", json=_args(member, ["n0", "n1", "n2"]))).json()
+    assert body["NodeNames"] == []
+    reasons = set(body["FailedNodes"].values())
+    assert reasons == {"gang ml/toobig: 0/4 pods placeable"}
+    assert body["FailedAndUnresolvableNodes"] == body["FailedNodes"]
+
+
+async def test_prioritize_gives_the_planned_node_ten(served):
+    http, extender, _ = served
+    member = pod({"name": "ml/fits-w-1", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    body = await (await http.post("/extender/prioritize", json=_args(member, ["n0", "n1", "n2"]))).json()
+    scores = {h["Host"]: h["Score"] for h in body}
+    planned = extender.plan.node_for("ml/fits-w-1")
+    assert scores[planned] == 10
+    assert all(0 <= s < 10 for n, s in scores.items() if n != planned)
+
+
+async def test_bind_parks_until_the_gang_is_whole_then_binds_both(served):
+    import asyncio
+
+    http, extender, client = served
+    nodes = [extender.plan.node_for(f"ml/fits-w-{i}") for i in range(2)]
+    first = asyncio.create_task(http.post("/extender/gang/bind", json={
+        "PodName": "fits-w-0", "PodNamespace": "ml", "PodUID": "ml-fits-w-0", "Node": nodes[0]}))
+    await asyncio.sleep(0.1)
+    assert not first.done() and not [c for c in client.calls if c[0] == "bind"]
+    second = await http.post("/extender/gang/bind", json={
+        "PodName": "fits-w-1", "PodNamespace": "ml", "PodUID": "ml-fits-w-1", "Node": nodes[1]})
+    assert (await second.json()) == {"Error": ""}
+    assert (await (await first).json()) == {"Error": ""}
+    assert sorted(c[1] for c in client.calls if c[0] == "bind") == [("ml", "fits-w-0", nodes[0]),
+                                                                   ("ml", "fits-w-1", nodes[1])]
+
+
+async def test_preempt_keeps_no_victims_for_a_gang_member(served):
+    http, _, _ = served
+    member = pod({"name": "ml/toobig-w-0", "group": "toobig"})
+    body = {"Pod": member, "NodeNameToVictims": None,
+            "NodeNameToMetaVictims": {"n0": {"Pods": [{"UID": "x"}], "NumPDBViolations": 0}}}
+    assert await (await http.post("/extender/preempt", json=body)).json() == {"NodeNameToMetaVictims": {}}
+
+
+@pytest.mark.parametrize(
+    ("body", "expect"),
+    [
+        (b"not json", "not JSON"),
+        (b"[1, 2]", "expected a JSON object"),
+        (b'{"NodeNames": ["n0"]}', "Pod"),
+        (b'{"Pod": {}, "NodeNames": "n0"}', "NodeNames"),
+    ],
+)
+async def test_bad_bodies_get_a_400_with_a_reason(served, body, expect):
+    http, _, _ = served
+    resp = await http.post("/extender/filter", data=body, headers={"Content-Type": "application/json"})
+    assert resp.status == 400
+    assert expect in (await resp.json())["Error"]
+
+
+async def test_wrong_content_type_is_refused(served):
+    http, _, _ = served
+    resp = await http.post("/extender/filter", data=b"{}", headers={"Content-Type": "text/plain"})
+    assert resp.status == 400 and "application/json" in (await resp.json())["Error"]
+
+
+async def test_not_synced_means_an_error_not_a_guess(served):
+    http, extender, _ = served
+    extender.state.reflectors[0].synced.clear()
+    member = pod({"name": "ml/fits-w-0", "group": "fits"})
+    body = await (await http.post("/extender/filter", json=_args(member, ["n0"]))).json()
+    assert "not synced" in body["Error"]
