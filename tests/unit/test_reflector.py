@@ -178,3 +178,17 @@ async def test_undecodable_or_cut_streams_are_retried(bad):
     reflector = Reflector(client, PODS, backoff=Backoff(initial_s=0.01))  # type: ignore[arg-type]
     await run_until_idle(reflector, client)
     assert reflector.restarts == 1 and len(client.watch_calls) == 2
+
+
+async def test_transform_slims_what_is_stored_and_handed_out():
+    fat = obj("a", 1, spec={"big": list(range(100))})
+    client = ScriptedClient(lists=[ObjectList([fat], "1")], watches=[[WatchEvent("MODIFIED", obj("a", 2, spec={}))]])
+    seen: list[Event] = []
+
+    def slim(o: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": o["metadata"]}
+
+    reflector = Reflector(client, PODS, handlers=[seen.append], transform=slim)  # type: ignore[arg-type]
+    await run_until_idle(reflector, client)
+    assert reflector.store == {"ns/a": {"metadata": obj("a", 2)["metadata"]}}
+    assert all("spec" not in e.obj for e in seen) and seen[1].old == {"metadata": fat["metadata"]}
