@@ -153,6 +153,6 @@ def kubelet(kubeconfig: Path, ready_file: Path | None, workers: int, heartbeat: 
                 logging.info("simulated kubelet ready: %d nodes, %d pods", len(sim.nodes.store), len(sim.pods.store))
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            logging.info("simulated kubelet stopped: %s", sim.stats)
+            logging.info("simulated kubelet stopped: %s", sim.stats.report())
 
     asyncio.run(run())

@@ -14,14 +14,14 @@ import contextlib
 import ipaddress
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import aiohttp
 
 from lapilli.cluster import Event, Reflector, WorkQueue, object_key
-from lapilli.dev.nodes import SIM_SELECTOR, is_ready, make_ready
-from lapilli.dev.podsim import finished_patch, next_action, outcome, rfc3339, running_patch
+from lapilli.dev.nodes import SIM_SELECTOR, is_ready, make_ready, slim_node
+from lapilli.dev.podsim import finished_patch, next_action, outcome, rfc3339, running_patch, slim_pod
 from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import NODES, PODS
 
@@ -33,12 +33,26 @@ _HEARTBEAT_TYPES = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
 
 @dataclass(slots=True)
 class KubeletStats:
+    """Counters since start, and start lags (first sight of a bound pod -> Running written) since the last
+    report: how far behind the kubelet itself is, apart from the API server's own delays."""
+
     started: int = 0
     finished: int = 0
     deleted: int = 0
     repaired_nodes: int = 0
     heartbeats: int = 0
     errors: int = 0
+    start_lags: list[float] = field(default_factory=list)
+
+    def report(self) -> str:
+        """One log line; resets the lag window."""
+        lags, self.start_lags = sorted(self.start_lags), []
+        window = (
+            f"start lag p50 {lags[len(lags) // 2] * 1000:.0f}ms p99 {lags[int(len(lags) * 0.99)] * 1000:.0f}ms "
+            f"max {lags[-1] * 1000:.0f}ms over {len(lags)}" if lags else "no starts"
+        )
+        return (f"started {self.started} finished {self.finished} deleted {self.deleted} "
+                f"repaired {self.repaired_nodes} heartbeats {self.heartbeats} errors {self.errors}; {window}")
 
 
 class PodIPs:
@@ -98,8 +112,10 @@ class SimKubelet:
         self.client = client
         self.workers = workers
         self.heartbeat_s = heartbeat_s
-        self.nodes = Reflector(client, NODES, label_selector=node_selector, handlers=[self._on_node], name="sim-nodes")
-        self.pods = Reflector(client, PODS, field_selector="spec.nodeName!=", handlers=[self._on_pod], name="sim-pods")
+        self.nodes = Reflector(client, NODES, label_selector=node_selector, handlers=[self._on_node], name="sim-nodes",
+                               transform=slim_node)
+        self.pods = Reflector(client, PODS, field_selector="spec.nodeName!=", handlers=[self._on_pod], name="sim-pods",
+                              transform=slim_pod)
         self.queue: WorkQueue[Item] = WorkQueue()
         self.ready = asyncio.Event()
         self.stats = KubeletStats()
@@ -108,6 +124,7 @@ class SimKubelet:
         self._written: dict[str, int] = {}  # pod key -> resourceVersion of our last write (skip older views)
         self._started: dict[str, float] = {}  # pod UID -> precise local start time
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._first_seen: dict[str, float] = {}  # pod key -> when we first saw it bound and not yet started
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> asyncio.Task[None]:
@@ -132,6 +149,7 @@ class SimKubelet:
             await self.pods.synced.wait()
             self.ready.set()
             tasks.append(asyncio.create_task(self._heartbeats(), name="sim-kubelet-heartbeat"))
+            tasks.append(asyncio.create_task(self._reports(), name="sim-kubelet-report"))
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
@@ -161,6 +179,8 @@ class SimKubelet:
             return
         self._pods_on.setdefault(node, set()).add(key)
         status = pod.get("status") or {}
+        if status.get("phase", "Pending") == "Pending":
+            self._first_seen.setdefault(key, time.monotonic())
         if status.get("phase") == "Running" and status.get("podIP"):
             self._ips.claim(node, key, status["podIP"])
         if node in self.nodes.store:
@@ -170,6 +190,7 @@ class SimKubelet:
         self._pods_on.get(node, set()).discard(key)
         self._ips.release(key)
         self._written.pop(key, None)
+        self._first_seen.pop(key, None)
         self._started.pop(uid, None)
         if (timer := self._timers.pop(key, None)) is not None:
             timer.cancel()
@@ -220,6 +241,8 @@ class SimKubelet:
             self._written[key] = _rv(written)
             self._started[meta["uid"]] = now
             self.stats.started += 1
+            if (seen := self._first_seen.pop(key, None)) is not None:
+                self.stats.start_lags.append(time.monotonic() - seen)
         elif action.kind == "finish":
             if action.at > now:
                 if (old := self._timers.pop(key, None)) is not None:
@@ -235,6 +258,11 @@ class SimKubelet:
             await self.client.delete(PODS, meta["name"], meta["namespace"], grace_period_seconds=0, uid=meta["uid"])
             self._ips.release(key)
             self.stats.deleted += 1
+
+    async def _reports(self, every_s: float = 30.0) -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            log.info("sim-kubelet: %s; queue %d", self.stats.report(), len(self.queue))
 
     # -- heartbeats --------------------------------------------------------------------------------------
 

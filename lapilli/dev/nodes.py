@@ -120,6 +120,19 @@ def node_object(name: str, shape: NodeShape, index: int, now: float | None = Non
     }
 
 
+def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """Only what the kubelet reads (a Reflector transform)."""
+    meta, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
+    return {
+        "metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta},
+        "spec": {k: spec[k] for k in ("podCIDR", "taints") if k in spec},
+        "status": {
+            "conditions": [{"type": c.get("type"), "status": c.get("status")} for c in status.get("conditions") or []],
+            "addresses": status.get("addresses") or [],
+        },
+    }
+
+
 def is_ready(node: Mapping[str, Any]) -> bool:
     """Ready=True and none of the not-ready taints: what kube-scheduler needs to place pods."""
     conditions = (node.get("status") or {}).get("conditions") or []

@@ -53,6 +53,23 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
+def slim_pod(pod: Obj) -> dict[str, Any]:
+    """Only what the kubelet reads (a Reflector transform): keeps a 10,000-pod store small for the GC."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    notes = meta.get("annotations") or {}
+    slim_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp") if k in meta}
+    slim_meta["annotations"] = {k: v for k, v in notes.items() if k in (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION)}
+    containers = {
+        key: [{"name": c["name"], "image": c.get("image", "")} for c in spec.get(key) or []]
+        for key in ("containers", "initContainers")
+    }
+    return {
+        "metadata": slim_meta,
+        "spec": {"nodeName": spec.get("nodeName"), **containers},
+        "status": {k: status[k] for k in ("phase", "podIP", "startTime") if k in status},
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """How the annotations say a pod ends: after `duration` seconds with `exit_code` (None: runs forever)."""

@@ -13,6 +13,7 @@ from lapilli.dev.nodes import (
     parse_label,
     parse_taint,
     pod_cidr,
+    slim_node,
 )
 
 
@@ -66,3 +67,13 @@ def test_readiness_needs_condition_and_no_not_ready_taint():
         if cond["type"] == "Ready":
             cond["status"] = "Unknown"
     assert not is_ready(node)
+
+
+def test_slim_node_keeps_readiness_taints_and_addresses():
+    node = node_object("n", NodeShape(taints=({"key": "mine", "effect": "NoSchedule"},)), 3)
+    node["metadata"] |= {"uid": "u", "resourceVersion": "7"}
+    node["spec"]["taints"].append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
+    slim = slim_node(node)
+    assert slim["metadata"] == {"name": "n", "uid": "u", "resourceVersion": "7"}
+    assert (is_ready(slim), kept_taints(slim)) == (is_ready(node), kept_taints(node))
+    assert slim["spec"]["podCIDR"] == "10.128.3.0/24" and slim["status"]["addresses"][0]["address"] == "172.16.0.4"

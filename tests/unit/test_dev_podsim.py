@@ -15,6 +15,7 @@ from lapilli.dev.podsim import (
     parse_rfc3339,
     rfc3339,
     running_patch,
+    slim_pod,
 )
 
 
@@ -112,3 +113,20 @@ def test_pod_ips_are_unique_per_node_and_reused_after_release():
     assert "10.128.0.2" in taken and len(taken) == 250  # then wraps round to what was freed
     with pytest.raises(RuntimeError):
         ips.allocate("n1", "10.128.0.0/24", "ns/one-too-many")
+
+
+def test_slim_pod_keeps_everything_the_kubelet_reads():
+    full = pod("Running", {"sim.lapilli.io/duration": "1m", "unrelated": "x" * 1000}, startTime="2027-01-15T08:00:00Z",
+               podIP="10.128.0.9", conditions=[{"type": "Ready", "status": "True"}], qosClass="BestEffort")
+    full["metadata"] |= {"resourceVersion": "42", "managedFields": [{"manager": "kubectl"}], "labels": {"a": "b"}}
+    full["spec"]["containers"][0] |= {"env": [{"name": "X", "value": "1"}], "resources": {"requests": {"cpu": "1"}}}
+    slim = slim_pod(full)
+    assert slim["metadata"] == {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "42",
+                                "annotations": {"sim.lapilli.io/duration": "1m"}}
+    assert slim["status"] == {"phase": "Running", "podIP": "10.128.0.9", "startTime": "2027-01-15T08:00:00Z"}
+    assert next_action(slim) == next_action(full)
+    assert finished_patch(slim, exit_code=0, now=1.8e9) == finished_patch(full, exit_code=0, now=1.8e9)
+    assert running_patch(slim, pod_ip="i", host_ip="h", now=1.8e9) == running_patch(full, pod_ip="i", host_ip="h",
+                                                                                      now=1.8e9)
+    deleting = {**full, "metadata": {**full["metadata"], "deletionTimestamp": "2027-01-15T08:00:00Z"}}
+    assert next_action(slim_pod(deleting)).kind == "delete"
