@@ -240,3 +240,16 @@ async def test_short_names_resolve_through_kubectl(control_plane: DevCluster):
     assert {"queue.scheduling.volcano.sh/default", "queue.scheduling.volcano.sh/root"} <= out
     for short in ("vcjob", "vj", "pg", "podgroup-v1beta1", "queue-v1beta1"):
         control_plane.kubectl("get", short, "-A")
+
+
+async def test_kubelet_heartbeats_nodes(control_plane: DevCluster, api: KubeClient):
+    def heartbeat(node: dict[str, Any] | None) -> str:
+        assert node is not None
+        return next(c["lastHeartbeatTime"] for c in node["status"]["conditions"] if c["type"] == "Ready")
+
+    name = "sim-node-000"
+    before = heartbeat(await api.get(NODES, name))
+    # One heartbeat per node per period (10 s in this session), paced across the nodes.
+    after = await wait_for(api, NODES, name, until=lambda n: heartbeat(n) != before,
+                           timeout_s=control_plane.spec.heartbeat_s + 10)
+    assert heartbeat(after) > before
