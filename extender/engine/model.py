@@ -7,6 +7,7 @@ are vectors over the session's `Dims`, node resources live in the session's arra
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Final
@@ -44,6 +45,14 @@ READY_STATUS = ALLOCATED_STATUS | {TaskStatus.SUCCEEDED}
 VALID_STATUS = ALLOCATED_STATUS | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
 
 
+def replica_index(name: str) -> int | None:
+    """The replica index Volcano reads from `<job>-<task>-<i>` pod names."""
+    parts = name.split("-")
+    if len(parts) >= 3 and parts[-1].isdigit():
+        return int(parts[-1])
+    return None
+
+
 @dataclass(slots=True, eq=False)
 class Task:
     """One pod."""
@@ -60,29 +69,38 @@ class Task:
     creation: float
     best_effort: bool
     preemptable: bool
-    spec: dict[str, Any]
+    spec: Mapping[str, Any]
     priority_class: str = ""
     nominated_node: str | None = None
     preemption_never: bool = False
     host_ports: tuple[tuple[str, str, int], ...] = ()
     # The static predicates (selector, affinity, tolerations) depend only on this key.
     predicate_key: str = ""
+    index: int | None = None  # see replica_index
+
+    def __post_init__(self) -> None:
+        self.index = replica_index(self.name)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    @property
-    def index(self) -> int | None:
-        """The replica index Volcano reads from `<job>-<task>-<i>` pod names."""
-        parts = self.name.split("-")
-        if len(parts) >= 3 and parts[-1].isdigit():
-            return int(parts[-1])
-        return None
 
 
 # One counter slot per status value (TaskStatus starts at 1), so a job's counters are a plain list.
 STATUS_SLOTS: Final = max(TaskStatus) + 1
+
+
+def status_flags(statuses: frozenset[TaskStatus]) -> tuple[bool, ...]:
+    """Membership by status value: hashing an enum member runs Python code, indexing a tuple does not."""
+    flags = [False] * STATUS_SLOTS
+    for status in statuses:
+        flags[status] = True
+    return tuple(flags)
+
+
+IS_READY: Final = status_flags(READY_STATUS)
+IS_ALLOCATED: Final = status_flags(ALLOCATED_STATUS)
 
 
 def _zero_counts() -> list[int]:
@@ -133,9 +151,9 @@ class Job:
         if role is None:
             role = self.role_counts[task.role] = _zero_counts()
         role[status] += delta
-        if status in READY_STATUS:
+        if IS_READY[status]:
             self.ready += delta
-        if status in ALLOCATED_STATUS:
+        if IS_ALLOCATED[status]:
             if delta > 0:
                 self.allocated += task.resreq
             else:
@@ -210,12 +228,25 @@ class Node:
 
 @dataclass(slots=True)
 class NodeArrays:
-    """Per-node resources as rows, so a predicate or a score covers every node in one numpy expression."""
+    """Per-node resources as rows, so a predicate or a score covers every node in one numpy expression.
+
+    The four matrices are views into one `state` matrix ([allocatable | used | releasing | pipelined] per row), so
+    a node's whole state is one contiguous row: `state[i].tobytes()` identifies it, `state[i].tolist()` reads it.
+    """
 
     allocatable: npt.NDArray[np.float64]
     used: npt.NDArray[np.float64]
     releasing: npt.NDArray[np.float64]
     pipelined: npt.NDArray[np.float64]
+    state: npt.NDArray[np.float64]
+
+    @classmethod
+    def of(cls, allocatable: npt.NDArray[np.float64]) -> NodeArrays:
+        """Nothing used, releasing or pipelined yet."""
+        nodes, dims = allocatable.shape
+        state = np.zeros((nodes, 4 * dims))
+        state[:, :dims] = allocatable
+        return cls(*(state[:, k * dims : (k + 1) * dims] for k in range(4)), state=state)
 
     def idle(self) -> npt.NDArray[np.float64]:
         return self.allocatable - self.used

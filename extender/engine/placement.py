@@ -47,9 +47,10 @@ class Predicate(Protocol):
 
 
 class Scorer(Protocol):
-    """A node score. `row_score` is the formula over one node row, written once for `rowmath.VECTOR` and `SCALAR`
-    and depending only on the task's class and the row (cached per class); `normalized` is computed over the
-    candidate set at pick time, and `normalizes(task)` says whether it contributes anything for this task."""
+    """A node score. `row_score` is the formula over node rows, written once for `rowmath.VECTOR` and `SCALAR`; it
+    may depend only on the task's class and the row's numbers (the session caches it per class and memoises it by
+    row contents). `normalized` is computed over the candidate set at pick time, and `normalizes(task)` says
+    whether it contributes anything for this task."""
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num: ...
 
@@ -82,6 +83,7 @@ class _ClassEntry:
     score: Scores
     pick_idle: Scores
     pick_future: Scores
+    memo: dict[bytes, tuple[Bool, Bool, Num]]  # node state → (fit idle, fit future, score)
 
 
 class Placement:
@@ -136,7 +138,15 @@ class Placement:
         entry.pick_idle[idx] = np.where(ok & entry.fit_idle[idx], entry.score[idx], NO_NODE)
 
     def _store_row(self, task: Task, entry: _ClassEntry, row: int) -> None:
-        fit_idle, fit_future, score = self._evaluate(task, SCALAR, ScalarRow(self.arrays, row), entry.request)
+        # The formulas see only the row's numbers, so nodes in the same state (one node pool, the same pods) share
+        # one evaluation.
+        state = self.arrays.state[row]
+        key = state.tobytes()
+        values = entry.memo.get(key)
+        if values is None:
+            rows = ScalarRow(state.tolist(), self.dims.size)
+            values = entry.memo[key] = self._evaluate(task, SCALAR, rows, entry.request)
+        fit_idle, fit_future, score = values
         entry.fit_idle[row] = fit_idle
         entry.fit_future[row] = fit_future
         entry.score[row] = score
@@ -157,6 +167,7 @@ class Placement:
             score=np.zeros(n),
             pick_idle=np.zeros(n),
             pick_future=np.zeros(n),
+            memo={},
         )
         self._store(entry, slice(None), *self._evaluate(task, VECTOR, VectorRows(self.arrays, None), request))
         return entry

@@ -117,25 +117,27 @@ class VectorRows:
 class ScalarRow:
     """One node's row as Python floats (read once per refresh, shared by every formula of that refresh)."""
 
-    __slots__ = ("_allocatable", "_pipelined", "_releasing", "_used")
+    __slots__ = ("_dims", "_values")
 
-    def __init__(self, arrays: NodeArrays, row: int) -> None:
-        self._allocatable: list[float] = arrays.allocatable[row].tolist()
-        self._used: list[float] = arrays.used[row].tolist()
-        self._releasing: list[float] = arrays.releasing[row].tolist()
-        self._pipelined: list[float] = arrays.pipelined[row].tolist()
+    def __init__(self, values: list[float], dims: int) -> None:
+        self._values = values  # NodeArrays.state[row].tolist(): allocatable, used, releasing, pipelined
+        self._dims = dims
+
+    @classmethod
+    def of(cls, arrays: NodeArrays, row: int) -> ScalarRow:
+        return cls(arrays.state[row].tolist(), arrays.allocatable.shape[1])
 
     def allocatable(self, col: int) -> Num:
-        return self._allocatable[col]
+        return self._values[col]
 
     def used(self, col: int) -> Num:
-        return self._used[col]
+        return self._values[self._dims + col]
 
     def releasing(self, col: int) -> Num:
-        return self._releasing[col]
+        return self._values[2 * self._dims + col]
 
     def pipelined(self, col: int) -> Num:
-        return self._pipelined[col]
+        return self._values[3 * self._dims + col]
 
 
 __all__ = ["SCALAR", "VECTOR", "Bool", "NodeRows", "Num", "Ops", "ScalarRow", "VectorRows"]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from extender.engine.conf import PluginOption, SchedulerConf
-from extender.engine.framework import ABSTAIN, FLAG_OF, PERMIT, PLUGINS, REJECT, Fn, Plugin
+from extender.engine.framework import ABSTAIN, FLAG_OF, PERMIT, PLUGINS, REJECT, Fn, KeyedOrder, Plugin
 from extender.engine.model import (
     ALLOCATED_STATUS,
     ON_NODE_STATUS,
@@ -135,12 +135,7 @@ class Session:
         alloc = np.zeros(size)
         for i, n in enumerate(ready):
             alloc[i] = self.dims.vector(n.allocatable)
-        self.arrays = NodeArrays(
-            allocatable=alloc,
-            used=np.zeros(size),
-            releasing=np.zeros(size),
-            pipelined=np.zeros(size),
-        )
+        self.arrays = NodeArrays.of(alloc)
         self.placement = Placement(
             self.nodes, self.arrays, self.dims, lambda: self._all(Fn.PREDICATE), lambda: self._all(Fn.NODE_ORDER)
         )
@@ -191,22 +186,31 @@ class Session:
             )
         self.tasks: dict[str, Task] = {}
         self.other_tasks: list[Task] = []
+        # Pods of one template share their request vector (read-only, so sharing is safe) and its BestEffort flag.
+        requests: dict[tuple[tuple[str, float], ...], tuple[Vec, bool]] = {}
         for pod in sorted(snap.pods.values(), key=lambda p: (p.namespace, p.name)):
             job_key = f"{pod.namespace}/{pod.group}" if pod.group else ""
+            request_key = tuple(pod.request.items())
+            request = requests.get(request_key)
+            if request is None:
+                resreq = self.dims.vector(pod.request)
+                resreq.flags.writeable = False
+                best_effort = all(v < TOLERANCE for k, v in pod.request.items() if k != "pods")
+                request = requests[request_key] = (resreq, best_effort)
             task = Task(
                 uid=pod.uid,
                 namespace=pod.namespace,
                 name=pod.name,
                 job=job_key if job_key in self.jobs else "",
                 role=pod.role,
-                resreq=self.dims.vector(pod.request),
+                resreq=request[0],
                 priority=_priority(pod, snap),
                 status=_task_status(pod),
                 node=pod.node_name,
                 creation=pod.creation,
-                best_effort=all(v < TOLERANCE for k, v in pod.request.items() if k != "pods"),
+                best_effort=request[1],
                 preemptable=pod.preemptable,
-                spec=dict(pod.spec),
+                spec=pod.spec,  # records are frozen and the engine only reads the spec
                 priority_class=pod.priority_class,
                 nominated_node=pod.nominated_node,
                 preemption_never=pod.preemption_never,
@@ -291,6 +295,40 @@ class Session:
             if result != 0:
                 return result
         return 0
+
+    def _plugin_keys(self, kind: Fn) -> list[Callable[[Any], Any]] | None:
+        keys = []
+        for fn in self._all(kind):
+            if not isinstance(fn, KeyedOrder):
+                return None
+            keys.append(fn.key)
+        return keys
+
+    def job_key(self) -> Callable[[Job], tuple[Any, ...]] | None:
+        """A sort key equivalent to `job_order`, or None when some JobOrder callback is a plain comparator. Keys
+        read the job's state when they are computed: use them only while the jobs being ordered do not change."""
+        keys = self._plugin_keys(Fn.JOB_ORDER)
+        if keys is None:
+            return None
+        return lambda job: (*[key(job) for key in keys], job.creation, job.uid)
+
+    def queue_key(self) -> Callable[[Queue], tuple[Any, ...]] | None:
+        """A sort key equivalent to `queue_order` (see `job_key`)."""
+        keys = self._plugin_keys(Fn.QUEUE_ORDER)
+        if keys is None:
+            return None
+        return lambda queue: (*[key(queue) for key in keys], queue.creation, queue.uid)
+
+    def task_key(self, tasks: list[Task]) -> Callable[[Task], tuple[Any, ...]] | None:
+        """A sort key equivalent to `task_order` over `tasks` (see `job_key`). The replica-index tie-break is a
+        total order only when all of the tasks have an index or none has; otherwise there is no key."""
+        keys = self._plugin_keys(Fn.TASK_ORDER)
+        indexed = sum(1 for t in tasks if t.index is not None)
+        if keys is None or 0 < indexed < len(tasks):
+            return None
+        if indexed:
+            return lambda task: (*[key(task) for key in keys], task.index, task.creation, task.uid)
+        return lambda task: (*[key(task) for key in keys], task.creation, task.uid)
 
     def job_order(self, left: Job, right: Job) -> int:
         result = self._compare(Fn.JOB_ORDER, left, right)

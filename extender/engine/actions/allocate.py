@@ -52,16 +52,18 @@ class Allocate:
     name = "allocate"
 
     def execute(self, ssn: Session) -> None:
+        # Sort keys stand in for the comparators: a queued job does not change while other jobs are placed.
+        job_key, queue_key = ssn.job_key(), ssn.queue_key()
         queues: list[Queue] = []
         jobs: dict[str, PriorityQueue[Job]] = {}
         for job in candidate_jobs(ssn):
             if job.queue not in jobs:
-                jobs[job.queue] = PriorityQueue(ssn.job_order)
+                jobs[job.queue] = PriorityQueue(ssn.job_order, key=job_key)
                 queues.append(ssn.queues[job.queue])
             jobs[job.queue].push(job)
         pending: dict[str, PriorityQueue[Task]] = {}
         while queues:
-            queue = pop_best(queues, ssn.queue_order)
+            queue = pop_best(queues, ssn.queue_order, queue_key)
             if ssn.overused(queue):
                 continue
             queue_jobs = jobs[queue.name]
@@ -70,7 +72,8 @@ class Allocate:
             job = queue_jobs.pop()
             tasks = pending.get(job.uid)
             if tasks is None:
-                tasks = PriorityQueue(ssn.task_order, (t for t in job.pending_tasks() if not t.best_effort))
+                todo = [t for t in job.pending_tasks() if not t.best_effort]
+                tasks = PriorityQueue(ssn.task_order, todo, ssn.task_key(todo))
                 pending[job.uid] = tasks
             stmt = Statement(ssn)
             self._allocate_tasks(ssn, stmt, job, queue, tasks, queue_jobs)

@@ -28,6 +28,8 @@ class Backfill:
 
     @staticmethod
     def _pending(ssn: Session) -> list[Task]:
+        # The order is fixed before anything is placed, so sort keys can stand in for the comparators.
+        job_key, queue_key = ssn.job_key(), ssn.queue_key()
         queues: list[Queue] = []
         jobs: dict[str, PriorityQueue[Job]] = {}
         tasks: dict[str, PriorityQueue[Task]] = {}
@@ -37,14 +39,14 @@ class Backfill:
             best_effort = [t for t in job.pending_tasks() if t.best_effort]
             if not best_effort:
                 continue
-            tasks[job.uid] = PriorityQueue(ssn.task_order, best_effort)
+            tasks[job.uid] = PriorityQueue(ssn.task_order, best_effort, ssn.task_key(best_effort))
             if job.queue not in jobs:
-                jobs[job.queue] = PriorityQueue(ssn.job_order)
+                jobs[job.queue] = PriorityQueue(ssn.job_order, key=job_key)
                 queues.append(ssn.queues[job.queue])
             jobs[job.queue].push(job)
         ordered: list[Task] = []
         while queues:
-            queue = pop_best(queues, ssn.queue_order)
+            queue = pop_best(queues, ssn.queue_order, queue_key)
             while not jobs[queue.name].empty():
                 job_tasks = tasks[jobs[queue.name].pop().uid]
                 while not job_tasks.empty():

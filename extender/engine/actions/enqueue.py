@@ -13,17 +13,19 @@ class Enqueue:
     name = "enqueue"
 
     def execute(self, ssn: Session) -> None:
+        # Admitting a job changes no job's order, so sort keys can stand in for the comparators.
+        job_key, queue_key = ssn.job_key(), ssn.queue_key()
         queues: list[Queue] = []
         jobs: dict[str, PriorityQueue[Job]] = {}
         for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
             queue = ssn.queues[job.queue]
             if queue.name not in jobs:
-                jobs[queue.name] = PriorityQueue(ssn.job_order)
+                jobs[queue.name] = PriorityQueue(ssn.job_order, key=job_key)
                 queues.append(queue)
             if job.is_pending():
                 jobs[queue.name].push(job)
         while queues:
-            queue = pop_best(queues, ssn.queue_order)
+            queue = pop_best(queues, ssn.queue_order, queue_key)
             pending = jobs[queue.name]
             if pending.empty():
                 continue

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extender.engine.framework import Fn, register_plugin
-from extender.engine.model import Job, Task
+import numpy as np
+
+from extender.engine.framework import Fn, KeyedOrder, register_plugin
+from extender.engine.model import Task
 from extender.engine.plugins.drf_hierarchy import Hierarchy, dominant_share
 from extender.engine.session import EventHandler, Session
 from lapilli.resources.vector import Vec
@@ -28,16 +30,14 @@ class DrfPlugin:
         self.shares: dict[str, float] = {}
         # Volcano's drf counts pipelined tasks too, so it keeps its own allocation per job.
         self.allocated: dict[str, Vec] = {}
+        self.stale: set[str] = set()
+        self.total: Vec = np.zeros(0)
 
     def on_session_open(self, ssn: Session) -> None:
-        total = ssn.total
+        total = self.total = ssn.total
         for job in ssn.jobs.values():
             self.allocated[job.uid] = job.allocated.copy()
             self.shares[job.uid] = dominant_share(job.allocated, total)
-
-        def order(left: Job, right: Job) -> int:
-            ls, rs = self.shares[left.uid], self.shares[right.uid]
-            return (ls > rs) - (ls < rs)
 
         def victims(preemptor: Task, candidates: list[Task]) -> list[Task]:
             mine = dominant_share(self.allocated[preemptor.job] + preemptor.resreq, total)
@@ -51,21 +51,26 @@ class DrfPlugin:
                     chosen.append(task)
             return chosen
 
+        # Shares are read only to order jobs, far less often than tasks move: recompute them when read.
         def allocate(task: Task) -> None:
-            alloc = self.allocated[task.job]
-            alloc += task.resreq
-            self.shares[task.job] = dominant_share(alloc, total)
+            self.allocated[task.job] += task.resreq
+            self.stale.add(task.job)
 
         def deallocate(task: Task) -> None:
-            alloc = self.allocated[task.job]
-            alloc -= task.resreq
-            self.shares[task.job] = dominant_share(alloc, total)
+            self.allocated[task.job] -= task.resreq
+            self.stale.add(task.job)
 
-        ssn.add_fn(Fn.JOB_ORDER, order)
+        ssn.add_fn(Fn.JOB_ORDER, KeyedOrder(lambda job: self.share(job.uid)))  # lower share first
         ssn.add_fn(Fn.PREEMPTABLE, victims)
         ssn.add_event_handler(EventHandler(allocate=allocate, deallocate=deallocate))
         if ssn.current_option().flags.get("enableHierarchy", False):
             self._open_hierarchy(ssn)
+
+    def share(self, job: str) -> float:
+        if job in self.stale:
+            self.stale.discard(job)
+            self.shares[job] = dominant_share(self.allocated[job], self.total)
+        return self.shares[job]
 
     def _open_hierarchy(self, ssn: Session) -> None:
         hierarchy = Hierarchy(ssn.total)
@@ -87,6 +92,7 @@ class DrfPlugin:
     def on_session_close(self, ssn: Session) -> None:
         self.shares.clear()
         self.allocated.clear()
+        self.stale.clear()
 
 
 register_plugin("drf")(DrfPlugin)

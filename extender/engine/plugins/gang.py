@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extender.engine.framework import PERMIT, REJECT, Fn, register_plugin
+from extender.engine.framework import PERMIT, REJECT, Fn, KeyedOrder, register_plugin
 from extender.engine.model import READY_STATUS, VALID_STATUS, Job, Task, TaskStatus
 from extender.engine.session import Session, ValidateResult
 
@@ -43,10 +43,10 @@ class GangPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_fn(Fn.JOB_VALID, self._valid)
-        ssn.add_fn(Fn.JOB_READY, lambda job: task_ready(job) and job.is_ready())
+        ssn.add_fn(Fn.JOB_READY, lambda job: job.is_ready() and task_ready(job))
         ssn.add_fn(Fn.JOB_PIPELINED, lambda job: PERMIT if task_pipelined(job) and job.is_pipelined() else REJECT)
         ssn.add_fn(Fn.JOB_STARVING, lambda job: job.is_starving())
-        ssn.add_fn(Fn.JOB_ORDER, self._order)
+        ssn.add_fn(Fn.JOB_ORDER, KeyedOrder(lambda job: job.is_ready()))  # jobs not ready yet go first
         victims = self._victims_fn(ssn)
         ssn.add_fn(Fn.PREEMPTABLE, victims)
         ssn.add_fn(Fn.RECLAIMABLE, victims)
@@ -64,13 +64,6 @@ class GangPlugin:
                 f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_member}",
             )
         return None
-
-    @staticmethod
-    def _order(left: Job, right: Job) -> int:
-        lr, rr = left.is_ready(), right.is_ready()
-        if lr == rr:
-            return 0
-        return 1 if lr else -1
 
     @staticmethod
     def _victims_fn(ssn: Session) -> Any:

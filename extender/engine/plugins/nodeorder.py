@@ -73,30 +73,29 @@ class NodeOrderScorer:
         return cached
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num:
-        capacity: list[Num] = []
-        requested: list[Num] = []
-        for col, want in self._columns(task):
-            capacity.append(rows.allocatable(col))
-            requested.append(rows.used(col) + want)
+        least: Num = 0.0  # Σ over cpu and memory
+        most: Num = 0.0
+        fractions: list[Num] = []
+        for n, (col, want) in enumerate(self._columns(task)):
+            capacity = rows.allocatable(col)
+            requested = rows.used(col) + want
+            positive = capacity > 0
+            safe = ops.where(positive, capacity, 1.0)
+            # LeastAllocated and MostAllocated average cpu and memory only, in integers as upstream does.
+            if n < 2 and (self.least or self.most):
+                usable = positive & (requested <= capacity)
+                if self.least:
+                    least = least + ops.where(usable, ops.floor((capacity - requested) * MAX_SCORE / safe), 0.0)
+                if self.most:
+                    most = most + ops.where(usable, ops.floor(requested * MAX_SCORE / safe), 0.0)
+            if self.balanced:
+                fractions.append(ops.where(positive, ops.minimum(requested / safe, 1.0), 1.0))
         total: Num = 0.0
-        # LeastAllocated and MostAllocated average cpu and memory only, in integers as upstream does.
         if self.least:
-            least = [
-                ops.where((cap > 0) & (req <= cap), ops.floor((cap - req) * MAX_SCORE / _safe(ops, cap)), 0.0)
-                for cap, req in zip(capacity[:2], requested[:2], strict=True)
-            ]
-            total = total + self.least * ops.floor((least[0] + least[1]) / 2)
+            total = total + self.least * ops.floor(least / 2)
         if self.most:
-            most = [
-                ops.where((cap > 0) & (req <= cap), ops.floor(req * MAX_SCORE / _safe(ops, cap)), 0.0)
-                for cap, req in zip(capacity[:2], requested[:2], strict=True)
-            ]
-            total = total + self.most * ops.floor((most[0] + most[1]) / 2)
+            total = total + self.most * ops.floor(most / 2)
         if self.balanced:
-            fractions = [
-                ops.where(cap > 0, ops.minimum(req / _safe(ops, cap), 1.0), 1.0)
-                for cap, req in zip(capacity, requested, strict=True)
-            ]
             total = total + self.balanced * ops.floor((1.0 - _std(ops, fractions)) * MAX_SCORE)
         return total
 
@@ -129,10 +128,6 @@ class NodeOrderScorer:
             taint_scores = self.taint * taint_scores
             extra = taint_scores if extra is None else extra + taint_scores
         return extra
-
-
-def _safe(ops: Ops, capacity: Num) -> Num:
-    return ops.where(capacity > 0, capacity, 1.0)
 
 
 def _std(ops: Ops, values: list[Num]) -> Num:

@@ -5,13 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extender.engine.framework import Fn, register_plugin
+from extender.engine.framework import Fn, KeyedOrder, register_plugin
 from extender.engine.model import Job, Task
 from extender.engine.session import Session
-
-
-def _higher_first(left: int, right: int) -> int:
-    return (left < right) - (left > right)
 
 
 class PriorityPlugin:
@@ -21,8 +17,9 @@ class PriorityPlugin:
         self.arguments = arguments
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_fn(Fn.TASK_ORDER, lambda left, right: _higher_first(left.priority, right.priority))
-        ssn.add_fn(Fn.JOB_ORDER, lambda left, right: _higher_first(left.priority, right.priority))
+        # Higher priority first.
+        ssn.add_fn(Fn.TASK_ORDER, KeyedOrder(lambda task: -task.priority))
+        ssn.add_fn(Fn.JOB_ORDER, KeyedOrder(lambda job: -job.priority))
 
         def victims(preemptor: Task, candidates: list[Task]) -> list[Task]:
             preemptor_job = ssn.jobs[preemptor.job]

@@ -167,7 +167,7 @@ def _check(ssn: Session) -> None:
         if not task.host_ports:
             assert np.array_equal(entry.pick_future != NO_NODE, feasible)
         for node in ssn.nodes:
-            row = ScalarRow(ssn.arrays, node.idx)
+            row = ScalarRow.of(ssn.arrays, node.idx)
             for scorer in ssn._all(Fn.NODE_ORDER):
                 vector = scorer.row_score(task, VECTOR, VectorRows(ssn.arrays, np.array([node.idx])))
                 assert np.array_equal(np.broadcast_to(vector, 1), [scorer.row_score(task, SCALAR, row)])
