@@ -30,6 +30,10 @@ class TaskStatus(IntEnum):
     FAILED = 9
     UNKNOWN = 10
 
+    # Enum hashes a member by its name in Python code; statuses are looked up in sets on every placement, and an
+    # IntEnum equals its int anyway, so hash it as that int (in C).
+    __hash__ = int.__hash__
+
     def label(self) -> str:
         return self.name.capitalize()
 
@@ -141,9 +145,23 @@ class Job:
         self._count(task, task.status, 1)
 
     def set_status(self, task: Task, status: TaskStatus) -> None:
-        self._count(task, task.status, -1)
+        # `_count(old, -1)` then `_count(new, +1)`, unrolled: this runs several times per placement.
+        old = task.status
         task.status = status
-        self._count(task, status, 1)
+        self.counts[old] -= 1
+        self.counts[status] += 1
+        role = self.role_counts[task.role]  # add_task created it
+        role[old] -= 1
+        role[status] += 1
+        self.ready += IS_READY[status] - IS_READY[old]
+        was, now = IS_ALLOCATED[old], IS_ALLOCATED[status]
+        if was != now:
+            if now:
+                self.allocated += task.resreq
+            else:
+                self.allocated -= task.resreq
+        if task.best_effort:
+            self.pending_best_effort_count += (status is TaskStatus.PENDING) - (old is TaskStatus.PENDING)
 
     def _count(self, task: Task, status: TaskStatus, delta: int) -> None:
         self.counts[status] += delta

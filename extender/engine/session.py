@@ -88,6 +88,16 @@ def _task_status(pod: PodRecord) -> TaskStatus:
     return TaskStatus.UNKNOWN
 
 
+def _chain_keys(keys: list[Callable[[Any], Any]], tail: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], Any]:
+    """(k1(x), k2(x), …) + tail(x): the plugins' keys in tier order, then the built-in tie-break."""
+    if not keys:
+        return tail
+    if len(keys) == 1:
+        (first,) = keys
+        return lambda item: (first(item), *tail(item))
+    return lambda item: (*[key(item) for key in keys], *tail(item))
+
+
 class Session:
     def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> None:
         self.conf = conf
@@ -108,6 +118,8 @@ class Session:
         self._build_jobs(snap)
         self._fns: dict[Fn, dict[str, Any]] = {kind: {} for kind in Fn}
         self._events: list[EventHandler] = []
+        self._on_allocate: list[Callable[[Task], None]] = []
+        self._on_deallocate: list[Callable[[Task], None]] = []
         self._tier_cache: dict[Fn, list[list[_Registered]]] = {}
         self._all_cache: dict[Fn, list[Any]] = {}
         self.queue_reports: dict[str, QueueReport] = {}
@@ -237,7 +249,8 @@ class Session:
         self.placement.touch(node.idx)
         if sign > 0:
             node.tasks[task.uid] = task
-            node.used_ports.update(task.host_ports)
+            if task.host_ports:
+                node.used_ports.update(task.host_ports)
         else:
             node.tasks.pop(task.uid, None)
             node.used_ports.difference_update(task.host_ports)
@@ -263,6 +276,8 @@ class Session:
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self._events.append(handler)
+        self._on_allocate = [h.allocate for h in self._events if h.allocate is not None]
+        self._on_deallocate = [h.deallocate for h in self._events if h.deallocate is not None]
 
     def _by_tier(self, kind: Fn) -> list[list[_Registered]]:
         cached = self._tier_cache.get(kind)
@@ -308,16 +323,12 @@ class Session:
         """A sort key equivalent to `job_order`, or None when some JobOrder callback is a plain comparator. Keys
         read the job's state when they are computed: use them only while the jobs being ordered do not change."""
         keys = self._plugin_keys(Fn.JOB_ORDER)
-        if keys is None:
-            return None
-        return lambda job: (*[key(job) for key in keys], job.creation, job.uid)
+        return None if keys is None else _chain_keys(keys, lambda job: (job.creation, job.uid))
 
     def queue_key(self) -> Callable[[Queue], tuple[Any, ...]] | None:
         """A sort key equivalent to `queue_order` (see `job_key`)."""
         keys = self._plugin_keys(Fn.QUEUE_ORDER)
-        if keys is None:
-            return None
-        return lambda queue: (*[key(queue) for key in keys], queue.creation, queue.uid)
+        return None if keys is None else _chain_keys(keys, lambda queue: (queue.creation, queue.uid))
 
     def task_key(self, tasks: list[Task]) -> Callable[[Task], tuple[Any, ...]] | None:
         """A sort key equivalent to `task_order` over `tasks` (see `job_key`). The replica-index tie-break is a
@@ -327,8 +338,8 @@ class Session:
         if keys is None or 0 < indexed < len(tasks):
             return None
         if indexed:
-            return lambda task: (*[key(task) for key in keys], task.index, task.creation, task.uid)
-        return lambda task: (*[key(task) for key in keys], task.creation, task.uid)
+            return _chain_keys(keys, lambda task: (task.index, task.creation, task.uid))
+        return _chain_keys(keys, lambda task: (task.creation, task.uid))
 
     def job_order(self, left: Job, right: Job) -> int:
         result = self._compare(Fn.JOB_ORDER, left, right)
@@ -373,7 +384,10 @@ class Session:
         return None
 
     def job_ready(self, job: Job) -> bool:
-        return all(fn(job) for fn in self._all(Fn.JOB_READY))
+        for fn in self._all(Fn.JOB_READY):  # noqa: SIM110 (a generator costs more; this runs per placement)
+            if not fn(job):
+                return False
+        return True
 
     def _vote(self, kind: Fn, job: Job) -> bool:
         for tier in self._by_tier(kind):
@@ -409,7 +423,10 @@ class Session:
         return any(fn(queue) for fn in self._all(Fn.OVERUSED))
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
-        return all(fn(queue, task) for fn in self._all(Fn.ALLOCATABLE))
+        for fn in self._all(Fn.ALLOCATABLE):  # noqa: SIM110 (a generator costs more; this runs per task)
+            if not fn(queue, task):
+                return False
+        return True
 
     def preemptive(self, queue: Queue, task: Task) -> bool:
         return all(fn(queue, task) for fn in self._all(Fn.PREEMPTIVE))
@@ -440,14 +457,12 @@ class Session:
 
     # ---- events ---------------------------------------------------------------------------------------------
     def fire_allocate(self, task: Task) -> None:
-        for handler in self._events:
-            if handler.allocate is not None:
-                handler.allocate(task)
+        for allocate in self._on_allocate:
+            allocate(task)
 
     def fire_deallocate(self, task: Task) -> None:
-        for handler in self._events:
-            if handler.deallocate is not None:
-                handler.deallocate(task)
+        for deallocate in self._on_deallocate:
+            deallocate(task)
 
     # ---- primitive moves (used by Statement) ----------------------------------------------------------------
     def set_status(self, task: Task, status: TaskStatus) -> None:

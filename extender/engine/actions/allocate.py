@@ -88,13 +88,14 @@ class Allocate:
         ssn: Session, stmt: Statement, job: Job, queue: Queue, tasks: PriorityQueue[Task], jobs: PriorityQueue[Job]
     ) -> None:
         failed_roles = {job.tasks[uid].role for uid in job.fit_errors if uid in job.tasks}
+        allocatable, choose, job_ready = ssn.allocatable, ssn.placement.choose, ssn.job_ready  # per task: no lookups
         while not tasks.empty():
             task = tasks.pop()
-            if not ssn.allocatable(queue, task):
+            if not allocatable(queue, task):
                 continue
             if task.role and task.role in failed_roles:
                 continue  # a sibling of the same role already found no node
-            choice = ssn.choose(task)
+            choice = choose(task)
             if choice is None:
                 job.fit_errors[task.uid] = ssn.fit_error(task)
                 failed_roles.add(task.role)
@@ -106,7 +107,7 @@ class Allocate:
                 stmt.allocate(task, node)
             else:
                 stmt.pipeline(task, node)
-            if ssn.job_ready(job) and not tasks.empty():
+            if job_ready(job) and not tasks.empty():
                 jobs.push(job)
                 break
 

@@ -9,7 +9,7 @@ within deserved on the dimensions the task asks for; reclaim takes from queues a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ class QueueAttr:
     deserved: Vec
     share: float = 0.0
     stale: bool = False  # allocated changed since share was computed (it is recomputed when next read)
+    deserved_list: list[float] = field(default_factory=list)  # deserved as floats, once water-filling is done
 
     def current_share(self) -> float:
         if self.stale:
@@ -139,6 +140,7 @@ class ProportionPlugin:
         water_fill(ordered, total, dims)
         for attr in ordered:
             attr.share = queue_share(attr.allocated, attr.deserved)
+            attr.deserved_list = attr.deserved.tolist()
 
     def on_session_open(self, ssn: Session) -> None:
         self._build(ssn)
@@ -175,11 +177,12 @@ class ProportionPlugin:
             key = task.resreq.tobytes()
             columns = requested.get(key)
             if columns is None:
-                columns = requested[key] = [
-                    (d, float(v)) for d, v in enumerate(task.resreq) if v > 0 and d != pods
-                ]
-            allocated, deserved = attr.allocated.tolist(), attr.deserved.tolist()
-            return all(allocated[d] + want <= deserved[d] for d, want in columns)
+                columns = requested[key] = [(d, float(v)) for d, v in enumerate(task.resreq) if v > 0 and d != pods]
+            allocated, deserved = attr.allocated.tolist(), attr.deserved_list
+            for d, want in columns:  # noqa: SIM110 (a generator costs more; this runs per task)
+                if not allocated[d] + want <= deserved[d]:
+                    return False
+            return True
 
         def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task]:
             running: dict[str, Vec] = {}
