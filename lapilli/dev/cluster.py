@@ -101,6 +101,50 @@ class ClusterInfo:
             return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Ports:
+    etcd: int
+    etcd_peer: int
+    apiserver: int
+    scheduler: int
+    scheduler_http: int  # kube-scheduler 1.20's plain healthz/metrics listener (see schedconfig.render)
+    webhook: int
+    extender: int
+
+    def in_use(self, plan: ServicePlan | None) -> dict[str, int]:
+        ports = {"etcd": self.etcd, "etcd-peer": self.etcd_peer, "kube-apiserver": self.apiserver,
+                 "kube-scheduler": self.scheduler}
+        if plan is not None:
+            ports["lapilli-webhook"] = self.webhook
+            if plan.extender_url:
+                ports["lapilli-extender"] = self.extender
+        return ports
+
+
+@dataclass(frozen=True, slots=True)
+class _Credentials:
+    admin: StaticUser
+    scheduler: StaticUser
+    service: StaticUser
+    token_file: Path
+    sa_key: Path
+    sa_pub: Path
+
+
+def _write_credentials(pki: Path) -> _Credentials:
+    """Service-account signing keys and the static users: an admin, kube-scheduler (bound by the built-in
+    RBAC policy), and the service as its real ServiceAccount, so manifests/rbac is exactly what it may do."""
+    sa_key, sa_pub = write_service_account_keys(pki)
+    users = (
+        StaticUser("admin", ("system:masters",), new_token()),
+        StaticUser("system:kube-scheduler", (), new_token()),
+        StaticUser(f"system:serviceaccount:{SERVICE_NAMESPACE}:lapilli",
+                   ("system:serviceaccounts", f"system:serviceaccounts:{SERVICE_NAMESPACE}"), new_token()),
+    )
+    token_file = write_token_file(pki / "tokens.csv", list(users))
+    return _Credentials(*users, token_file=token_file, sa_key=sa_key, sa_pub=sa_pub)
+
+
 class DevCluster:
     """`await up()` starts everything and returns once it is ready; `await down()` stops all of it."""
 
@@ -156,58 +200,46 @@ class DevCluster:
 
     async def _start_all(self) -> ClusterInfo:
         bins = self.binaries = self.binaries or find_binaries()
-        etcd_port, peer_port, api_port, sched_port, sched_http_port, webhook_port, extender_port = free_ports(7)
-        pki = self.state_dir / "pki"
-        sa_key, sa_pub = write_service_account_keys(pki)
-        admin, scheduler_user, service_user = (
-            StaticUser("admin", ("system:masters",), new_token()),
-            StaticUser("system:kube-scheduler", (), new_token()),
-            # The service authenticates as its real ServiceAccount, so manifests/rbac is what it may do.
-            StaticUser(f"system:serviceaccount:{SERVICE_NAMESPACE}:lapilli",
-                       ("system:serviceaccounts", f"system:serviceaccounts:{SERVICE_NAMESPACE}"), new_token()),
-        )
-        token_file = write_token_file(pki / "tokens.csv", [admin, scheduler_user, service_user])
-
-        etcd_data = self._etcd_data_dir()
-        etcd = self._spawn("etcd", etcd_argv(bins, etcd_data, etcd_port, peer_port))
-        await wait_ready(etcd, f"http://127.0.0.1:{etcd_port}/health", timeout_s=30, expect=b'"health":"true"')
-        cert_dir = pki / "apiserver"
-        apiserver = self._spawn("kube-apiserver", apiserver_argv(
-            bins, etcd_port=etcd_port, port=api_port, cert_dir=cert_dir, sa_key=sa_key, sa_pub=sa_pub,
-            token_file=token_file,
-        ))
-        server = f"https://127.0.0.1:{api_port}"
-        await wait_ready(apiserver, f"{server}/readyz", timeout_s=90, token=admin.token)
-        # The serving certificate file holds the certificate and the self-signed CA that issued it.
-        ca_pem = (cert_dir / "apiserver.crt").read_bytes()
-        write_kubeconfig(self.kubeconfig, server, admin.token, ca_pem)
-        sched_kc = write_kubeconfig(self.state_dir / "scheduler.kubeconfig", server, scheduler_user.token, ca_pem,
+        ports = _Ports(*free_ports(7))
+        creds = _write_credentials(self.state_dir / "pki")
+        server, ca_pem = await self._start_etcd_and_apiserver(bins, ports, creds)
+        write_kubeconfig(self.kubeconfig, server, creds.admin.token, ca_pem)
+        sched_kc = write_kubeconfig(self.state_dir / "scheduler.kubeconfig", server, creds.scheduler.token, ca_pem,
                                     user="kube-scheduler")
-        svc_kc = write_kubeconfig(self.state_dir / "service.kubeconfig", server, service_user.token, ca_pem,
+        svc_kc = write_kubeconfig(self.state_dir / "service.kubeconfig", server, creds.service.token, ca_pem,
                                   user="lapilli")
         self.client = KubeClient(load_kubeconfig(self.kubeconfig))
 
         wanted = service_available() if self.spec.extender is None else self.spec.extender
-        plan = plan_service(self.state_dir, svc_kc, webhook_port, extender_port) if wanted else None
+        plan = plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender) if wanted else None
         if wanted and plan is None:
             raise ComponentFailed("the Lapilli service was asked for, but `lapilli serve` does not exist yet")
         await bootstrap(self.client, manifests_dir())
         await asyncio.gather(
-            self._start_scheduler(sched_kc, (sched_port, sched_http_port), plan),
+            self._start_scheduler(sched_kc, ports, plan),
             self._start_kubelet(),
             self._create_nodes(self.spec.nodes),
         )
-        ports = {"etcd": etcd_port, "etcd-peer": peer_port, "kube-apiserver": api_port, "kube-scheduler": sched_port}
-        if plan is not None:
-            ports["lapilli-webhook"] = webhook_port
-            if plan.extender_url:
-                ports["lapilli-extender"] = extender_port
         return ClusterInfo(
             state_dir=str(self.state_dir), kubeconfig=str(self.kubeconfig), server=server,
-            kubernetes=bins.version_text, ports=ports, service=plan is not None,
-            extender=plan is not None and plan.extender_url is not None, etcd_data=str(etcd_data),
-            nodes=self.spec.nodes,
+            kubernetes=bins.version_text, ports=ports.in_use(plan), service=plan is not None,
+            extender=plan is not None and plan.extender_url is not None,
+            etcd_data=str((self.state_dir / "etcd").resolve()), nodes=self.spec.nodes,
         )
+
+    async def _start_etcd_and_apiserver(self, bins: Binaries, ports: _Ports, creds: _Credentials) -> tuple[str, bytes]:
+        """Both running and ready; returns the server URL and the CA to trust it with."""
+        etcd = self._spawn("etcd", etcd_argv(bins, self._etcd_data_dir(), ports.etcd, ports.etcd_peer))
+        await wait_ready(etcd, f"http://127.0.0.1:{ports.etcd}/health", timeout_s=30, expect=b'"health":"true"')
+        cert_dir = self.state_dir / "pki" / "apiserver"
+        apiserver = self._spawn("kube-apiserver", apiserver_argv(
+            bins, etcd_port=ports.etcd, port=ports.apiserver, cert_dir=cert_dir, sa_key=creds.sa_key,
+            sa_pub=creds.sa_pub, token_file=creds.token_file,
+        ))
+        server = f"https://127.0.0.1:{ports.apiserver}"
+        await wait_ready(apiserver, f"{server}/readyz", timeout_s=90, token=creds.admin.token)
+        # The serving certificate file holds the certificate and the self-signed CA that issued it.
+        return server, (cert_dir / "apiserver.crt").read_bytes()
 
     def _etcd_data_dir(self) -> Path:
         """`<state_dir>/etcd`, a directory or (in memory) a symlink to one under /dev/shm."""
@@ -220,7 +252,7 @@ class DevCluster:
         link.mkdir(mode=0o700)
         return link
 
-    async def _start_scheduler(self, kubeconfig: Path, ports: tuple[int, int], plan: ServicePlan | None) -> None:
+    async def _start_scheduler(self, kubeconfig: Path, ports: _Ports, plan: ServicePlan | None) -> None:
         """The Lapilli service first (when wired), then kube-scheduler with or without the extender entries."""
         assert self.binaries is not None and self.client is not None
         if plan is not None:
@@ -230,15 +262,14 @@ class DevCluster:
                 await self.client.patch(NAMESPACES, name, exempt_namespace_patch())
             for configuration in plan.webhook_configurations:
                 await create_or_replace(self.client, configuration)
-        port, http_port = ports
         config = render(
             config_api_version(self.binaries.version), kubeconfig=str(kubeconfig),
-            extender_url=plan.extender_url if plan is not None else None, insecure_port=http_port,
+            extender_url=plan.extender_url if plan is not None else None, insecure_port=ports.scheduler_http,
         )
         config_path = self.state_dir / "scheduler-config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        scheduler = self._spawn("kube-scheduler", scheduler_argv(self.binaries, config_path, port))
-        await wait_ready(scheduler, f"https://127.0.0.1:{port}/healthz", timeout_s=60)
+        scheduler = self._spawn("kube-scheduler", scheduler_argv(self.binaries, config_path, ports.scheduler))
+        await wait_ready(scheduler, f"https://127.0.0.1:{ports.scheduler}/healthz", timeout_s=60)
 
     async def _start_kubelet(self) -> None:
         mode = self.spec.kubelet

@@ -105,8 +105,8 @@ class KubeClient:
             raw = await resp.read()
             if resp.status >= 400:
                 raise error_from_response(resp.status, raw)
-        decoded = orjson.loads(raw) if raw else {}
-        return decoded if isinstance(decoded, dict) else {"items": decoded}
+        decoded: dict[str, Any] = orjson.loads(raw) if raw else {}  # Kubernetes answers objects (or Status)
+        return decoded
 
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         return await self.request("GET", res.path(namespace, name))
