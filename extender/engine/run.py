@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from extender.engine import actions as _actions  # noqa: F401  (registers every action)
 from extender.engine import plugins as _plugins  # noqa: F401  (registers every plugin)
 from extender.engine.conf import SchedulerConf, load_conf
@@ -24,9 +28,29 @@ def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> S
     return Session(snapshot, conf, now)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for one session.
+
+    A session creates a few objects per pod and per placement (10^5 for 50,000 pods) and frees almost none of
+    them until it ends, and none of them form garbage cycles while it runs; yet the allocations would trigger
+    collections that traverse the caller's whole heap (the snapshot, watch caches) several times, ~15% of a
+    large session. Reference counting still frees everything else; the collector resumes (if it was on) when the
+    block exits and collects the finished session like any other garbage.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def run_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> Decisions:
-    ssn = open_session(snapshot, conf, now)
-    for name in conf.actions:
-        ACTIONS[name]().execute(ssn)
-    ssn.close()
-    return decisions(ssn)
+    with collector_paused():
+        ssn = open_session(snapshot, conf, now)
+        for name in conf.actions:
+            ACTIONS[name]().execute(ssn)
+        ssn.close()
+        return decisions(ssn)
