@@ -134,6 +134,9 @@ class Session:
             self._current, self._current_tier = option, ti
             plugin.on_session_open(self)
         self._current = None
+        # Callbacks are registered only while plugins open; the per-task votes keep their lists at hand.
+        self._ready_fns = self._all(Fn.JOB_READY)
+        self._allocatable_fns = self._all(Fn.ALLOCATABLE)
 
     # ---- building -------------------------------------------------------------------------------------------
     def _build_nodes(self, snap: Snapshot) -> None:
@@ -392,7 +395,7 @@ class Session:
         return None
 
     def job_ready(self, job: Job) -> bool:
-        for fn in self._all(Fn.JOB_READY):  # noqa: SIM110 (a generator costs more; this runs per placement)
+        for fn in self._ready_fns:  # noqa: SIM110 (a generator costs more; this runs per placement)
             if not fn(job):
                 return False
         return True
@@ -431,7 +434,7 @@ class Session:
         return any(fn(queue) for fn in self._all(Fn.OVERUSED))
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
-        for fn in self._all(Fn.ALLOCATABLE):  # noqa: SIM110 (a generator costs more; this runs per task)
+        for fn in self._allocatable_fns:  # noqa: SIM110 (a generator costs more; this runs per task)
             if not fn(queue, task):
                 return False
         return True
@@ -478,16 +481,19 @@ class Session:
 
     def place(self, task: Task, node: Node, status: TaskStatus) -> None:
         """Pending → Allocated/Pipelined on `node`."""
+        # `_occupy`, `set_status` and `fire_allocate` inlined: this runs once per placement.
         task.node = node.name
         if status is TaskStatus.PIPELINED:
             self.arrays.pipelined[node.idx] += task.resreq
-            self.placement.touch(node.idx)
-            node.tasks[task.uid] = task
-            node.used_ports.update(task.host_ports)
         else:
-            self._occupy(task, node, 1)
-        self.set_status(task, status)
-        self.fire_allocate(task)
+            self.arrays.used[node.idx] += task.resreq
+        self.placement.touch(node.idx)
+        node.tasks[task.uid] = task
+        if task.host_ports:
+            node.used_ports.update(task.host_ports)
+        self.jobs[task.job].set_status(task, status)
+        for allocate in self._on_allocate:
+            allocate(task)
 
     def unplace(self, task: Task) -> None:
         """Undo `place`: back to Pending."""

@@ -43,11 +43,10 @@ class QueueAttr:
 
 
 def queue_share(allocated: Vec, deserved: Vec) -> float:
-    """max over dimensions with deserved ≥ 0.1 of allocated / deserved."""
-    mask = deserved >= TOLERANCE
-    if not mask.any():
-        return 0.0
-    return float(np.max(allocated[mask] / deserved[mask]))
+    """max over dimensions with deserved ≥ 0.1 of allocated / deserved (0 when there is none)."""
+    # Over Python floats: the vectors are a handful of resources, and numpy's per-call cost dominates at that size.
+    shares = [a / d for a, d in zip(allocated.tolist(), deserved.tolist(), strict=True) if d >= TOLERANCE]
+    return max(shares) if shares else 0.0
 
 
 def water_fill(attrs: list[QueueAttr], total: Vec, dims: Dims) -> None:
