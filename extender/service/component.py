@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from extender.service.loop import ConfSource, SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
 from extender.service.plan import Plan
+from extender.service.runner import ProcessRunner
 from extender.service.state import ClusterState
 from lapilli.kube import KubeClient
 
@@ -34,6 +36,8 @@ class ExtenderConfig:
     lease_namespace: str
     lease_name: str
     leader_elect: bool
+    kubeconfig: Path | None = None
+    session_process: bool = True
     sync_timeout_s: float = 60.0
 
 
@@ -55,6 +59,9 @@ class ExtenderComponent:
         )
         self.permit = PermitCache(self._bind_now, config.permit_timeout_s, on_timeout=self._timed_out)
         self.extender = Extender(self.state, self.plan, self.loop, self.permit, client, self.metrics)
+        self.runner = ProcessRunner(config.kubeconfig) if config.session_process else None
+        if self.runner is not None:
+            self.loop.runner = self.runner
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
         self.bound_port: int | None = None
@@ -74,10 +81,15 @@ class ExtenderComponent:
         return self.elector is None or self.elector.is_leader()
 
     async def start(self) -> None:
+        if self.runner is not None:
+            self.runner.start()
         await self.state.start()
         if not await self.state.wait_synced(self.config.sync_timeout_s):
             log.warning("extender caches not synced after %.0fs; filter answers with an error until they are",
                         self.config.sync_timeout_s)
+        # The listed cluster is long-lived: keep it out of every later full collection, whose pauses would
+        # otherwise land on the verbs.
+        gc.freeze()
         if self.elector is not None:
             self._tasks.append(asyncio.create_task(self.elector.run_forever(), name="lease"))
         self._tasks.append(asyncio.create_task(self.loop.run_forever(), name="session-loop"))
@@ -99,6 +111,8 @@ class ExtenderComponent:
                 await task
         if self._runner is not None:
             await self._runner.cleanup()
+        if self.runner is not None:
+            self.runner.stop()
         await self.state.stop()
 
     def ready(self) -> bool:

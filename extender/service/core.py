@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,7 +30,6 @@ from extender.service.wire import (
     ExtenderFilterResult,
     ExtenderPreemptionArgs,
     ExtenderPreemptionResult,
-    HostPriority,
     MetaPod,
     MetaVictims,
 )
@@ -143,22 +141,27 @@ class Extender:
             return np.zeros(len(idx))
         return total / weight_sum
 
-    def prioritize(self, args: ExtenderArgs) -> list[HostPriority]:
+    def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
+        """`[{"Host", "Score"}]` for every offered node (plain dicts: thousands of models per call would cost
+        more than the scoring)."""
         offered = args.names()
         namespace, name, _ = _meta(args.pod)
         planned = self.plan.node_for(f"{namespace}/{name}")
         latest = self.loop.latest
         request = self._request(args.pod)
-        scores = dict.fromkeys(offered, 0)
+        scores = np.zeros(len(offered), dtype=np.int64)
         if latest is not None and request is not None:
-            known = [n for n in offered if n in latest.node_index]
-            if known:
-                packed = self._binpack(request, np.array([latest.node_index[n] for n in known]))
-                for n, s in zip(known, packed, strict=True):
-                    scores[n] = min(MAX_SCORE - 1, max(0, math.floor(s * MAX_SCORE)))
-        if planned in scores:
-            scores[planned] = MAX_SCORE
-        return [HostPriority(Host=n, Score=s) for n, s in scores.items()]
+            index = latest.node_index
+            positions = [i for i, n in enumerate(offered) if n in index]
+            if positions:
+                packed = self._binpack(request, np.array([index[offered[i]] for i in positions]))
+                scores[positions] = np.clip(np.floor(packed * MAX_SCORE), 0, MAX_SCORE - 1)
+        out = [{"Host": n, "Score": int(s)} for n, s in zip(offered, scores.tolist(), strict=True)]
+        if planned is not None:
+            for entry in out:
+                if entry["Host"] == planned:
+                    entry["Score"] = MAX_SCORE
+        return out
 
     # ---- bind -----------------------------------------------------------------------------------------------
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:

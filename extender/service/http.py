@@ -60,11 +60,7 @@ def _verb(name: str, call: Callable[[Extender, web.Request], Awaitable[Any]]) ->
             if not request.app[IS_LEADER]():
                 return _json({"Error": "lapilli: this replica does not hold the extender lease"}, 503)
             result = await call(extender, request)
-            payload = (
-                [r.model_dump(by_alias=True) for r in result]
-                if isinstance(result, list)
-                else result.model_dump(by_alias=True)
-            )
+            payload = result if isinstance(result, list) else result.model_dump(by_alias=True)
             return _json(payload)
         except BadRequest as exc:
             return _json({"Error": str(exc)}, 400)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -19,7 +20,8 @@ from extender.engine.conf import ConfError, SchedulerConf
 from extender.engine.run import parse_scheduler_conf
 from extender.service.metrics import ExtenderMetrics
 from extender.service.plan import Plan
-from extender.service.session import Outcome, run
+from extender.service.runner import SessionRunner, ThreadRunner
+from extender.service.session import Outcome
 from extender.service.state import ClusterState
 from extender.service.status import podgroup_status, queue_status
 from lapilli.kube import KubeClient
@@ -30,6 +32,9 @@ log = logging.getLogger("lapilli.extender")
 
 PLANNED_ANNOTATION = "lapilli.io/planned"
 WRITE_CONCURRENCY = 16
+# The session runs in a worker thread; a short GIL switch interval lets the event loop answer a verb within
+# about this long while a session computes (CPython's default is 5 ms).
+SWITCH_INTERVAL_S = 0.0002
 
 
 class ConfSource:
@@ -67,8 +72,10 @@ class SessionLoop:
         metrics: ExtenderMetrics,
         period_s: float = 1.0,
         is_leader: Callable[[], bool] = lambda: True,
+        runner: SessionRunner | None = None,
     ) -> None:
         self.state, self.plan, self.client, self.conf, self.metrics = state, plan, client, conf, metrics
+        self.runner: SessionRunner = runner or ThreadRunner(state)
         self.period_s = period_s
         self.is_leader = is_leader
         self.latest: Outcome | None = None
@@ -82,6 +89,7 @@ class SessionLoop:
         self._wake.set()
 
     async def run_forever(self) -> None:
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.period_s)
@@ -95,14 +103,14 @@ class SessionLoop:
             # Coalesce bursts of watch events into at most one session per 50 ms.
             await asyncio.sleep(0.05)
 
-    async def run_once(self) -> Outcome:
+    async def run_once(self) -> Outcome | None:
         now = time.monotonic()
         for gang in self.plan.expire(now):
             log.info("gang %s: plan expired before it bound; re-planning", gang)
-        snap = self.state.copy()
-        self.plan.reconcile(snap)
-        snap = self.plan.overlay(snap)
-        outcome = await asyncio.to_thread(run, snap, self.conf.refresh())
+        self.plan.reconcile(self.state.snapshot)
+        outcome = await self.runner(self.plan.placements(), self.conf.refresh())
+        if outcome is None:
+            return None  # the session's own view of the cluster is not synced yet
         self.metrics.session_seconds.observe(outcome.seconds)
         self._adopt(outcome, now)
         self.latest = outcome

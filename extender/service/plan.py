@@ -73,11 +73,15 @@ class Plan:
             if pod is None or pod.node_name or pod.phase not in ("Pending", ""):
                 self.forget_pod(pod_key)
 
-    def overlay(self, snap: Snapshot) -> Snapshot:
-        """`snap` (a copy the caller owns) with planned pods assumed on their planned nodes."""
-        for pod_key, gang in self.gang_of_pod.items():
-            pod = snap.pods.get(pod_key)
-            node = self.gangs[gang].nodes[pod_key]
-            if pod is not None and not pod.node_name and node in snap.nodes:
-                snap.pods[pod_key] = dataclasses.replace(pod, node_name=node)
-        return snap
+    def placements(self) -> dict[str, str]:
+        """pod key -> planned node, for every planned pod (what a session must assume)."""
+        return {pod: self.gangs[gang].nodes[pod] for pod, gang in self.gang_of_pod.items()}
+
+
+def overlay(snap: Snapshot, placements: dict[str, str]) -> Snapshot:
+    """`snap` (a copy the caller owns) with planned pods assumed on their planned nodes."""
+    for pod_key, node in placements.items():
+        pod = snap.pods.get(pod_key)
+        if pod is not None and not pod.node_name and node in snap.nodes:
+            snap.pods[pod_key] = dataclasses.replace(pod, node_name=node)
+    return snap

@@ -1,6 +1,7 @@
 """kube-scheduler's extender wire types (`k8s.io/kube-scheduler/extender/v1`): capitalised keys, `null` accepted.
 
-Pods and nodes arrive as raw dicts (validating a PodSpec per call would cost more than the verb itself).
+Pods and nodes arrive as raw dicts (validating a PodSpec per call would cost more than the verb itself); the
+prioritize answer, `[{"Host": str, "Score": int}]`, is built as plain dicts for the same reason.
 """
 
 from __future__ import annotations
@@ -33,11 +34,6 @@ class ExtenderFilterResult(_Wire):
     failed_nodes: dict[str, str] = Field(default_factory=dict, alias="FailedNodes")
     failed_and_unresolvable: dict[str, str] = Field(default_factory=dict, alias="FailedAndUnresolvableNodes")
     error: str = Field(default="", alias="Error")
-
-
-class HostPriority(_Wire):
-    host: str = Field(alias="Host")
-    score: int = Field(alias="Score")
 
 
 class ExtenderBindingArgs(_Wire):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from lapilli.serve import ExtenderSettings, Settings, SettingsError, WebhookSettings
+from lapilli.serve import ControllerSettings, ExtenderSettings, Settings, SettingsError, WebhookSettings
 from lapilli.serve import serve as run_service
 from lapilli.serve.settings import DEFAULT_TLS_DIR
 from webhook.context import AdmissionSettings
@@ -80,10 +80,21 @@ _PATH = click.Path(path_type=Path)
 @click.option("--session-period", default=1.0, show_default=True, help="Seconds between scheduling sessions.")
 @click.option("--permit-timeout", default=30.0, show_default=True,
               help="Seconds a gang may gather at bind (below the bind entry's httpTimeout).")
+@click.option("--session-process/--session-thread", default=True, show_default=True,
+              help="Run scheduling sessions in a child process (own cluster cache) or in a worker thread.")
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
               help="Answer extender verbs only while holding the Lease.")
 @click.option("--lease-namespace", default="lapilli-system", show_default=True, help="Namespace of the Lease.")
 @click.option("--lease-name", default="lapilli-extender", show_default=True, help="Name of the Lease.")
+@click.option("--enable-controllers/--disable-controllers", default=True, show_default=True,
+              help="Run the Job, Queue and PodGroup controllers (Volcano's vc-controller-manager) in this process.")
+@click.option("--controller-workers", default=8, show_default=True, help="Volcano Jobs synced concurrently.")
+@click.option("--controller-pod-concurrency", default=64, show_default=True,
+              help="Pod creations and deletions in flight at once, across all Jobs.")
+@click.option("--max-requeue-num", default=15, show_default=True,
+              help="Failed attempts at one Job request before the Job is terminated (-1: retry forever).")
+@click.option("--inherit-owner-annotations/--no-inherit-owner-annotations", default=True, show_default=True,
+              help="PodGroups of plain pods copy the pod owner's volcano.sh/* annotations.")
 @click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING or ERROR.")
 def serve(
     kubeconfig: Path | None,
@@ -104,14 +115,21 @@ def serve(
     scheduler_conf: Path | None,
     session_period: float,
     permit_timeout: float,
+    session_process: bool,
     leader_elect: bool,
     lease_namespace: str,
     lease_name: str,
+    enable_controllers: bool,
+    controller_workers: int,
+    controller_pod_concurrency: int,
+    max_requeue_num: int,
+    inherit_owner_annotations: bool,
     log_level: str,
 ) -> None:
     """Serve Volcano's admission webhook (Jobs, Queues, PodGroups, Pods) over TLS, with /healthz, /readyz
     and /metrics on the same port, and the scheduler extender (filter, prioritize, bind with the gang permit
-    cache, preempt) with its scheduling session loop on the extender port. Runs until SIGTERM or SIGINT."""
+    cache, preempt) with its scheduling session loop on the extender port, and Volcano's controllers (Jobs,
+    Queues, PodGroups, Commands). Runs until SIGTERM or SIGINT."""
     admission = AdmissionSettings(
         scheduler_names=scheduler_names,
         max_queue_depth=max_queue_depth,
@@ -135,11 +153,22 @@ def serve(
         scheduler_conf=scheduler_conf,
         session_period_s=session_period,
         permit_timeout_s=permit_timeout,
+        session_process=session_process,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
         lease_name=lease_name,
     )
-    settings = Settings(kubeconfig=kubeconfig, log_level=log_level, webhook=webhook, extender=extender)
+    controllers = ControllerSettings(
+        enabled=enable_controllers,
+        job_workers=controller_workers,
+        pod_concurrency=controller_pod_concurrency,
+        max_requeue=max_requeue_num,
+        scheduler_names=scheduler_names,
+        inherit_owner_annotations=inherit_owner_annotations,
+    )
+    settings = Settings(
+        kubeconfig=kubeconfig, log_level=log_level, webhook=webhook, extender=extender, controllers=controllers
+    )
     try:
         settings.check()
     except SettingsError as exc:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from controller import Controllers
 from extender.service.component import ExtenderComponent, ExtenderConfig
 from lapilli.kube import KubeClient, load_config
 from lapilli.serve.cabundle import CaBundleSync
@@ -57,6 +58,8 @@ def build(settings: Settings, client: KubeClient) -> Service:
     service.components += [caches, webhook]
     if settings.extender.enabled:
         service.components.append(ExtenderComponent(_extender_config(settings), client, service.registry))
+    if settings.controllers.enabled:  # after the webhook: the pods they create are admitted by it
+        service.components.append(Controllers(client, settings.controllers, service.registry))
     return service
 
 
@@ -71,6 +74,8 @@ def _extender_config(settings: Settings) -> ExtenderConfig:
         lease_namespace=e.lease_namespace,
         lease_name=e.lease_name,
         leader_elect=e.leader_elect,
+        kubeconfig=settings.kubeconfig,
+        session_process=e.session_process,
     )
 
 

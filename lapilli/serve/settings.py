@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from controller.settings import ControllerSettings
 from extender.engine.conf import ConfError
 from extender.engine.run import parse_scheduler_conf
 from webhook.context import AdmissionSettings
@@ -65,6 +66,8 @@ class ExtenderSettings:
     """Seconds between scheduling sessions (a change in the cluster starts one sooner)."""
     permit_timeout_s: float = 30.0
     """How long a gang may gather at bind; must stay below the bind entry's httpTimeout (60s shipped)."""
+    session_process: bool = True
+    """Run sessions in a child process with its own cluster cache (else in a worker thread of this one)."""
     leader_elect: bool = True
     """Hold a coordination.k8s.io Lease so only one replica answers the verbs."""
     lease_namespace: str = "lapilli-system"
@@ -83,6 +86,7 @@ class Settings:
     """Python logging level name."""
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     extender: ExtenderSettings = field(default_factory=ExtenderSettings)
+    controllers: ControllerSettings = field(default_factory=ControllerSettings)
 
     def problems(self) -> list[str]:
         """Every reason these settings cannot work (empty when they can)."""
@@ -94,6 +98,8 @@ class Settings:
         out += _webhook_problems(self.webhook)
         if self.extender.enabled:
             out += _extender_problems(self.extender)
+        if self.controllers.enabled:
+            out += self.controllers.problems()
         return out
 
     def check(self) -> Settings:

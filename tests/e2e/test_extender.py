@@ -70,22 +70,39 @@ async def _scheduled_at(cluster: DevCluster, pool: Pool, pod: str) -> float:
 
 
 async def test_two_gangs_on_room_for_one_never_bind_in_part(pool: Pool):
+    """One gang binds whole, the other not at all; when the first finishes the second runs. Bindings are one
+    API call per pod, so a read can land while a released gang's Bindings are being posted: any partial count
+    must be whole a moment later, never left standing."""
     await pool.add_nodes(2, gpus=2, cpu="8")
-    roles_a = [("ps", 2, {"cpu": "1"}), ("worker", 4, GPU1)]
+    roles = [("ps", 2, {"cpu": "1"}), ("worker", 4, GPU1)]
     done = {"sim.lapilli.io/duration": "6s"}
-    gang_a = await pool.gang("a", 0, {}, roles=roles_a, annotations=done)
-    gang_b = await pool.gang("b", 0, {}, roles=roles_a, annotations=done)
+    gangs = {"a": await pool.gang("a", 0, {}, roles=roles, annotations=done),
+             "b": await pool.gang("b", 0, {}, roles=roles, annotations=done)}
     seen: list[tuple[int, int]] = []
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        counts = (len(await pool.placed(gang_a)), len(await pool.placed(gang_b)))
+        counts = await _bound_counts(pool, gangs)
+        if any(c not in (0, 6) for c in counts):
+            await asyncio.sleep(1.0)
+            settled = await _bound_counts(pool, gangs)
+            assert all(c in (0, 6) for c in settled), f"a gang was left partly bound: {counts} then {settled}"
+            counts = settled
         seen.append(counts)
-        assert all(c in (0, 6) for c in counts), f"a gang was partly bound: {counts}"
         if counts == (6, 6):
             break
         await asyncio.sleep(0.2)
     assert seen[-1] == (6, 6), f"both gangs should have run, one after the other: {seen[-1]}"
     assert any(c in ((6, 0), (0, 6)) for c in seen), "the gangs should not have run at the same time"
+
+
+async def _bound_counts(pool: Pool, gangs: dict[str, list[str]]) -> tuple[int, int]:
+    """Bound members per gang from one LIST (one consistent read of the API server)."""
+    client = pool.cluster.client
+    assert client is not None
+    listed = await client.list(PODS, pool.namespace)
+    bound = {p["metadata"]["name"] for p in listed.items if (p.get("spec") or {}).get("nodeName")}
+    a, b = (sum(1 for name in pods if name in bound) for pods in gangs.values())
+    return a, b
 
 
 async def test_gpu_binpack_packs_one_node_and_leaves_room_for_a_whole_node_pod(pool: Pool):

@@ -1,0 +1,272 @@
+"""Extender numbers (issue 4).
+
+    .venv/bin/python bench/verbs.py latency [--nodes 1000 5000] [--requests 2000]
+    .venv/bin/python bench/verbs.py throughput [--nodes 500] [--pods 800]
+
+latency: the real aiohttp app of the extender runs in a child process over a synthetic cluster (nodes of 8 GPUs,
+gangs of 8 planned); the parent posts filter and prioritize requests for planned members with every node name
+(`nodeCacheCapable`), one at a time over loopback, and reports p50/p99 — once with the service idle and once
+while scheduling sessions run back to back in the service's worker thread. The baseline in the same run is a
+bare aiohttp handler that decodes the same body and answers a fixed reply. Sessions run in a child process
+(`--session-process`, the default of `lapilli serve`) that keeps its own copy of the cluster.
+
+throughput: a dev cluster (real kube-apiserver + kube-scheduler 1.20, simulated nodes) per case; pods are
+created as fast as the API takes them and the clock stops when the last one is bound. Cases: plain
+kube-scheduler on single pods (no extender configured), single pods through the extender, gangs of 8 through
+the extender (permit cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import multiprocessing as mp
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+
+def _percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.99) - 1] * 1000
+
+
+# ---- latency ----------------------------------------------------------------------------------------------
+def _cluster_docs(nodes: int) -> list[dict[str, Any]]:
+    from tests.unit.engine.builders import node, pod, podgroup, queue
+
+    docs = [node({"name": f"n{i:05d}", "alloc": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"}})
+            for i in range(nodes)]
+    docs.append(queue({"name": "default"}))
+    gangs = nodes // 4  # fills a quarter of the GPUs; sessions keep re-planning the unplaceable overflow below
+    for g in range(gangs):
+        docs.append(podgroup({"name": f"ml/g{g}", "min": 8, "phase": "Inqueue"}))
+        for i in range(8):
+            docs.append(pod({"name": f"ml/g{g}-w-{i}", "group": f"g{g}", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
+    docs.append(podgroup({"name": "ml/huge", "min": nodes * 9, "phase": "Inqueue"}))
+    for i in range(nodes):
+        docs.append(pod({"name": f"ml/huge-w-{i}", "group": "huge", "req": {"cpu": "1", "nvidia.com/gpu": "9"}}))
+    return docs
+
+
+def _synthetic_state(nodes: int) -> Any:
+    from extender.service.state import ClusterState
+    from lapilli.cluster.reflector import object_key
+
+    state = ClusterState(client=None)  # type: ignore[arg-type]  # fed directly, no API server
+    for reflector in state.reflectors:
+        reflector.synced.set()
+    for obj in _cluster_docs(nodes):
+        reflector = next(r for r in state.reflectors if r.resource.kind == obj["kind"])
+        reflector.store[object_key(obj)] = obj
+        state.apply("ADDED", obj)
+    return state
+
+
+def _session_child(nodes: int, conn: Any) -> None:
+    """The session process of the busy case: the same loop as the service's, over the synthetic cluster."""
+    from extender.service.runner import serve_sessions
+
+    asyncio.run(serve_sessions(_synthetic_state(nodes), conn))
+
+
+def _serve_extender(nodes: int, port: int, busy: bool, ready: Any) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from extender.service.core import Extender
+    from extender.service.http import make_app
+    from extender.service.loop import ConfSource, SessionLoop
+    from extender.service.metrics import ExtenderMetrics
+    from extender.service.permit import PermitCache
+    from extender.service.plan import Plan
+    from extender.service.runner import ProcessRunner
+
+    async def main() -> None:
+        state = _synthetic_state(nodes)
+        plan = Plan(ttl_s=3600)
+        metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: 0, restarts=state.restarts)
+        loop = SessionLoop(state, plan, None, ConfSource(None), metrics)  # type: ignore[arg-type]
+
+        async def no_writes(_outcome: Any) -> None:
+            return None
+
+        loop._write_status = no_writes  # type: ignore[method-assign]  # no API server here
+        await loop.run_once()
+        if busy:
+            runner = ProcessRunner(None, target=_session_child, args=(nodes,))
+            runner.start()
+            loop.runner = runner  # sessions in a child process, as the service runs them
+        sys.setswitchinterval(0.0002)  # what SessionLoop.run_forever sets
+        gc.freeze()  # what ExtenderComponent does once the caches are synced
+        extender = Extender(state, plan, loop, PermitCache(lambda *a: asyncio.sleep(0, ""), 30), None, metrics)  # type: ignore[arg-type]
+        runner = web.AppRunner(make_app(extender, lambda: True, lambda: True), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        ready.set()
+        while True:
+            if busy:
+                await loop.run_once()  # back-to-back sessions in the session process
+            else:
+                await asyncio.sleep(3600)
+
+    asyncio.run(main())
+
+
+def _serve_baseline(port: int, ready: Any) -> None:
+    reply = orjson.dumps({"NodeNames": ["n00000"], "FailedNodes": {}, "Error": ""})
+
+    async def handle(request: web.Request) -> web.Response:
+        orjson.loads(await request.read())
+        return web.Response(body=reply, content_type="application/json")
+
+    async def main() -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/extender/filter", handle)
+        app.router.add_post("/extender/prioritize", handle)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        ready.set()
+        await asyncio.sleep(3600)
+
+    asyncio.run(main())
+
+
+async def _measure(port: int, nodes: int, verb: str, requests: int) -> list[float]:
+    from tests.unit.engine.builders import pod
+
+    names = [f"n{i:05d}" for i in range(nodes)]
+    samples = []
+    async with aiohttp.ClientSession() as http:
+        for r in range(requests + 50):
+            member = pod({"name": f"ml/g{r % max(nodes // 4, 1)}-w-{r % 8}", "group": f"g{r % max(nodes // 4, 1)}",
+                          "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+            body = orjson.dumps({"Pod": member, "Nodes": None, "NodeNames": names})
+            start = time.perf_counter()
+            async with http.post(f"http://127.0.0.1:{port}/extender/{verb}", data=body,
+                                 headers={"Content-Type": "application/json"}) as resp:
+                await resp.read()
+            if r >= 50:  # warm-up
+                samples.append(time.perf_counter() - start)
+    return samples
+
+
+def _run_case(target: Any, args: tuple[Any, ...], port: int, nodes: int, requests: int) -> dict[str, tuple]:
+    ctx = mp.get_context("spawn")
+    ready = ctx.Event()
+    proc = ctx.Process(target=target, args=(*args, ready))  # not daemonic: it starts a session process
+    proc.start()
+    try:
+        if not ready.wait(600):
+            raise RuntimeError("server did not start")
+        return {verb: _percentiles(asyncio.run(_measure(port, nodes, verb, requests)))
+                for verb in ("filter", "prioritize")}
+    finally:
+        proc.terminate()
+        proc.join()
+
+
+def latency(nodes_list: list[int], requests: int) -> None:
+    print(f"{'nodes':>6} {'case':<28} {'filter p50/p99 ms':>20} {'prioritize p50/p99 ms':>24}")
+    for nodes in nodes_list:
+        cases = [
+            ("baseline (decode + fixed reply)", _serve_baseline, (18081,)),
+            ("extender, idle", _serve_extender, (nodes, 18082, False)),
+            ("extender, sessions running", _serve_extender, (nodes, 18083, True)),
+        ]
+        for label, target, args in cases:
+            port = args[-1] if target is _serve_baseline else args[1]
+            result = _run_case(target, args, port, nodes, requests)
+            f, p = result["filter"], result["prioritize"]
+            print(f"{nodes:>6} {label:<28} {f[0]:>8.2f} / {f[1]:>6.2f}   {p[0]:>10.2f} / {p[1]:>6.2f}", flush=True)
+
+
+# ---- throughput ---------------------------------------------------------------------------------------------
+async def _throughput_case(nodes: int, pods: int, extender: bool, gang: int, scheduler: str) -> float:
+    from lapilli.dev import ClusterSpec, DevCluster, NodeShape
+    from lapilli.kube.resources import PODGROUPS, PODS
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = ClusterSpec(state_dir=Path(tmp), nodes=nodes, shape=NodeShape(cpu="64", memory="512Gi", gpus=8),
+                           extender=extender, kubelet="none", tie_to_parent=True)
+        cluster = DevCluster(spec)
+        await cluster.up()
+        try:
+            client = cluster.client
+            assert client is not None
+            await cluster.ensure_namespace("bench")
+            sem = asyncio.Semaphore(64)
+
+            async def create(res: Any, obj: dict[str, Any]) -> None:
+                async with sem:
+                    await client.create(res, obj, "bench")
+
+            groups = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                       "metadata": {"name": f"g{g}", "namespace": "bench"}, "spec": {"minMember": gang}}
+                      for g in range(pods // gang)] if gang > 1 else []
+            await asyncio.gather(*(create(PODGROUPS, g) for g in groups))
+            start = time.perf_counter()
+            docs = []
+            for i in range(pods):
+                annotations = {"scheduling.k8s.io/group-name": f"g{i // gang}"} if gang > 1 else {}
+                docs.append({"apiVersion": "v1", "kind": "Pod",
+                             "metadata": {"name": f"p{i}", "namespace": "bench", "annotations": annotations},
+                             "spec": {"schedulerName": scheduler, "containers": [{
+                                 "name": "c", "image": "busybox",
+                                 "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1"},
+                                               "limits": {"nvidia.com/gpu": "1"}}}]}})
+            await asyncio.gather(*(create(PODS, d) for d in docs))
+            while True:
+                listed = await client.list(PODS, "bench")
+                bound = sum(1 for p in listed.items if (p.get("spec") or {}).get("nodeName"))
+                if bound >= pods:
+                    return pods / (time.perf_counter() - start)
+                if time.perf_counter() - start > 600:
+                    raise RuntimeError(f"only {bound}/{pods} bound after 600 s")
+                await asyncio.sleep(0.2)
+        finally:
+            await cluster.down()
+
+
+def throughput(nodes: int, pods: int) -> None:
+    cases = [
+        ("plain kube-scheduler, single pods", False, 1, "default-scheduler"),
+        ("with the extender, single pods", True, 1, "volcano"),
+        ("with the extender, gangs of 8", True, 8, "volcano"),
+    ]
+    results = {}
+    for label, extender, gang, scheduler in cases:
+        rate = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler))
+        results[label] = rate
+        print(f"{label:<36} {rate:8.1f} pods/s", flush=True)
+    base = results[cases[0][0]]
+    print(f"extender single pods / plain = {results[cases[1][0]] / base:.2f}x; "
+          f"gangs of 8 / plain = {results[cases[2][0]] / base:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="what", required=True)
+    lat = sub.add_parser("latency")
+    lat.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
+    lat.add_argument("--requests", type=int, default=2000)
+    thr = sub.add_parser("throughput")
+    thr.add_argument("--nodes", type=int, default=500)
+    thr.add_argument("--pods", type=int, default=800)
+    args = parser.parse_args()
+    if args.what == "latency":
+        latency(args.nodes, args.requests)
+    else:
+        throughput(args.nodes, args.pods)
+
+
+if __name__ == "__main__":
+    main()

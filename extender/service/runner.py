@@ -1,0 +1,113 @@
+"""Where sessions run, away from the event loop that answers the verbs.
+
+`ThreadRunner` runs the engine in a worker thread over the service's own cluster state (tests, small clusters).
+`ProcessRunner` runs it in a child process that keeps its own cluster state through its own reflectors, so a
+session shares neither the interpreter lock nor the garbage collector with the verbs; only the plan's placements
+go down the pipe and only the outcome comes back (shipping a 5,000-node snapshot instead would cost ~200 ms of
+pickling per session on the verbs' side).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing as mp
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Protocol
+
+from extender.engine.conf import SchedulerConf
+from extender.service.plan import overlay
+from extender.service.session import Outcome, run
+from extender.service.state import ClusterState
+
+log = logging.getLogger("lapilli.extender")
+
+
+class SessionRunner(Protocol):
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
+        """One session over the current cluster with `placements` assumed; None while not synced."""
+        ...
+
+
+class ThreadRunner:
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
+        if not self.state.synced:
+            return None
+        return await asyncio.to_thread(run, overlay(self.state.copy(), placements), conf)
+
+
+def _child(kubeconfig: str | None, conn: Connection) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s[session]: %(message)s")
+    asyncio.run(_child_main(kubeconfig, conn))
+
+
+async def _child_main(kubeconfig: str | None, conn: Connection) -> None:
+    from lapilli.kube import KubeClient, load_config
+
+    async with KubeClient(load_config(Path(kubeconfig) if kubeconfig else None)) as client:
+        state = ClusterState(client)
+        await state.start()
+        await serve_sessions(state, conn)
+
+
+async def serve_sessions(state: ClusterState, conn: Connection) -> None:
+    """Answer (placements, conf) requests with outcomes until the parent closes the pipe. The state keeps
+    following the cluster between requests (its reflectors run on this loop)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            placements, conf = await loop.run_in_executor(None, conn.recv)
+            outcome = None
+            if state.synced:
+                outcome = await asyncio.to_thread(run, overlay(state.copy(), placements), conf)
+            await loop.run_in_executor(None, conn.send, outcome)
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            return  # the parent is gone (even a SIGKILLed one closes its end of the pipe)
+
+
+class ProcessRunner:
+    def __init__(
+        self, kubeconfig: Path | None, target: Callable[..., None] = _child, args: tuple[object, ...] = ()
+    ) -> None:
+        """`target(*args, conn)` is the child's main; by default it follows the cluster through `kubeconfig`."""
+        self.kubeconfig = kubeconfig
+        self._target = target
+        self._args = args or (str(kubeconfig) if kubeconfig else None,)
+        self._conn: Connection | None = None
+        self._proc: mp.process.BaseProcess | None = None
+        self._lock = asyncio.Lock()
+
+    def start(self) -> None:
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self._proc = ctx.Process(target=self._target, args=(*self._args, child), name="lapilli-session", daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
+        if self._proc is None or not self._proc.is_alive():
+            log.warning("session process is not running; restarting it")
+            self.start()
+        assert self._conn is not None
+        conn = self._conn
+        loop = asyncio.get_running_loop()
+        async with self._lock:
+            await loop.run_in_executor(None, conn.send, (placements, conf))
+            outcome: Outcome | None = await loop.run_in_executor(None, conn.recv)
+        return outcome
+
+    def stop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.join(timeout=5)
+            if self._proc.is_alive():
+                self._proc.kill()
+        self._conn = self._proc = None
