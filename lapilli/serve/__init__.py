@@ -5,12 +5,14 @@ stop)` runs them until `stop` is set. Components: the admission caches and the T
 extender and controllers are added as further `Component`s.
 """
 
+from controller.settings import ControllerSettings
 from lapilli.serve.app import Service, build, serve
 from lapilli.serve.component import Component, run_components
 from lapilli.serve.settings import ExtenderSettings, Settings, SettingsError, WebhookSettings
 
 __all__ = [
     "Component",
+    "ControllerSettings",
     "ExtenderSettings",
     "Service",
     "Settings",

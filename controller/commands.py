@@ -1,0 +1,103 @@
+"""Commands (bus.volcano.sh/v1alpha1): suspend / resume a Job, open / close a Queue — each at most once.
+
+Mirrors `processNextCommand` of the Job and Queue controllers (reference §1.4): the Command is deleted
+*first* — whoever deletes it owns it, so a second replica or a restarted controller never runs it again — then
+the Job gets event `CommandIssued` ("Start to execute command <action>, and clean it up to make sure executed
+not more than once.") and a request carrying the action; a Queue gets the action on its work queue. A Command
+whose target is neither a Volcano Job nor a Queue is left for whoever understands it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+import aiohttp
+
+from controller.cache import uid_of
+from controller.context import Context
+from controller.jobs.controller import JobController
+from controller.jobs.requests import Request
+from controller.queues.controller import QueueController
+from lapilli.api import Action, Event, JobEvent
+from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, QUEUE_KIND, SCHEDULING_API_VERSION
+from lapilli.cluster import Event as WatchEvent
+from lapilli.kube import ApiError, Conflict, NotFound
+from lapilli.kube.resources import COMMANDS
+
+log = logging.getLogger(__name__)
+
+_RETRYABLE: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
+
+
+def command_target(cmd: Mapping[str, Any]) -> tuple[Literal["job", "queue"], str, str] | None:
+    """("job" | "queue", target name, target uid) for the Commands the controllers execute."""
+    target = cmd.get("target") or {}
+    api_version, kind = target.get("apiVersion"), target.get("kind")
+    if (api_version, kind) == (BATCH_API_VERSION, JOB_KIND):
+        return "job", str(target.get("name") or ""), str(target.get("uid") or "")
+    if (api_version, kind) == (SCHEDULING_API_VERSION, QUEUE_KIND):
+        return "queue", str(target.get("name") or ""), str(target.get("uid") or "")
+    return None
+
+
+def command_action(cmd: Mapping[str, Any]) -> Action | None:
+    try:
+        return Action(str(cmd.get("action") or ""))
+    except ValueError:
+        return None
+
+
+class CommandRouter:
+    def __init__(self, ctx: Context, jobs: JobController, queues: QueueController) -> None:
+        self.ctx, self.jobs, self.queues = ctx, jobs, queues
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.taken = 0
+
+    def on_command(self, event: WatchEvent) -> None:
+        if event.type != "DELETED" and command_target(event.obj) is not None:
+            task = asyncio.get_running_loop().create_task(self.take(event.obj))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def take(self, cmd: Mapping[str, Any], attempt: int = 0) -> None:
+        meta = cmd["metadata"]
+        try:
+            await self.ctx.client.delete(COMMANDS, meta["name"], meta["namespace"], uid=uid_of(cmd) or None)
+        except (NotFound, Conflict):
+            return  # taken by someone else (or re-created under the same name): not ours to run
+        except _RETRYABLE as exc:
+            delay = min(30.0, 0.2 * 2**attempt)
+            log.warning("command %s/%s: cannot take it (%s); retrying in %.1fs", meta["namespace"], meta["name"],
+                        exc, delay)
+            await asyncio.sleep(delay)
+            await self.take(cmd, attempt + 1)
+            return
+        self.taken += 1
+        self._dispatch(cmd)
+
+    def _dispatch(self, cmd: Mapping[str, Any]) -> None:
+        found, action = command_target(cmd), command_action(cmd)
+        if found is None or action is None:
+            log.warning("command %s: action %r is not one Lapilli executes; dropped", cmd["metadata"]["name"],
+                        cmd.get("action"))
+            return
+        kind, name, uid = found
+        self.ctx.metrics.commands.labels(action.value).inc()
+        if kind == "queue":
+            self.queues.submit(name, action)
+            return
+        namespace = cmd["metadata"]["namespace"]
+        job = self.ctx.jobs.get(f"{namespace}/{name}")
+        if job is None or (uid and uid_of(job) != uid):
+            log.info("command %s: Job %s/%s (uid %s) no longer exists", cmd["metadata"]["name"], namespace, name, uid)
+            return
+        message = f"Start to execute command {action}, and clean it up to make sure executed not more than once."
+        self.ctx.recorder.record(job, "Normal", JobEvent.COMMAND_ISSUED.value, message)
+        self.jobs.submit(Request(namespace, name, event=Event.COMMAND_ISSUED, action=action))
+
+    def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()

@@ -1,0 +1,92 @@
+"""Deleting what a deleted Job leaves behind: pods, PodGroup, plugin objects and the PVCs it created.
+
+Everything the Job controller creates carries the Job as controller owner, so a cluster with a garbage collector
+would delete it all by itself. Not every cluster Lapilli runs against has one (the dev cluster has no
+controller-manager), so the controller also deletes explicitly: when it sees the Job's DELETED event, and once
+at start for Jobs deleted while it was not running. Only objects owned by the deleted incarnation (its UID)
+are touched: a namesake Job created right after keeps its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from controller.cache import uid_of
+from controller.context import Context
+from controller.jobs.podgroup import podgroup_name
+from controller.jobs.requests import job_owner
+from controller.jobs.resources import NETWORK_POLICIES, PVCS, PluginResources, plugin_object_names
+from lapilli.api import Job
+from lapilli.kube import ApiError, Conflict, NotFound
+from lapilli.kube.resources import CONFIG_MAPS, PODGROUPS, PODS, SECRETS, SERVICES, VC_JOBS, Resource
+
+log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+SWEPT: Final[tuple[Resource, ...]] = (SERVICES, CONFIG_MAPS, SECRETS, NETWORK_POLICIES, PVCS)
+
+
+class Cleanup:
+    def __init__(self, ctx: Context, plugins: PluginResources) -> None:
+        self.ctx = ctx
+        self.plugins = plugins
+        self.deleted = 0
+
+    async def job_deleted(self, job_doc: Obj) -> None:
+        """The Job is gone: delete its pods, its PodGroup, its plugin objects and the PVCs it made."""
+        job = Job.from_wire(job_doc)
+        uid = job.metadata.uid or ""
+        key = f"{job.namespace}/{job.name}"
+        pods = [p for p in self.ctx.pods.by_index("job", key) if (job_owner(p) or {}).get("uid") == uid]
+        await asyncio.gather(*(self._delete(PODS, p, linger=True) for p in pods))
+        pg = self.ctx.podgroups.get(f"{job.namespace}/{podgroup_name(job.name, uid)}")
+        stub = {"metadata": {"name": podgroup_name(job.name, uid), "namespace": job.namespace, "uid": ""}}
+        await self._delete(PODGROUPS, pg or stub, linger=False)
+        for res, name, _plugin in plugin_object_names(job):
+            await self.plugins.delete_owned(res, name, job.namespace, uid)
+        for claim in (v for k, v in job.status.controlled_resources.items() if k.startswith("volume-pvc-")):
+            await self.plugins.delete_owned(PVCS, claim, job.namespace, uid)
+        log.info("job %s: deleted %d pods and the objects it owned", key, len(pods))
+
+    async def _delete(self, res: Resource, obj: Obj, *, linger: bool) -> None:
+        meta = obj["metadata"]
+        async with self.ctx.pod_gate:
+            try:
+                await self.ctx.client.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid") or None)
+                self.deleted += 1
+            except (NotFound, Conflict):
+                pass
+        stores = {PODS: self.ctx.pods, PODGROUPS: self.ctx.podgroups}
+        if meta.get("uid") and res in stores:
+            stores[res].deleted(obj, linger=linger)
+
+    async def sweep(self) -> None:
+        """Delete objects whose owning Job no longer exists (deleted while we were not watching)."""
+        live = {uid_of(j) for j in self.ctx.jobs.values()}
+        gone: dict[tuple[str, str, str], bool] = {}
+        candidates: list[tuple[Resource, Obj]] = [(PODS, p) for p in self.ctx.pods.values()]
+        candidates += [(PODGROUPS, pg) for pg in self.ctx.podgroups.values()]
+        for res in SWEPT:
+            try:
+                candidates += [(res, o) for o in (await self.ctx.client.list(res)).items]
+            except ApiError as exc:
+                log.warning("orphan sweep: cannot list %s: %s", res.plural, exc)
+        for res, obj in candidates:
+            owner = job_owner(obj)
+            if owner is None or owner.get("uid") in live:
+                continue
+            ident = (str(obj["metadata"].get("namespace")), str(owner.get("name")), str(owner.get("uid")))
+            if ident not in gone:
+                gone[ident] = await self._owner_gone(*ident)
+            if gone[ident]:
+                await self._delete(res, obj, linger=res is PODS)
+
+    async def _owner_gone(self, namespace: str, name: str, uid: str) -> bool:
+        try:
+            current = await self.ctx.client.get(VC_JOBS, name, namespace)
+        except NotFound:
+            return True
+        return uid_of(current) != uid

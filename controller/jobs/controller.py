@@ -1,0 +1,227 @@
+"""The Job controller loop: watch events become requests, workers turn requests into actions.
+
+Mirrors `pkg/controllers/job/job_controller*.go`: handlers classify events (`requests.py`) and queue them
+under the Job's key; a worker takes a key (never two workers on one Job), applies the lifecycle policies to
+each queued request in order (`policies.py`), holds back actions with a timeout (`delays.py`), executes the
+rest through the state machine (`state.py`, `actions.py`) — consecutive syncs collapse into one — and retries
+a failed request with exponential back-off. After `max_requeue` failures the Job is terminated, as Volcano's
+`--max-requeue-num` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, Final
+
+import aiohttp
+import pydantic
+
+from controller.cache import uid_of
+from controller.context import Context
+from controller.jobs.actions import ActionError, JobActions, StaleJob
+from controller.jobs.delays import DelayedActions
+from controller.jobs.policies import apply_policies
+from controller.jobs.requests import Request, job_owner, pod_request
+from controller.jobs.resources import PvcMissing
+from controller.jobs.state import step_for
+from controller.jobs.sync import Target, pod_task
+from lapilli.api import Action, Event, Job, JobEvent
+from lapilli.api.constants import JOB_NAME_KEY
+from lapilli.cluster import Event as WatchEvent
+from lapilli.cluster import WorkQueue
+from lapilli.kube import ApiError
+
+log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+_RETRYABLE: Final = (ActionError, PvcMissing, ApiError, aiohttp.ClientError, OSError, TimeoutError)
+_INTERNAL_ACTIONS: Final = frozenset({Action.SYNC_JOB, Action.ENQUEUE_JOB, Action.SYNC_QUEUE})
+
+
+def backoff_s(attempt: int) -> float:
+    """50 ms doubling per failed attempt, capped at a minute."""
+    return min(60.0, 0.05 * 2 ** max(0, attempt - 1))
+
+
+def _phase(obj: Obj | None) -> str:
+    return str((((obj or {}).get("status") or {}).get("state") or {}).get("phase") or "")
+
+
+def _unschedulable(pg: Obj | None) -> str:
+    """The scheduler's current reason a gang waits ("" when it does not)."""
+    for cond in ((pg or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Unschedulable" and cond.get("status") == "True":
+            return str(cond.get("message") or "")
+    return ""
+
+
+class JobController:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.actions = JobActions(ctx)
+        self.queue: WorkQueue[str] = WorkQueue()
+        self.delays = DelayedActions(self.submit)
+        self._requests: dict[str, list[Request]] = {}
+        self._attempts: dict[Request, int] = {}
+        self._evicted: set[str] = set()  # pod UIDs whose deletion was already reported once
+        self._parsed: OrderedDict[tuple[str, str], Job] = OrderedDict()
+        self.executed = 0
+
+    # -- event handlers (synchronous, called after the stores have seen the event) --------------------------
+
+    def submit(self, req: Request) -> None:
+        queued = self._requests.setdefault(req.key, [])
+        if req not in queued:
+            queued.append(req)
+        self.queue.add(req.key)
+
+    def on_job(self, event: WatchEvent) -> None:
+        meta = event.obj["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if event.type == "DELETED":
+            self.delays.forget_job(key)
+            self._requests.pop(key, None)
+            return
+        old = event.old
+        if old is not None and old.get("spec") == event.obj.get("spec") and _phase(old) == _phase(event.obj):
+            return  # only the status moved (our own write, mostly): nothing to reconcile
+        self.submit(Request(meta["namespace"], meta["name"], event=Event.OUT_OF_SYNC))
+
+    def on_pod(self, event: WatchEvent) -> None:
+        pod = event.obj
+        meta = pod.get("metadata") or {}
+        notes = meta.get("annotations") or {}
+        if job_owner(pod) is None:
+            return
+        job_key = f"{meta.get('namespace')}/{notes.get(JOB_NAME_KEY)}"
+        task = pod_task(pod)
+        siblings = [p for p in self.ctx.pods.by_index("job", job_key) if pod_task(p) == task]
+        uid = uid_of(pod)
+        req = pod_request(event.type, pod, event.old, job=self.ctx.jobs.get(job_key), task_pods=siblings,
+                          first_deletion=uid not in self._evicted)
+        if event.type == "DELETED":
+            self._evicted.discard(uid)
+        elif req is not None and req.event == Event.POD_EVICTED:
+            self._evicted.add(uid)
+        if req is not None:
+            self.delays.observe(req)
+            self.submit(req)
+
+    def on_podgroup(self, event: WatchEvent, *, deleted_by_us: bool) -> None:
+        pg = event.obj
+        meta = pg.get("metadata") or {}
+        owner = next((o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Job"), None)
+        job_name = str((owner or {}).get("name") or meta.get("name"))
+        namespace = str(meta.get("namespace"))
+        if event.type == "DELETED":
+            if not deleted_by_us and owner is not None and f"{namespace}/{job_name}" in self.ctx.jobs:
+                self.submit(Request(namespace, job_name, event=Event.OUT_OF_SYNC))  # someone removed the gang
+            return
+        phase = str((pg.get("status") or {}).get("phase") or "")
+        before = str(((event.old or {}).get("status") or {}).get("phase") or "")
+        if event.type == "MODIFIED" and phase != before:
+            self.submit(Request(namespace, job_name, event=Event.JOB_UNKNOWN if phase == "Unknown" else None))
+        elif event.type == "MODIFIED" and _unschedulable(pg) != _unschedulable(event.old):
+            self.submit(Request(namespace, job_name))  # a new reason to wait: tell it on the Job (PodGroupPending)
+
+    # -- workers -----------------------------------------------------------------------------------------------
+
+    async def run_worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                await self._process(key)
+            except Exception:
+                log.exception("job %s: unexpected error", key)
+            finally:
+                self.queue.done(key)
+
+    def _job(self, key: str) -> tuple[Obj, Job] | None:
+        doc = self.ctx.jobs.get(key)
+        if doc is None:
+            return None
+        cache_key = (uid_of(doc), str(doc["metadata"].get("resourceVersion")))
+        job = self._parsed.get(cache_key)
+        if job is None:
+            try:
+                job = Job.from_wire(doc)
+            except pydantic.ValidationError as exc:
+                self.ctx.recorder.record(doc, "Warning", JobEvent.JOB_STATUS_ERROR.value, f"invalid Job: {exc}")
+                return None
+            self._parsed[cache_key] = job
+            while len(self._parsed) > 1024:
+                self._parsed.popitem(last=False)
+        return doc, job
+
+    async def _process(self, key: str) -> None:
+        requests = self._requests.pop(key, [])
+        sync: Request | None = None
+        for req in requests:
+            found = self._job(key)
+            if found is None:
+                return
+            doc, job = found
+            decision = apply_policies(job, req)
+            if decision.delay_s > 0 and not req.delayed:
+                if self.delays.schedule(req, decision.action, decision.delay_s):
+                    message = f"Execute action {decision.action} after {decision.delay_s:g}s"
+                    self.ctx.recorder.record(doc, "Normal", JobEvent.EXECUTE_ACTION.value, message)
+                continue
+            if decision.action == Action.SYNC_JOB:
+                sync = sync or req
+                continue
+            await self._run(key, req, decision.action)
+        if sync is not None:
+            await self._run(key, sync, Action.SYNC_JOB)
+
+    async def _run(self, key: str, req: Request, action: Action) -> None:
+        found = self._job(key)
+        if found is None:
+            return
+        doc, job = found
+        if action not in _INTERNAL_ACTIONS:
+            self.ctx.recorder.record(doc, "Normal", JobEvent.EXECUTE_ACTION.value, f"Start to execute action {action} ")
+        step = step_for(job.status.state.phase, action)
+        target = Target(task=req.task, pod=req.pod_name if action == Action.RESTART_POD else "",
+                        partition=req.partition if action == Action.RESTART_PARTITION else "")
+        began = time.perf_counter()
+        try:
+            await self.actions.execute(doc, step, target)
+        except StaleJob:
+            self.submit(req)  # the fresh Job is in the store now
+            return
+        except _RETRYABLE as exc:
+            self.ctx.metrics.actions.labels(action.value, "error").inc()
+            await self._failed(key, req, action, exc)
+            return
+        self.executed += 1
+        self.ctx.metrics.actions.labels(action.value, "ok").inc()
+        self.ctx.metrics.sync_seconds.labels(action.value).observe(time.perf_counter() - began)
+        self._attempts.pop(req, None)
+        if action not in _INTERNAL_ACTIONS:
+            self.delays.executed(req, action)
+
+    async def _failed(self, key: str, req: Request, action: Action, exc: Exception) -> None:
+        attempts = self._attempts.get(req, 0) + 1
+        limit = self.ctx.settings.max_requeue
+        if limit < 0 or attempts < limit:
+            self._attempts[req] = attempts
+            delay = backoff_s(attempts)
+            log.info("job %s: %s failed (%s); retry %d in %.2fs", key, action, exc, attempts, delay)
+            asyncio.get_running_loop().call_later(delay, self.submit, req)
+            return
+        self._attempts.pop(req, None)
+        found = self._job(key)
+        if found is None:
+            return
+        doc, job = found
+        message = f"Job failed on action {action} for retry limit reached"
+        self.ctx.recorder.record(doc, "Warning", JobEvent.EXECUTE_ACTION.value, message)
+        log.warning("job %s: %s; terminating it and releasing its resources", key, message)
+        with contextlib.suppress(*_RETRYABLE, StaleJob):
+            await self.actions.execute(doc, step_for(job.status.state.phase, Action.TERMINATE_JOB))

@@ -1,0 +1,101 @@
+"""A Volcano Job's status as the controller writes it, and the merge patch from the old one to the new one.
+
+The wire form mirrors Go's `JobStatus` JSON: zero counters are omitted (`omitempty`), `taskStatusCount` is
+`{task: {phase: {PodPhase: n}}}`, and `conditions` keeps one entry per phase — a new transition to a phase
+replaces the older entry and goes last. `merge_patch` is RFC 7386 in reverse: the patch that turns one JSON
+document into another (nulls for what went away), so a status write never needs a read-modify-write loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.jobs.state import Counts
+from lapilli.api import JobPhase
+
+_COUNTERS = ("pending", "running", "succeeded", "failed", "terminating", "unknown")
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def go_duration(seconds: float) -> str:
+    """`time.Duration.String()` for whole-millisecond precision: "0s", "1.5s", "2m3s", "1h0m0s"."""
+    if seconds <= 0:
+        return "0s"
+    total_ms = round(seconds * 1000)
+    hours, rest_ms = divmod(total_ms, 3_600_000)
+    minutes, rest_ms = divmod(rest_ms, 60_000)
+    secs = f"{rest_ms // 1000}" + (f".{rest_ms % 1000:03d}".rstrip("0") if rest_ms % 1000 else "")
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    if total_ms < 1000:
+        return f"{total_ms}ms"
+    return f"{secs}s"
+
+
+def counts_status(counts: Counts) -> dict[str, Any]:
+    out: dict[str, Any] = {k: getattr(counts, k) for k in _COUNTERS if getattr(counts, k)}
+    tasks = {t: {"phase": {p: n for p, n in phases.items() if n}} for t, phases in sorted(counts.tasks.items())}
+    tasks = {t: v for t, v in tasks.items() if v["phase"]}
+    if tasks:
+        out["taskStatusCount"] = tasks
+    return out
+
+
+def transition(status: dict[str, Any], phase: JobPhase, now: str, reason: str = "", message: str = "") -> None:
+    """Enter `phase` at `now`: state and the one condition per phase, newest last."""
+    state: dict[str, Any] = {"phase": phase.value, "lastTransitionTime": now}
+    if reason:
+        state["reason"] = reason
+    if message:
+        state["message"] = message
+    status["state"] = state
+    kept = [c for c in status.get("conditions") or [] if c.get("status") != phase.value]
+    status["conditions"] = [*kept, {"status": phase.value, "lastTransitionTime": now}]
+
+
+def build_status(
+    old: Mapping[str, Any], counts: Counts, *, min_available: int, version: int, retry_count: int,
+    controlled: Mapping[str, str], running_duration: str | None = None,
+) -> dict[str, Any]:
+    """The new status: counts recounted, bookkeeping carried over from `old` (state, conditions)."""
+    status: dict[str, Any] = {k: v for k, v in old.items() if k in ("state", "conditions", "runningDuration")}
+    status.update(counts_status(counts))
+    if min_available:
+        status["minAvailable"] = min_available
+    if version:
+        status["version"] = version
+    if retry_count:
+        status["retryCount"] = retry_count
+    if controlled:
+        status["controlledResources"] = dict(sorted(controlled.items()))
+    if running_duration is not None:
+        status["runningDuration"] = running_duration
+    return status
+
+
+def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch that turns `old` into `new` (empty when they are equal)."""
+    patch: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key)
+        if key in old and before == value:
+            continue
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            patch[key] = merge_patch(before, value)
+        else:
+            patch[key] = value
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    return patch

@@ -1,0 +1,163 @@
+"""What one `syncJob` or `killJob` does to a Job's pods, decided without I/O.
+
+Mirrors `syncJob` and `killJob` in `job_controller_actions.go` (reference §3.2 and §3.5):
+
+* sync — every replica `<job>-<task>-<i>` that is missing is created (once the PodGroup is admitted, and for a
+  task with `dependsOn` only once the tasks it depends on are ready); pods past `replicas` (scale down) and
+  pods the controller marked out-of-sync are deleted; everything else is counted by phase;
+* kill — every pod not in a retained phase is deleted (all of the Job, or one task, pod or partition).
+
+Pods being deleted count as terminating and are never recreated under their still-taken name. Unlike
+Volcano, pods are counted even while the PodGroup waits to be admitted, so `status` never goes stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.jobs.podgroup import task_min_member
+from controller.jobs.requests import out_of_sync
+from controller.jobs.state import Counts
+from lapilli.api import Iteration, Job, TaskSpec
+from lapilli.api.constants import DEFAULT_TASK_SPEC, PARTITION_ID_KEY, TASK_SPEC_KEY
+from lapilli.jobplugins import make_pod_name
+
+Obj = Mapping[str, Any]
+IsDeleting = Callable[[Obj], bool]
+PHASES = ("Pending", "Running", "Succeeded", "Failed")
+
+
+def _meta(pod: Obj) -> Mapping[str, Any]:
+    return pod.get("metadata") or {}
+
+
+def pod_phase(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def pod_task(pod: Obj) -> str:
+    return str((_meta(pod).get("annotations") or {}).get(TASK_SPEC_KEY) or DEFAULT_TASK_SPEC)
+
+
+class Tally:
+    """Accumulates `Counts` (Volcano's `classifyAndAddUpPodBaseOnPhase` + `calcPodStatus`)."""
+
+    def __init__(self) -> None:
+        self.by_phase = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0, "Unknown": 0}
+        self.terminating = 0
+        self.tasks: dict[str, dict[str, int]] = {}
+
+    def add(self, task: str, phase: str) -> None:
+        phase = phase if phase in PHASES else "Unknown"
+        self.by_phase[phase] += 1
+        per_task = self.tasks.setdefault(task, {})
+        per_task[phase] = per_task.get(phase, 0) + 1
+
+    def counts(self) -> Counts:
+        p = self.by_phase
+        return Counts(p["Pending"], p["Running"], p["Succeeded"], p["Failed"], self.terminating, p["Unknown"],
+                      self.tasks)
+
+
+@dataclass(slots=True)
+class SyncPlan:
+    create: list[tuple[TaskSpec, int]] = field(default_factory=list)
+    delete: list[Obj] = field(default_factory=list)
+    counts: Counts = field(default_factory=Counts)
+
+
+def by_name(pods: Sequence[Obj]) -> dict[str, Obj]:
+    return {str(_meta(p).get("name")): p for p in pods}
+
+
+def _ready(pod: Obj) -> bool:
+    phase = pod_phase(pod)
+    if phase == "Succeeded":
+        return True
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return phase == "Running" and all(bool(s.get("ready")) for s in statuses)
+
+
+def task_ready(job: Job, task_name: str, pods: Mapping[str, Obj]) -> bool:
+    """A dependency is ready when enough of its pods run (all containers ready) or succeeded."""
+    task = next((t for t in job.spec.tasks if t.name == task_name), None)
+    if task is None:
+        return True  # nothing to wait for (validation refuses unknown dependencies anyway)
+    names = (make_pod_name(job.name, task.name, i) for i in range(task.replicas))
+    ready = sum(1 for n in names if n in pods and _ready(pods[n]))
+    return ready >= task_min_member(task)
+
+
+def dependencies_met(job: Job, task: TaskSpec, pods: Mapping[str, Obj]) -> bool:
+    deps = task.depends_on
+    if deps is None or not deps.name:
+        return True
+    if len(deps.name) > 1 and deps.iteration == Iteration.ANY:
+        return any(task_ready(job, d, pods) for d in deps.name)
+    return all(task_ready(job, d, pods) for d in deps.name)
+
+
+def plan_sync(job: Job, pods: Sequence[Obj], *, deleting: IsDeleting, admitted: bool) -> SyncPlan:
+    """Pods to create and delete, and the counts after doing so. `admitted`: the PodGroup is past Pending."""
+    plan, tally, named = SyncPlan(), Tally(), by_name(pods)
+    for task in job.spec.tasks:
+        wanted = {make_pod_name(job.name, task.name, i): i for i in range(task.replicas)}
+        may_create = admitted and dependencies_met(job, task, named)
+        for name, index in wanted.items():
+            pod = named.get(name)
+            if pod is None:
+                if may_create:
+                    plan.create.append((task, index))
+                    tally.add(task.name, "Pending")
+            elif deleting(pod):
+                tally.terminating += 1
+            elif out_of_sync(pod) and admitted:
+                plan.delete.append(pod)
+                tally.terminating += 1
+            else:
+                tally.add(pod_task(pod), pod_phase(pod))
+        for name, pod in named.items():  # pods of tasks no longer in the spec are left alone, as in Volcano
+            if pod_task(pod) == task.name and name not in wanted:
+                if deleting(pod):
+                    tally.terminating += 1
+                elif admitted:
+                    plan.delete.append(pod)  # scaled down
+                    tally.terminating += 1
+    plan.counts = tally.counts()
+    return plan
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a RestartTask / RestartPod / RestartPartition kills; None for the whole Job."""
+
+    task: str = ""
+    pod: str = ""
+    partition: str = ""
+
+    def hits(self, pod: Obj) -> bool:
+        if self.pod:
+            return str(_meta(pod).get("name")) == self.pod
+        if pod_task(pod) != self.task:
+            return False
+        return not self.partition or (_meta(pod).get("labels") or {}).get(PARTITION_ID_KEY) == self.partition
+
+
+def plan_kill(
+    pods: Sequence[Obj], *, retain: frozenset[str], deleting: IsDeleting, target: Target | None = None,
+) -> tuple[list[Obj], Counts]:
+    """`killJob`/`killTarget`: the pods to delete and the counts once they are going."""
+    doomed: list[Obj] = []
+    tally = Tally()
+    for pod in pods:
+        if deleting(pod):
+            tally.terminating += 1
+            continue
+        if (target is None or target.hits(pod)) and pod_phase(pod) not in retain:
+            doomed.append(pod)
+            tally.terminating += 1
+            continue
+        tally.add(pod_task(pod), pod_phase(pod))
+    return doomed, tally.counts()

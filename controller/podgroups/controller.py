@@ -1,0 +1,112 @@
+"""The PodGroup controller for plain pods: create the pod's PodGroup, then point the pod at it.
+
+Mirrors `pkg/controllers/podgroup` (reference §3.8); what the PodGroup looks like is `plain.py`. The owner's
+annotations are read from the API server (a ReplicaSet, StatefulSet, batch Job…); if it cannot be read the
+defaults apply. A bare pod's PodGroup is owned by the pod; without a garbage collector nothing would delete it,
+so it is deleted here when the pod goes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+import aiohttp
+
+from controller.context import Context
+from controller.podgroups.plain import build_podgroup, controller_owner, owner_plural, wants_podgroup
+from lapilli.api.constants import GROUP_NAME_ANNOTATION
+from lapilli.cluster import Event as WatchEvent
+from lapilli.cluster import WorkQueue
+from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
+from lapilli.kube.resources import PODGROUPS, PODS, Resource
+
+log = logging.getLogger(__name__)
+
+_RETRYABLE: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
+
+
+class PodGroupController:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()  # ("pod", key) or ("gone", "<ns>/<pod uid>")
+        self._attempts: dict[tuple[str, str], int] = {}
+        self.created = 0
+
+    def on_pod(self, event: WatchEvent) -> None:
+        pod = event.obj
+        meta = pod.get("metadata") or {}
+        if event.type == "DELETED":
+            notes = meta.get("annotations") or {}
+            if notes.get(GROUP_NAME_ANNOTATION) == f"podgroup-{meta.get('uid')}":
+                self.queue.add(("gone", f"{meta.get('namespace')}/{meta.get('uid')}"))
+            return
+        if wants_podgroup(pod, self.ctx.settings.scheduler_names):
+            self.queue.add(("pod", f"{meta.get('namespace')}/{meta.get('name')}"))
+
+    async def run_worker(self) -> None:
+        while True:
+            item = await self.queue.get()
+            try:
+                if item[0] == "pod":
+                    await self._sync(item[1])
+                else:
+                    await self._collect(item[1])
+                self._attempts.pop(item, None)
+            except _RETRYABLE as exc:
+                attempts = self._attempts[item] = self._attempts.get(item, 0) + 1
+                log.info("podgroup for %s: %s; retry %d", item[1], exc, attempts)
+                self.queue.add_after(item, min(30.0, 0.1 * 2**attempts))
+            except Exception:
+                log.exception("podgroup for %s: unexpected error", item[1])
+            finally:
+                self.queue.done(item)
+
+    async def _sync(self, key: str) -> None:
+        pod = self.ctx.pods.get(key)
+        if pod is None or not wants_podgroup(pod, self.ctx.settings.scheduler_names):
+            return
+        meta = pod["metadata"]
+        desired = build_podgroup(pod, await self._owner_annotations(pod),
+                                 inherit=self.ctx.settings.inherit_owner_annotations)
+        name = desired["metadata"]["name"]
+        if f"{meta['namespace']}/{name}" not in self.ctx.podgroups:
+            try:
+                self.ctx.podgroups.wrote(await self.ctx.client.create(PODGROUPS, desired))
+                self.ctx.metrics.podgroups_created.labels("pod").inc()
+                self.created += 1
+            except AlreadyExists:
+                pass
+        patch = {"metadata": {"annotations": {GROUP_NAME_ANNOTATION: name}}}
+        try:
+            self.ctx.pods.wrote(await self.ctx.client.patch(PODS, meta["name"], patch, meta["namespace"]))
+        except NotFound:
+            return
+
+    async def _owner_annotations(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        owner = controller_owner(pod)
+        if owner is None:
+            return {}
+        api_version, kind = str(owner.get("apiVersion") or ""), str(owner.get("kind") or "")
+        res = Resource(api_version, owner_plural(kind), kind)
+        try:
+            found = await self.ctx.client.get(res, str(owner.get("name")), pod["metadata"]["namespace"])
+        except ApiError as exc:  # gone, or not ours to read: the defaults apply, as when it has no annotation
+            log.debug("owner %s %s of pod %s unreadable: %s", kind, owner.get("name"), pod["metadata"]["name"], exc)
+            return {}
+        return dict((found.get("metadata") or {}).get("annotations") or {})
+
+    async def _collect(self, ident: str) -> None:
+        namespace, uid = ident.split("/", 1)
+        name = f"podgroup-{uid}"
+        current = self.ctx.podgroups.get(f"{namespace}/{name}")
+        if current is None:
+            return
+        owners = (current.get("metadata") or {}).get("ownerReferences") or []
+        if not any(o.get("kind") == "Pod" and o.get("uid") == uid for o in owners):
+            return
+        with contextlib.suppress(NotFound, Conflict):
+            await self.ctx.client.delete(PODGROUPS, name, namespace, uid=current["metadata"]["uid"])
+        self.ctx.podgroups.deleted(current, linger=False)

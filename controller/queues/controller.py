@@ -1,0 +1,137 @@
+"""The Queue controller: state (Open / Closing / Closed), PodGroup counts, and the standing queues.
+
+Mirrors `pkg/controllers/queue/*.go`: a queue is synced when it appears and whenever a PodGroup enters, leaves
+or changes phase in it; OpenQueue / CloseQueue Commands (`commands.py`) arrive here as actions. Writes are
+merge patches of `status` fields this controller owns, so the scheduler's `status.allocated` is never
+overwritten. `root` and `default` are created when missing (Volcano's scheduler does this at start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+import aiohttp
+
+from controller.context import Context
+from controller.queues.state import needs_root_parent, next_state, podgroup_counts, status_patch
+from lapilli.api import Action
+from lapilli.api.constants import DEFAULT_QUEUE, QUEUE_KIND, ROOT_QUEUE, SCHEDULING_API_VERSION
+from lapilli.cluster import Event as WatchEvent
+from lapilli.cluster import WorkQueue
+from lapilli.kube import AlreadyExists, ApiError, NotFound
+from lapilli.kube.resources import QUEUES
+
+log = logging.getLogger(__name__)
+
+STANDING: Final = (
+    (ROOT_QUEUE, {"weight": 1, "reclaimable": False}),
+    (DEFAULT_QUEUE, {"weight": 1, "reclaimable": True}),
+)
+_EVENTS: Final = {Action.OPEN_QUEUE: "Open queue succeed", Action.CLOSE_QUEUE: "Close queue succeed"}
+_RETRYABLE: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
+
+
+def _queue_of(pg: Mapping[str, Any] | None) -> str | None:
+    return str(((pg or {}).get("spec") or {}).get("queue") or DEFAULT_QUEUE) if pg is not None else None
+
+
+def _phase(pg: Mapping[str, Any] | None) -> str:
+    return str(((pg or {}).get("status") or {}).get("phase") or "")
+
+
+class QueueController:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.queue: WorkQueue[str] = WorkQueue()
+        self._actions: dict[str, list[Action]] = {}
+        self._attempts: dict[str, int] = {}
+
+    def submit(self, name: str, action: Action = Action.SYNC_QUEUE) -> None:
+        actions = self._actions.setdefault(name, [])
+        if action not in actions:
+            actions.append(action)
+        self.queue.add(name)
+
+    def on_queue(self, event: WatchEvent) -> None:
+        name = event.obj["metadata"]["name"]
+        if event.type == "DELETED":
+            self._actions.pop(name, None)
+            return
+        status = event.obj.get("status") or {}
+        if event.type == "ADDED" or not status.get("state") or needs_root_parent(event.obj):
+            self.submit(name)
+
+    def on_podgroup(self, event: WatchEvent) -> None:
+        now, before = _queue_of(event.obj), _queue_of(event.old)
+        if event.type != "MODIFIED" or now != before or _phase(event.obj) != _phase(event.old):
+            for name in {n for n in (now, before) if n}:
+                self.submit(name)
+
+    async def run_worker(self) -> None:
+        while True:
+            name = await self.queue.get()
+            actions = self._actions.pop(name, [])
+            done = 0
+            try:
+                for action in actions:
+                    await self._execute(name, action)
+                    done += 1
+                self._attempts.pop(name, None)
+            except _RETRYABLE as exc:
+                # The failed action and those after it wait for the retry, ahead of anything queued since.
+                later = self._actions.get(name, [])
+                self._actions[name] = [*actions[done:], *(a for a in later if a not in actions[done:])]
+                attempts = self._attempts[name] = self._attempts.get(name, 0) + 1
+                log.info("queue %s: %s failed (%s); retry %d", name, actions[done], exc, attempts)
+                self.queue.add_after(name, min(30.0, 0.1 * 2**attempts))
+            except Exception:
+                log.exception("queue %s: unexpected error", name)
+            finally:
+                self.queue.done(name)
+
+    async def _execute(self, name: str, action: Action) -> None:
+        queue = self.ctx.queues.get(name)
+        if queue is None:
+            return
+        if needs_root_parent(queue):
+            queue = await self.ctx.client.patch(QUEUES, name, {"spec": {"parent": ROOT_QUEUE}})
+            self.ctx.queues.wrote(queue)
+        podgroups = self.ctx.podgroups.by_index("queue", name)
+        status = queue.get("status") or {}
+        state = next_state(str(status.get("state") or ""), action, len(podgroups))
+        patch = status_patch(status, state, podgroup_counts(podgroups))
+        if patch is not None:
+            self.ctx.queues.wrote(await self.ctx.client.patch_status(QUEUES, name, {"status": patch}))
+        if action in _EVENTS and "state" in (patch or {}):
+            self.ctx.recorder.record(queue, "Normal", action.value, _EVENTS[action])
+
+    async def ensure_standing_queues(self) -> None:
+        """`root` and `default` exist (retried until the API server accepts them)."""
+        for name, spec in STANDING:
+            attempt = 0
+            while not await self._ensure_queue(name, spec):
+                attempt += 1
+                await asyncio.sleep(min(30.0, 0.5 * attempt))
+
+    async def _ensure_queue(self, name: str, spec: dict[str, Any]) -> bool:
+        body = {"apiVersion": SCHEDULING_API_VERSION, "kind": QUEUE_KIND, "metadata": {"name": name}, "spec": spec}
+        try:
+            await self.ctx.client.get(QUEUES, name)
+            return True
+        except NotFound:
+            pass
+        except _RETRYABLE as exc:
+            log.warning("cannot read queue %s yet (%s)", name, exc)
+            return False
+        try:
+            await self.ctx.client.create(QUEUES, body)
+            log.info("created the standing queue %s", name)
+        except AlreadyExists:
+            pass
+        except _RETRYABLE as exc:
+            log.warning("cannot create queue %s yet (%s)", name, exc)
+            return False
+        return True

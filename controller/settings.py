@@ -1,0 +1,40 @@
+"""Settings of the controllers (one frozen object, validated by the service assembly before start)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+DEFAULT_SCHEDULER_NAMES: Final = ("volcano",)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    """Volcano's vc-controller-manager flags that matter here, plus Lapilli's concurrency knobs."""
+
+    enabled: bool = True
+    """Run the Job, Queue, PodGroup and garbage-collection controllers in this process."""
+    job_workers: int = 8
+    """Jobs synced concurrently (one Job is never synced by two workers at once)."""
+    pod_concurrency: int = 64
+    """Pod creations and deletions in flight at once, across all Jobs."""
+    max_requeue: int = 15
+    """Failed attempts at one request before the Job is terminated (Volcano's `--max-requeue-num`)."""
+    scheduler_names: tuple[str, ...] = DEFAULT_SCHEDULER_NAMES
+    """Plain pods with one of these `schedulerName`s get a PodGroup of their own."""
+    inherit_owner_annotations: bool = True
+    """Auto-created PodGroups copy their pod owner's `volcano.sh/*` annotations."""
+    sync_timeout_s: float = 60.0
+    """How long start-up waits for the caches before the workers start anyway (not ready until synced)."""
+
+    def problems(self) -> list[str]:
+        out: list[str] = []
+        if self.job_workers < 1:
+            out.append(f"--controller-workers {self.job_workers} must be >= 1")
+        if self.pod_concurrency < 1:
+            out.append(f"--controller-pod-concurrency {self.pod_concurrency} must be >= 1")
+        if self.max_requeue < -1:
+            out.append(f"--max-requeue-num {self.max_requeue} must be >= 0 (or -1: retry forever)")
+        if not self.scheduler_names:
+            out.append("--scheduler-name must be given at least once")
+        return out
