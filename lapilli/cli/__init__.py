@@ -13,6 +13,8 @@ import click
 # name -> "module:attribute" (relative to this package)
 _COMMANDS: dict[str, str] = {
     "dev": "dev:dev",
+    "job": "job:job",
+    "queue": "queue:queue",
     "certs": "certs:certs",
     "schedule": "schedule:schedule",
     "serve": "serve:serve",

@@ -1,0 +1,130 @@
+"""What `lapilli queue` and `lapilli job` (Volcano's vcctl verbs) share: connection flags, Commands, formatting.
+
+Counterparts: `pkg/cli/util/util.go` (CreateQueueCommand, CreateJobCommand, HumanDuration,
+PopulateResourceListV1) and the flag helpers of `pkg/cli/{job,queue}`. The builders and formatters are pure;
+`run_with_client` is the one place a verb touches the API server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import click
+
+from lapilli.api.constants import DEFAULT_QUEUE
+from lapilli.kube import ApiError, ConfigError, KubeClient, load_config
+from lapilli.kube.resources import COMMANDS
+from lapilli.resources import QuantityError, parse_quantity
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+QUEUE_COMMAND_NAMESPACE = DEFAULT_QUEUE
+"""vcctl creates queue Commands in the `default` namespace (a Queue itself has none)."""
+
+
+def connection_options(fn: Callable[P, T]) -> Callable[P, T]:
+    """vcctl's common flags: `-s/--master` and `-k/--kubeconfig`."""
+    fn = click.option("-k", "--kubeconfig", type=click.Path(path_type=Path), default=None,
+                      help="(optional) absolute path to the kubeconfig file [default: $KUBECONFIG, ~/.kube/config]")(fn)
+    return click.option("-s", "--master", default="", help="the address of apiserver")(fn)
+
+
+def run_with_client(
+    kubeconfig: Path | None, master: str, work: Callable[[KubeClient], Awaitable[T]],
+) -> T:
+    """Run one verb against the API server; API refusals and config problems become one-line CLI errors."""
+    try:
+        config = load_config(kubeconfig)
+    except (ConfigError, OSError) as exc:
+        raise click.ClickException(f"cannot load kubeconfig: {exc}") from None
+    if master:
+        config.server = master.rstrip("/")
+
+    async def main() -> T:
+        async with KubeClient(config) as client:
+            return await work(client)
+
+    try:
+        return asyncio.run(main())
+    except ApiError as exc:
+        raise click.ClickException(exc.message or str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot reach the API server: {exc}") from None
+
+
+def controller_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """`metav1.NewControllerRef(obj, kind)`."""
+    meta = obj["metadata"]
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def make_command(target: Mapping[str, Any], action: str, namespace: str) -> dict[str, Any]:
+    """The Command vcctl creates: `generateName: <target>-<action lower-cased>-`, owned by and aimed at the
+    target object."""
+    ref = controller_ref(target)
+    return {
+        "apiVersion": COMMANDS.api_version, "kind": COMMANDS.kind,
+        "metadata": {"generateName": f"{ref['name']}-{action.lower()}-", "namespace": namespace,
+                     "ownerReferences": [ref]},
+        "target": ref, "action": action,
+    }
+
+
+def resource_list(spec: str) -> dict[str, str]:
+    """`populateResourceListV1`: "cpu=1000m,memory=100Mi" -> {"cpu": "1000m", "memory": "100Mi"}."""
+    if not spec:
+        return {}
+    out: dict[str, str] = {}
+    for statement in spec.split(","):
+        parts = statement.split("=")
+        if len(parts) != 2:
+            raise click.BadParameter(f"invalid argument syntax {statement}, expected <resource>=<value>")
+        try:
+            parse_quantity(parts[1])
+        except QuantityError as exc:
+            raise click.BadParameter(str(exc)) from None
+        out[parts[0]] = parts[1]
+    return out
+
+
+def human_duration(seconds: float) -> str:
+    """`HumanDuration` (k8s.io/apimachinery's duration.HumanDuration as vcctl copies it)."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m" if s % 60 == 0 else f"{minutes}m{s % 60}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        return f"{hours}h" if minutes % 60 == 0 else f"{hours}h{minutes % 60}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d" if hours % 24 == 0 else f"{hours // 24}d{hours % 24}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        return f"{hours // 24 // 365}y{(hours // 24) % 365}d"
+    return f"{hours // 24 // 365}y"
+
+
+def since(timestamp: str | None, now: datetime | None = None) -> str:
+    """`translateTimestampSince`: "<unknown>" for a missing time."""
+    if not timestamp:
+        return "<unknown>"
+    then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    return human_duration(((now or datetime.now(UTC)) - then).total_seconds())
+
