@@ -106,6 +106,7 @@ class Placement:
         self._classes: dict[tuple[bytes, str], _ClassEntry] = {}
         self._static: dict[str, Mask] = {}
         self.scalar_refresh_max = SCALAR_REFRESH_MAX
+        self._last: tuple[npt.NDArray[np.float64], str, _ClassEntry] | None = None
 
     def touch(self, row: int) -> None:
         self._log.append(row)
@@ -174,16 +175,23 @@ class Placement:
 
     def entry(self, task: Task) -> _ClassEntry:
         """The task's class entry, brought up to date with every row changed since it was last used."""
-        key = (task.resreq.tobytes(), task.predicate_key)
-        entry = self._classes.get(key)
-        if entry is None:
-            entry = self._classes[key] = self._build(task)
-            return entry
+        last = self._last
+        if last is not None and task.resreq is last[0] and task.predicate_key == last[1]:
+            entry = last[2]  # the previous task's class: siblings share their request vector
+        else:
+            key = (task.resreq.tobytes(), task.predicate_key)
+            found = self._classes.get(key)
+            if found is None:
+                found = self._classes[key] = self._build(task)
+            entry = found
+            self._last = (task.resreq, task.predicate_key, entry)
         log = self._log
         if entry.seen < len(log):
             changed = log[entry.seen :]
             entry.seen = len(log)
-            if len(changed) <= self.scalar_refresh_max:
+            if len(changed) == 1:  # the usual case: one placement since this class last looked
+                self._store_row(task, entry, changed[0])
+            elif len(changed) <= self.scalar_refresh_max:
                 for row in dict.fromkeys(changed):
                     self._store_row(task, entry, row)
             else:
@@ -236,10 +244,12 @@ class Placement:
         entry = self.entry(task)
         if not entry.fast or task.host_ports:
             return self._choose_by_masks(task)
-        for picks, idle in ((entry.pick_idle, True), (entry.pick_future, False)):
-            best = int(picks.argmax())
-            if picks[best] != NO_NODE:
-                return self.nodes[best], idle
+        best = int(entry.pick_idle.argmax())
+        if entry.pick_idle[best] != NO_NODE:
+            return self.nodes[best], True
+        best = int(entry.pick_future.argmax())
+        if entry.pick_future[best] != NO_NODE:
+            return self.nodes[best], False
         return None
 
     def _choose_by_masks(self, task: Task) -> tuple[Node, bool] | None:

@@ -431,7 +431,10 @@ class Session:
 
     # ---- queue votes ----------------------------------------------------------------------------------------
     def overused(self, queue: Queue) -> bool:
-        return any(fn(queue) for fn in self._all(Fn.OVERUSED))
+        for fn in self._all(Fn.OVERUSED):  # noqa: SIM110 (a generator costs more; this runs per job)
+            if fn(queue):
+                return True
+        return False
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
         for fn in self._allocatable_fns:  # noqa: SIM110 (a generator costs more; this runs per task)
