@@ -9,7 +9,7 @@ stack, built on the fly with the system's `go`); `--client python` uses raw asyn
 * throughput: C concurrent connections for a fixed time; the server's CPU use shows whether its one core
   was the limit.
 
-Run: .venv/bin/python bench/webhook.py [--requests 5000] [--seconds 8] [--connections 1 4 16] [--client go|python]
+Run: .venv/bin/python bench/admission.py [--requests 5000] [--seconds 8] [--connections 1 4 16] [--client go|python]
 """
 
 from __future__ import annotations

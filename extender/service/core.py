@@ -235,7 +235,7 @@ class Extender:
                 lost[gang] = lost.get(gang, 0) + 1
                 podgroup = snap.podgroups.get(gang)
                 if podgroup is not None and latest is not None:
-                    queue = latest.decisions.queues.get(podgroup.queue) or {}
+                    queue = latest.queues.get(podgroup.queue) or {}
                     if queue.get("deserved") is not None and float(queue.get("share", 0.0)) <= 1.0:
                         return False  # its queue is within what it deserves
         for gang, count in lost.items():

@@ -12,7 +12,6 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ from extender.service.plan import Plan
 from extender.service.runner import SessionRunner, ThreadRunner
 from extender.service.session import Outcome
 from extender.service.state import ClusterState
-from extender.service.status import podgroup_status, queue_status
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, QUEUES
@@ -35,6 +33,7 @@ WRITE_CONCURRENCY = 16
 # The session runs in a worker thread; a short GIL switch interval lets the event loop answer a verb within
 # about this long while a session computes (CPython's default is 5 ms).
 SWITCH_INTERVAL_S = 0.0002
+MIN_SESSION_GAP_S = 0.2
 
 
 class ConfSource:
@@ -100,8 +99,8 @@ class SessionLoop:
                 await self.run_once()
             except Exception:
                 log.exception("scheduling session failed; retrying next period")
-            # Coalesce bursts of watch events into at most one session per 50 ms.
-            await asyncio.sleep(0.05)
+            # Coalesce bursts of watch events: at most five sessions a second, each over the whole cluster.
+            await asyncio.sleep(MIN_SESSION_GAP_S)
 
     async def run_once(self) -> Outcome | None:
         now = time.monotonic()
@@ -118,24 +117,19 @@ class SessionLoop:
         return outcome
 
     def _adopt(self, outcome: Outcome, now: float) -> None:
-        by_gang: dict[str, dict[str, str]] = {}
-        for pod, node in outcome.decisions.binds.items():
-            gang = outcome.gang_of_pod.get(pod)
-            if gang is not None:
-                by_gang.setdefault(gang, {})[pod] = node
-        for gang, nodes in by_gang.items():
+        for gang, (min_member, nodes) in outcome.new_plans.items():
             if gang in self.plan.gangs:
                 self.plan.gangs[gang].nodes.update(nodes)
                 for pod in nodes:
                     self.plan.gang_of_pod[pod] = gang
                 self.plan.version += 1
             else:
-                self.plan.add(gang, outcome.min_member.get(gang, 0), nodes, now)
+                self.plan.add(gang, min_member, nodes, now)
 
     async def _evict(self, outcome: Outcome) -> None:
         now = time.monotonic()
         self._recent_evictions = {k: t for k, t in self._recent_evictions.items() if now - t < 30}
-        todo = [k for k in outcome.decisions.evictions if k not in self._recent_evictions]
+        todo = [k for k in outcome.evictions if k not in self._recent_evictions]
         for key in todo:
             self._recent_evictions[key] = now
         await asyncio.gather(*(self._evict_one(key) for key in todo))
@@ -153,21 +147,12 @@ class SessionLoop:
                 log.warning("eviction of %s failed: %s", key, exc)
 
     async def _write_status(self, outcome: Outcome) -> None:
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        pg_store = self.state.reflectors[2].store
-        q_store = self.state.reflectors[3].store
+        kinds = {"PodGroup": PODGROUPS, "Queue": QUEUES}
         writes = []
-        for key, computed in outcome.decisions.podgroups.items():
-            current = (pg_store.get(key) or {}).get("status") or {}
-            new = podgroup_status(current, computed, stamp, planned=key in self.plan.gangs)
-            if new is not None:
-                namespace, name = key.split("/", 1)
-                writes.append(self._patch_status(PODGROUPS, name, namespace, new))
-        for name, computed in outcome.decisions.queues.items():
-            current = (q_store.get(name) or {}).get("status") or {}
-            patch = queue_status(current, computed)
-            if patch is not None:
-                writes.append(self._patch_status(QUEUES, name, None, patch))
+        for kind, key, status in outcome.status_writes:
+            namespace, _, name = key.rpartition("/")
+            writes.append(self._patch_status(kinds[kind], name, namespace or None, status))
+        for name, computed in outcome.queues.items():
             self.metrics.observe_queue(name, computed)
         await asyncio.gather(*writes)
 

@@ -25,6 +25,11 @@ from extender.service.state import ClusterState
 log = logging.getLogger("lapilli.extender")
 
 
+def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf) -> Outcome:
+    """One session over `state` with the plan's placements assumed; statuses compared with its stores."""
+    return run(overlay(state.copy(), placements), conf, placements, state.store("PodGroup"), state.store("Queue"))
+
+
 class SessionRunner(Protocol):
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
         """One session over the current cluster with `placements` assumed; None while not synced."""
@@ -38,7 +43,7 @@ class ThreadRunner:
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
         if not self.state.synced:
             return None
-        return await asyncio.to_thread(run, overlay(self.state.copy(), placements), conf)
+        return await asyncio.to_thread(run_over, self.state, placements, conf)
 
 
 def _child(kubeconfig: str | None, conn: Connection) -> None:
@@ -64,7 +69,7 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
             placements, conf = await loop.run_in_executor(None, conn.recv)
             outcome = None
             if state.synced:
-                outcome = await asyncio.to_thread(run, overlay(state.copy(), placements), conf)
+                outcome = await asyncio.to_thread(run_over, state, placements, conf)
             await loop.run_in_executor(None, conn.send, outcome)
         except (EOFError, BrokenPipeError, ConnectionResetError):
             return  # the parent is gone (even a SIGKILLed one closes its end of the pipe)

@@ -1,20 +1,25 @@
-"""One engine session for the service, run off the event loop: the decisions plus what the verbs need after it
-(each node's room once the plan is counted, for prioritize and for re-planning one pod in filter)."""
+"""One engine session for the service, run off the event loop (in the session process by default): new gang plans,
+evictions, the status writes that changed, and what the verbs need after it (each node's room once the plan is
+counted, for prioritize and for re-planning one pod in filter)."""
 
 from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.engine.conf import SchedulerConf
 from extender.engine.framework import ACTIONS
-from extender.engine.results import Decisions, decisions
+from extender.engine.results import decisions
 from extender.engine.run import open_session
 from extender.engine.snapshot import Snapshot
+from extender.service.status import podgroup_status, queue_status
 from lapilli.resources.vector import Dims
 
 _UNREADY = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
@@ -22,14 +27,18 @@ _UNREADY = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
 
 @dataclass(slots=True)
 class Outcome:
-    decisions: Decisions
+    """What a session hands back to the verbs' process: small on purpose, since it crosses a pipe and is
+    unpickled on the event loop that answers the verbs."""
+
+    evictions: list[str]
+    new_plans: dict[str, tuple[int, dict[str, str]]]  # gang -> (minMember, pod -> node)
+    reasons: dict[str, str]  # gang without a plan -> the one-line reason filter gives
+    status_writes: list[tuple[str, str, dict[str, Any]]]  # (kind, key, status or patch)
+    queues: dict[str, dict[str, Any]]
     dims: Dims
     node_index: dict[str, int]
     allocatable: npt.NDArray[np.float64]
     idle: npt.NDArray[np.float64]
-    gang_of_pod: dict[str, str]
-    min_member: dict[str, int]
-    reasons: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -45,26 +54,57 @@ def short_reason(status: dict[str, object], min_member: int, queue: str) -> str:
     return "waiting for a scheduling session"
 
 
-def run(snap: Snapshot, conf: SchedulerConf) -> Outcome:
+class CurrentStatus(Protocol):
+    """The stored objects' statuses, to write only what changed (a reflector store fits)."""
+
+    def get(self, key: str, /) -> Mapping[str, Any] | None: ...
+
+
+def run(
+    snap: Snapshot,
+    conf: SchedulerConf,
+    placements: Mapping[str, str],
+    podgroups: CurrentStatus,
+    queues: CurrentStatus,
+) -> Outcome:
     start = time.perf_counter()
     ssn = open_session(snap, conf)
     for name in conf.actions:
         ACTIONS[name]().execute(ssn)
     ssn.close()
     result = decisions(ssn)
-    gang_of_pod = {f"{p.namespace}/{p.name}": f"{p.namespace}/{p.group}" for p in snap.pods.values() if p.group}
-    min_member = {key: pg.min_member for key, pg in snap.podgroups.items()}
-    outcome = Outcome(
-        decisions=result,
+    new_plans: dict[str, tuple[int, dict[str, str]]] = {}
+    for pod_key, node in result.binds.items():
+        pod = snap.pods[pod_key]
+        gang = f"{pod.namespace}/{pod.group}"
+        if pod.group and gang in snap.podgroups:
+            new_plans.setdefault(gang, (snap.podgroups[gang].min_member, {}))[1][pod_key] = node
+    planned = {f"{snap.pods[p].namespace}/{snap.pods[p].group}" for p in placements if p in snap.pods}
+    planned |= set(new_plans)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    reasons: dict[str, str] = {}
+    writes: list[tuple[str, str, dict[str, Any]]] = []
+    for key, computed in result.podgroups.items():
+        pg = snap.podgroups[key]
+        if key not in planned:
+            reasons[key] = short_reason(computed, pg.min_member, pg.queue)
+        current = (podgroups.get(key) or {}).get("status") or {}
+        new = podgroup_status(current, computed, stamp, planned=key in planned)
+        if new is not None:
+            writes.append(("PodGroup", key, new))
+    for name, computed in result.queues.items():
+        patch = queue_status((queues.get(name) or {}).get("status") or {}, computed)
+        if patch is not None:
+            writes.append(("Queue", name, patch))
+    return Outcome(
+        evictions=result.evictions,
+        new_plans=new_plans,
+        reasons=reasons,
+        status_writes=writes,
+        queues=result.queues,
         dims=ssn.dims,
         node_index={n.name: n.idx for n in ssn.nodes},
         allocatable=ssn.arrays.allocatable.copy(),
         idle=ssn.arrays.idle(),
-        gang_of_pod=gang_of_pod,
-        min_member=min_member,
+        seconds=time.perf_counter() - start,
     )
-    for key, status in result.podgroups.items():
-        pg = snap.podgroups[key]
-        outcome.reasons[key] = short_reason(status, pg.min_member, pg.queue)
-    outcome.seconds = time.perf_counter() - start
-    return outcome

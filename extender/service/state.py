@@ -24,6 +24,17 @@ log = logging.getLogger("lapilli.extender")
 WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
 
 
+def _pod_matters(event_type: str, pod: Mapping[str, Any]) -> bool:
+    """Whether a pod event can change what a session would plan: a gang member waiting for a node, or room
+    coming free (a pod deleted, finishing or terminating). Bound pods changing status do not."""
+    meta = pod.get("metadata") or {}
+    if event_type == "DELETED" or meta.get("deletionTimestamp"):
+        return True
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return True
+    return not (pod.get("spec") or {}).get("nodeName") and GROUP_NAME_ANNOTATION in (meta.get("annotations") or {})
+
+
 class ClusterState:
     def __init__(self, client: KubeClient, on_change: Callable[[], None] | None = None) -> None:
         self.snapshot = Snapshot()
@@ -57,10 +68,12 @@ class ClusterState:
             meta = obj.get("metadata") or {}
             log.warning("ignoring %s %s/%s: %s", obj.get("kind"), meta.get("namespace", ""), meta.get("name"), exc)
             remove_object(self.snapshot, obj)
+        relevant = True
         if obj.get("kind") == "Pod":
             self._index_pod(event_type, obj)
+            relevant = _pod_matters(event_type, obj)
         self.generation += 1
-        if self._on_change is not None:
+        if relevant and self._on_change is not None:
             self._on_change()
 
     def _index_pod(self, event_type: str, obj: Mapping[str, Any]) -> None:
@@ -89,9 +102,12 @@ class ClusterState:
                 count += 1
         return count
 
+    def store(self, kind: str) -> dict[str, dict[str, Any]]:
+        """The raw objects of one kind as last seen (the reflector's store)."""
+        return next(r.store for r in self.reflectors if r.resource.kind == kind)
+
     def pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """The raw pod as last seen (from the pod reflector's store)."""
-        return self.reflectors[1].store.get(f"{namespace}/{name}")
+        return self.store("Pod").get(f"{namespace}/{name}")
 
     def copy(self) -> Snapshot:
         return copy_snapshot(self.snapshot)

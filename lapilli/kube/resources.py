@@ -70,6 +70,8 @@ VALIDATING_WEBHOOKS: Final = Resource(
     "admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False
 )
 
+FLOW_SCHEMAS: Final = Resource("flowcontrol.apiserver.k8s.io/v1beta1", "flowschemas", "FlowSchema", namespaced=False)
+
 # Volcano's API, served through the CRDs in manifests/crds.
 VC_JOBS: Final = Resource("batch.volcano.sh/v1alpha1", "jobs", "Job")
 PODGROUPS: Final = Resource("scheduling.volcano.sh/v1beta1", "podgroups", "PodGroup")
@@ -81,7 +83,7 @@ _BY_KIND: Final[dict[tuple[str, str], Resource]] = {
     for r in (
         NAMESPACES, NODES, PODS, SERVICES, SERVICE_ACCOUNTS, CONFIG_MAPS, SECRETS, EVENTS, POD_TEMPLATES, LEASES,
         PRIORITY_CLASSES, CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, ROLES, ROLE_BINDINGS, CRDS, MUTATING_WEBHOOKS,
-        VALIDATING_WEBHOOKS, VC_JOBS, PODGROUPS, QUEUES, COMMANDS,
+        VALIDATING_WEBHOOKS, FLOW_SCHEMAS, VC_JOBS, PODGROUPS, QUEUES, COMMANDS,
     )
 }
 
