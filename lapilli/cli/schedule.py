@@ -5,34 +5,17 @@ Bad input ends with exit code 2 and one line naming the document, the field and 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any
 
 import click
 import orjson
-import yaml
 
 from extender.engine.conf import ConfError
 from extender.engine.framework import ArgumentError
 from extender.engine.results import Decisions
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import SnapshotError, build_snapshot
-
-
-def fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
-
-
-def load_documents(path: Path) -> list[Any]:
-    try:
-        return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-    except OSError as exc:
-        fail(f"{path}: {exc.strerror}")
-    except yaml.YAMLError as exc:
-        fail(f"{path}: not valid YAML: {' '.join(str(exc).split())}")
-    raise AssertionError("unreachable")
+from lapilli.cli.inputs import fail, load_documents
 
 
 def render_table(result: Decisions) -> str:

@@ -8,16 +8,15 @@ Bad input ends with exit code 2 and one line naming the document, the field and 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 import orjson
-import yaml
 
 from extender.engine.conf import ConfError, SchedulerConf
 from extender.engine.framework import ArgumentError
+from lapilli.cli.inputs import fail, load_documents
 from lapilli.sim import (
     DefaultScheduler,
     LapilliScheduler,
@@ -31,20 +30,6 @@ from lapilli.sim import (
 )
 from lapilli.sim import simulate as run_simulation
 from lapilli.sim.report import render, render_summary
-
-
-def fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
-
-
-def load_documents(path: Path) -> list[Any]:
-    try:
-        return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-    except OSError as exc:
-        fail(f"{path}: {exc.strerror}")
-    except yaml.YAMLError as exc:
-        fail(f"{path}: not valid YAML: {' '.join(str(exc).split())}")
 
 
 def _conf(conf_file: Path | None) -> SchedulerConf:
