@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
+from lapilli.api.constants import (
+    GROUP_NAME_ANNOTATION,
+    PREEMPTABLE_KEY,
+    TASK_PRIORITY_ANNOTATION,
+    TASK_SPEC_KEY,
+)
 from lapilli.resources.units import Units, pod_request, resource_list_units
-
-GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
-TASK_SPEC_KEY: Final = "volcano.sh/task-spec"
-PREEMPTABLE_KEY: Final = "volcano.sh/preemptable"
-TASK_PRIORITY_ANNOTATION: Final = "volcano.sh/task-priority"
 
 
 class SnapshotError(ValueError):
