@@ -57,11 +57,15 @@ def podgroup_phase(ssn: Session, job: Job) -> str:
     condition = ssn.conditions.get(job.uid)
     if job.counts[TaskStatus.RUNNING] and condition is not None and condition[0] == "Unschedulable":
         return "Unknown"
-    scheduled = [t for t in job.tasks.values() if t.status in SCHEDULED_STATUS]
-    scheduled += [t for t in job.tasks.values() if t.status is TaskStatus.RELEASING and t.node]
-    if len(scheduled) >= job.min_member and (scheduled or job.min_member == 0) and job.tasks:
-        if scheduled and all(t.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED) for t in scheduled):
-            return "Completed"
+    # Scheduled: Running, Bound, Succeeded, Failed, or Releasing on a node (counted from the job's counters).
+    counts = job.counts
+    releasing = 0
+    if counts[TaskStatus.RELEASING]:
+        releasing = sum(1 for t in job.tasks.values() if t.status is TaskStatus.RELEASING and t.node)
+    scheduled = job.count(SCHEDULED_STATUS) + releasing
+    if scheduled >= job.min_member and (scheduled or job.min_member == 0) and job.tasks:
+        if scheduled and not (counts[TaskStatus.RUNNING] or counts[TaskStatus.BOUND] or releasing):
+            return "Completed"  # every scheduled task has ended
         return "Running"
     return "Inqueue" if job.phase == "Inqueue" else "Pending"
 
@@ -84,6 +88,8 @@ def podgroup_status(ssn: Session, job: Job) -> dict[str, Any]:
 def queue_status(ssn: Session) -> dict[str, dict[str, Any]]:
     allocated: dict[str, Vec] = {name: ssn.dims.zeros() for name in ssn.queues}
     for job in ssn.jobs.values():
+        if not job.count(ALLOCATED_STATUS):
+            continue
         for task in job.tasks.values():
             if task.status in ALLOCATED_STATUS:
                 allocated[job.queue] += task.resreq
@@ -111,9 +117,10 @@ def queue_status(ssn: Session) -> dict[str, dict[str, Any]]:
 def decisions(ssn: Session) -> Decisions:
     out = Decisions(binds=dict(ssn.records.binds), evictions=list(ssn.records.evictions))
     for job in ssn.jobs.values():
-        for task in job.tasks.values():
-            if task.status is TaskStatus.PIPELINED and task.node:
-                out.pipelined[task.key] = task.node
+        if job.counts[TaskStatus.PIPELINED]:
+            for task in job.tasks.values():
+                if task.status is TaskStatus.PIPELINED and task.node:
+                    out.pipelined[task.key] = task.node
         out.podgroups[job.uid] = podgroup_status(ssn, job)
     out.queues = queue_status(ssn)
     return out

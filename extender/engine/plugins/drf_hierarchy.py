@@ -24,9 +24,9 @@ HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
 def dominant_share(allocated: Vec, total: Vec) -> float:
     """max_r allocated_r / total_r with Volcano's `helpers.Share`: 0/0 = 0 and x/0 = 1."""
     share = 0.0
-    for a, t in zip(allocated, total, strict=True):
+    for a, t in zip(allocated.tolist(), total.tolist(), strict=True):  # floats: numpy scalars cost more here
         s = (0.0 if a == 0 else 1.0) if t == 0 else a / t
-        share = max(share, float(s))
+        share = max(share, s)
     return share
 
 
