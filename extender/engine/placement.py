@@ -15,7 +15,6 @@ straightforward path: masks over all nodes, then the best candidate.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -65,8 +64,8 @@ def fits(ops: Ops, request: list[float], rows: NodeRows) -> tuple[Bool, Bool]:
     fit_idle: Bool = True
     fit_future: Bool = True
     for col, want in enumerate(request):
-        idle = rows.allocatable(col) - rows.used(col)
-        future = idle + rows.releasing(col) - rows.pipelined(col)
+        idle = rows.allocatable[col] - rows.used[col]
+        future = idle + rows.releasing[col] - rows.pipelined[col]
         fit_idle = fit_idle & (want < idle + TOLERANCE)
         fit_future = fit_future & (want < future + TOLERANCE)
     return fit_idle, fit_future
@@ -89,24 +88,24 @@ class _ClassEntry:
 class Placement:
     """The session's per-class placement caches. `touch(row)` must follow every change of a node row."""
 
-    def __init__(
-        self,
-        nodes: list[Node],
-        arrays: NodeArrays,
-        dims: Dims,
-        predicates: Callable[[], list[Predicate]],
-        scorers: Callable[[], list[Scorer]],
-    ) -> None:
+    def __init__(self, nodes: list[Node], arrays: NodeArrays, dims: Dims) -> None:
         self.nodes = nodes
         self.arrays = arrays
         self.dims = dims
-        self._predicates = predicates
-        self._scorers = scorers
+        self._predicates: list[Predicate] = []
+        self._scorers: list[Scorer] = []
         self._log: list[int] = []
         self._classes: dict[tuple[bytes, str], _ClassEntry] = {}
         self._static: dict[str, Mask] = {}
         self.scalar_refresh_max = SCALAR_REFRESH_MAX
         self._last: tuple[npt.NDArray[np.float64], str, _ClassEntry] | None = None
+
+    def plug(self, predicates: list[Predicate], scorers: list[Scorer]) -> None:
+        """The plugins' predicates and scorers, once they have registered."""
+        self._predicates, self._scorers = predicates, scorers
+        self._classes.clear()
+        self._static.clear()
+        self._last = None
 
     def touch(self, row: int) -> None:
         self._log.append(row)
@@ -118,7 +117,7 @@ class Placement:
         if mask is None:
             idx = np.arange(len(self.nodes))
             mask = np.ones(len(self.nodes), dtype=bool)
-            for pred in self._predicates():
+            for pred in self._predicates:
                 mask &= pred.static_mask(task, idx)
             self._static[task.predicate_key] = mask
         return mask
@@ -126,7 +125,7 @@ class Placement:
     def _evaluate(self, task: Task, ops: Ops, rows: NodeRows, request: list[float]) -> tuple[Bool, Bool, Num]:
         fit_idle, fit_future = fits(ops, request, rows)
         score: Num = 0.0
-        for scorer in self._scorers():
+        for scorer in self._scorers:
             score = score + scorer.row_score(task, ops, rows)
         return fit_idle, fit_future, score
 
@@ -161,7 +160,7 @@ class Placement:
         entry = _ClassEntry(
             seen=len(self._log),
             request=request,
-            fast=not any(scorer.normalizes(task) for scorer in self._scorers()),
+            fast=not any(scorer.normalizes(task) for scorer in self._scorers),
             static=self.static_mask(task),
             fit_idle=np.zeros(n, dtype=bool),
             fit_future=np.zeros(n, dtype=bool),
@@ -203,7 +202,7 @@ class Placement:
     # ---- queries --------------------------------------------------------------------------------------------
     def _dynamic_mask(self, task: Task, idx: Index) -> Mask | None:
         combined: Mask | None = None
-        for pred in self._predicates():
+        for pred in self._predicates:
             mask = pred.dynamic_mask(task, idx)
             if mask is not None:
                 combined = mask if combined is None else combined & mask
@@ -223,7 +222,7 @@ class Placement:
     def scores(self, task: Task, idx: Index) -> Scores:
         """Total scores (row-local plus normalised over `idx`) of the nodes `idx`."""
         scores = self.entry(task).score[idx]
-        for scorer in self._scorers():
+        for scorer in self._scorers:
             extra = scorer.normalized(task, idx)
             if extra is not None:
                 scores = scores + extra
@@ -274,7 +273,7 @@ class Placement:
             node_reasons: list[str] = []
             short = np.flatnonzero(task.resreq >= future[node.idx] + TOLERANCE)
             node_reasons.extend(f"Insufficient {self.dims.names[int(d)]}" for d in short)
-            for pred in self._predicates():
+            for pred in self._predicates:
                 node_reasons.extend(pred.explain(task, node))
             for reason in dict.fromkeys(node_reasons):
                 reasons[reason] = reasons.get(reason, 0) + 1

@@ -1,12 +1,13 @@
 """Node-row formulas written once, evaluated over every node or over the one row a placement changed.
 
-A scorer or fit check is written against `Ops` and `NodeRows`: plain arithmetic (`+ - * / < <= & |`) works the same
-on numpy arrays and on Python floats, and the few functions that do not (`where`, `floor`, `minimum`, `sqrt`) come
-from `ops`. `VECTOR` evaluates a formula over numpy columns (a session builds a task class's scores for all nodes
-in one pass); `SCALAR` evaluates the same formula over Python floats, because after a placement only that node's row
-changed and numpy's per-call overhead (~1 µs) dwarfs a handful of float operations. Both evaluators do the same
-IEEE operations in the same order, so they agree bit for bit (tests/unit/engine/test_placement_fastpath.py checks).
-Reductions are spelled out left to right (`a + b + c`), which is also how numpy sums a short row.
+A scorer or fit check is written against `Ops` and `NodeRows` (`rows.used[col]`: one resource over the rows):
+plain arithmetic (`+ - * / < <= & |`) works the same on numpy arrays and on Python floats, and the few functions
+that do not (`where`, `floor`, `minimum`, `sqrt`) come from `ops`. `VECTOR` evaluates a formula over numpy columns
+(a session builds a task class's scores for all nodes in one pass); `SCALAR` evaluates the same formula over Python
+floats, because after a placement only that node's row changed and numpy's per-call overhead (~1 µs) dwarfs a
+handful of float operations. Both evaluators do the same IEEE operations in the same order, so they agree bit for
+bit (tests/unit/engine/test_placement_fastpath.py checks). Reductions are spelled out left to right (`a + b + c`),
+which is also how numpy sums a short row.
 """
 
 from __future__ import annotations
@@ -77,67 +78,59 @@ VECTOR: Final[Ops] = _VectorOps()
 SCALAR: Final[Ops] = _ScalarOps()
 
 
+class Columns(Protocol):
+    """One resource matrix of the node arrays, indexed by column: `m[col]` is that resource over the rows."""
+
+    def __getitem__(self, col: int) -> Num: ...
+
+
 class NodeRows(Protocol):
-    """One resource column of the node arrays, over the rows being evaluated."""
+    """The node arrays over the rows being evaluated."""
 
-    def allocatable(self, col: int) -> Num: ...
+    allocatable: Columns
+    used: Columns
+    releasing: Columns
+    pipelined: Columns
 
-    def used(self, col: int) -> Num: ...
 
-    def releasing(self, col: int) -> Num: ...
+class _VectorColumns:
+    __slots__ = ("_idx", "_matrix")
 
-    def pipelined(self, col: int) -> Num: ...
+    def __init__(self, matrix: npt.NDArray[np.float64], idx: npt.NDArray[np.intp] | None) -> None:
+        self._matrix = matrix
+        self._idx = idx
+
+    def __getitem__(self, col: int) -> Num:
+        return self._matrix[:, col] if self._idx is None else self._matrix[self._idx, col]
 
 
 class VectorRows:
-    """Columns over the rows `idx` (every row when `idx` is None) as numpy arrays."""
+    """The rows `idx` (every row when `idx` is None); a column is a numpy array over them."""
 
-    __slots__ = ("_arrays", "_idx")
+    __slots__ = ("allocatable", "pipelined", "releasing", "used")
 
     def __init__(self, arrays: NodeArrays, idx: npt.NDArray[np.intp] | None) -> None:
-        self._arrays = arrays
-        self._idx = idx
-
-    def _col(self, matrix: npt.NDArray[np.float64], col: int) -> Column:
-        return matrix[:, col] if self._idx is None else matrix[self._idx, col]
-
-    def allocatable(self, col: int) -> Num:
-        return self._col(self._arrays.allocatable, col)
-
-    def used(self, col: int) -> Num:
-        return self._col(self._arrays.used, col)
-
-    def releasing(self, col: int) -> Num:
-        return self._col(self._arrays.releasing, col)
-
-    def pipelined(self, col: int) -> Num:
-        return self._col(self._arrays.pipelined, col)
+        self.allocatable = _VectorColumns(arrays.allocatable, idx)
+        self.used = _VectorColumns(arrays.used, idx)
+        self.releasing = _VectorColumns(arrays.releasing, idx)
+        self.pipelined = _VectorColumns(arrays.pipelined, idx)
 
 
 class ScalarRow:
-    """One node's row as Python floats (read once per refresh, shared by every formula of that refresh)."""
+    """One node's row as lists of Python floats (read once per refresh, shared by every formula of that refresh)."""
 
-    __slots__ = ("_dims", "_values")
+    __slots__ = ("allocatable", "pipelined", "releasing", "used")
 
     def __init__(self, values: list[float], dims: int) -> None:
-        self._values = values  # NodeArrays.state[row].tolist(): allocatable, used, releasing, pipelined
-        self._dims = dims
+        # values: NodeArrays.state[row].tolist(), i.e. allocatable, used, releasing, pipelined one after another
+        self.allocatable = values[:dims]
+        self.used = values[dims : 2 * dims]
+        self.releasing = values[2 * dims : 3 * dims]
+        self.pipelined = values[3 * dims :]
 
     @classmethod
     def of(cls, arrays: NodeArrays, row: int) -> ScalarRow:
         return cls(arrays.state[row].tolist(), arrays.allocatable.shape[1])
 
-    def allocatable(self, col: int) -> Num:
-        return self._values[col]
 
-    def used(self, col: int) -> Num:
-        return self._values[self._dims + col]
-
-    def releasing(self, col: int) -> Num:
-        return self._values[2 * self._dims + col]
-
-    def pipelined(self, col: int) -> Num:
-        return self._values[3 * self._dims + col]
-
-
-__all__ = ["SCALAR", "VECTOR", "Bool", "NodeRows", "Num", "Ops", "ScalarRow", "VectorRows"]
+__all__ = ["SCALAR", "VECTOR", "Bool", "Columns", "NodeRows", "Num", "Ops", "ScalarRow", "VectorRows"]

@@ -90,6 +90,7 @@ class Session(Callbacks):
         self.queue_reports: dict[str, QueueReport] = {}
         self.conditions: dict[str, tuple[str, str, str]] = {}
         self._open_plugins(self)
+        self.placement.plug(self._all(Fn.PREDICATE), self._all(Fn.NODE_ORDER))
 
     # ---- building -------------------------------------------------------------------------------------------
     def _build_nodes(self, snap: Snapshot) -> None:
@@ -104,9 +105,7 @@ class Session(Callbacks):
         for i, n in enumerate(ready):
             alloc[i] = self.dims.vector(n.allocatable)
         self.arrays = NodeArrays.of(alloc)
-        self.placement = Placement(
-            self.nodes, self.arrays, self.dims, lambda: self._all(Fn.PREDICATE), lambda: self._all(Fn.NODE_ORDER)
-        )
+        self.placement = Placement(self.nodes, self.arrays, self.dims)
         self.total: Vec = alloc.sum(axis=0) if len(self.nodes) else self.dims.zeros()
 
     def _build_queues(self, snap: Snapshot) -> None:

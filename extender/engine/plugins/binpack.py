@@ -19,7 +19,7 @@ from extender.engine.model import Task
 from extender.engine.rowmath import Bool, NodeRows, Num, Ops
 from extender.engine.session import Index, Session
 from lapilli.resources.units import CPU, MEMORY
-from lapilli.resources.vector import TOLERANCE
+from lapilli.resources.vector import TOLERANCE, Vec
 
 
 def parse_weights(arguments: Mapping[str, Any]) -> tuple[float, dict[str, float]]:
@@ -44,12 +44,21 @@ class BinpackScorer:
         self.ssn: Session | None = None
         # Per request vector: [(column, requested amount, weight)] and 100·W/Σw, or None when the score is 0.
         self._classes: dict[bytes, tuple[list[tuple[int, float, float]], float] | None] = {}
+        self._last: tuple[Vec | None, tuple[list[tuple[int, float, float]], float] | None] = (None, None)
 
     def open(self, ssn: Session) -> None:
         self.ssn = ssn
         self._classes.clear()
+        self._last = (None, None)
 
     def _class(self, task: Task) -> tuple[list[tuple[int, float, float]], float] | None:
+        if task.resreq is self._last[0]:  # siblings share their request vector
+            return self._last[1]
+        entry = self._lookup(task)
+        self._last = (task.resreq, entry)
+        return entry
+
+    def _lookup(self, task: Task) -> tuple[list[tuple[int, float, float]], float] | None:
         key = task.resreq.tobytes()
         if key in self._classes:
             return self._classes[key]
@@ -74,8 +83,8 @@ class BinpackScorer:
         fits: Bool = True
         total: Num = 0.0
         for col, request, weight in terms:
-            alloc = rows.allocatable(col)
-            after = rows.used(col) + request
+            alloc = rows.allocatable[col]
+            after = rows.used[col] + request
             fits = fits & ((alloc == 0) | (after <= alloc))
             total = total + after / ops.where(alloc > 0, alloc, np.inf) * weight  # a resource the node lacks scores 0
         return ops.where(fits, total * factor, 0.0)

@@ -44,18 +44,22 @@ class NodeOrderScorer:
         self._raw_taints: dict[str, Scores] = {}
         self._any_prefer_no_schedule = False
         self._cols: dict[bytes, list[tuple[int, float]]] = {}
+        self._last: tuple[npt.NDArray[np.float64] | None, list[tuple[int, float]]] = (None, [])
 
     def open(self, ssn: Session) -> None:
         self.ssn = ssn
         self._raw_affinity.clear()
         self._raw_taints.clear()
         self._cols.clear()
+        self._last = (None, [])
         self._any_prefer_no_schedule = any(
             t.get("effect") == "PreferNoSchedule" for n in ssn.nodes for t in n.taints
         )
 
     def _columns(self, task: Task) -> list[tuple[int, float]]:
         """cpu, memory (and GPU when the task asks for it) columns and what the task adds to each."""
+        if task.resreq is self._last[0]:  # siblings share their request vector
+            return self._last[1]
         key = task.resreq.tobytes()
         cached = self._cols.get(key)
         if cached is None:
@@ -70,6 +74,7 @@ class NodeOrderScorer:
             if gpu is not None and task.resreq[gpu] > 0:
                 cached.append((gpu, float(task.resreq[gpu])))
             self._cols[key] = cached
+        self._last = (task.resreq, cached)
         return cached
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num:
@@ -77,8 +82,8 @@ class NodeOrderScorer:
         most: Num = 0.0
         fractions: list[Num] = []
         for n, (col, want) in enumerate(self._columns(task)):
-            capacity = rows.allocatable(col)
-            requested = rows.used(col) + want
+            capacity = rows.allocatable[col]
+            requested = rows.used[col] + want
             positive = capacity > 0
             safe = ops.where(positive, capacity, 1.0)
             # LeastAllocated and MostAllocated average cpu and memory only, in integers as upstream does.
