@@ -17,7 +17,7 @@ import numpy.typing as npt
 from extender.engine.conf import SchedulerConf
 from extender.engine.framework import ACTIONS
 from extender.engine.results import decisions
-from extender.engine.run import open_session
+from extender.engine.run import collector_paused, open_session
 from extender.engine.snapshot import Snapshot
 from extender.service.status import podgroup_status, queue_status
 from lapilli.resources.vector import Dims
@@ -68,11 +68,12 @@ def run(
     queues: CurrentStatus,
 ) -> Outcome:
     start = time.perf_counter()
-    ssn = open_session(snap, conf)
-    for name in conf.actions:
-        ACTIONS[name]().execute(ssn)
-    ssn.close()
-    result = decisions(ssn)
+    with collector_paused():
+        ssn = open_session(snap, conf)
+        for name in conf.actions:
+            ACTIONS[name]().execute(ssn)
+        ssn.close()
+        result = decisions(ssn)
     new_plans: dict[str, tuple[int, dict[str, str]]] = {}
     for pod_key, node in result.binds.items():
         pod = snap.pods[pod_key]
