@@ -25,7 +25,7 @@ from lapilli.api import Action, Event, JobEvent
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, QUEUE_KIND, SCHEDULING_API_VERSION
 from lapilli.cluster import Event as WatchEvent
 from lapilli.kube import ApiError, Conflict, NotFound
-from lapilli.kube.resources import COMMANDS
+from lapilli.kube.resources import COMMANDS, VC_JOBS
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +76,9 @@ class CommandRouter:
             await self.take(cmd, attempt + 1)
             return
         self.taken += 1
-        self._dispatch(cmd)
+        await self._dispatch(cmd)
 
-    def _dispatch(self, cmd: Mapping[str, Any]) -> None:
+    async def _dispatch(self, cmd: Mapping[str, Any]) -> None:
         found, action = command_target(cmd), command_action(cmd)
         if found is None or action is None:
             log.warning("command %s: action %r is not one Lapilli executes; dropped", cmd["metadata"]["name"],
@@ -90,13 +90,28 @@ class CommandRouter:
             self.queues.submit(name, action)
             return
         namespace = cmd["metadata"]["namespace"]
-        job = self.ctx.jobs.get(f"{namespace}/{name}")
+        job = self.ctx.jobs.get(f"{namespace}/{name}") or await self._fetch_job(namespace, name)
         if job is None or (uid and uid_of(job) != uid):
             log.info("command %s: Job %s/%s (uid %s) no longer exists", cmd["metadata"]["name"], namespace, name, uid)
             return
         message = f"Start to execute command {action}, and clean it up to make sure executed not more than once."
         self.ctx.recorder.record(job, "Normal", JobEvent.COMMAND_ISSUED.value, message)
         self.jobs.submit(Request(namespace, name, event=Event.COMMAND_ISSUED, action=action))
+
+    async def _fetch_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A Job just created may not have reached our watch yet: ask the API server before giving up."""
+        for attempt in range(5):
+            try:
+                job = await self.ctx.client.get(VC_JOBS, name, namespace)
+            except NotFound:
+                return None
+            except _RETRYABLE as exc:  # the Command is already ours: try hard not to drop it
+                log.warning("command for Job %s/%s: cannot read the Job (%s)", namespace, name, exc)
+                await asyncio.sleep(0.2 * 2**attempt)
+                continue
+            self.ctx.jobs.wrote(job)
+            return job
+        return None
 
     def stop(self) -> None:
         for task in self._tasks:

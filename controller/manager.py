@@ -43,7 +43,7 @@ class Controllers:
         self.settings = settings
         self.ctx = Context(client, settings, EventRecorder(client), ControllerMetrics(registry),
                            pod_gate=asyncio.Semaphore(settings.pod_concurrency))
-        self.jobs = JobController(self.ctx)
+        self.jobs = JobController(self.ctx, cleanup=self._cleanup_job)
         self.queues = QueueController(self.ctx)
         self.podgroups = PodGroupController(self.ctx)
         self.commands = CommandRouter(self.ctx, self.jobs, self.queues)
@@ -67,8 +67,9 @@ class Controllers:
         self.ctx.jobs.observe(event.type, event.obj)
         self.jobs.on_job(event)
         self.ttl.observe(event.type, event.obj)
-        if event.type == "DELETED":
-            self._spawn(self.cleanup.job_deleted(event.obj), "cleanup")
+
+    async def _cleanup_job(self, job: dict[str, Any]) -> None:
+        await self._guard(self.cleanup.job_deleted(job), "cleanup")
 
     def _on_pod(self, event: Event) -> None:
         self.ctx.pods.observe(event.type, event.obj)

@@ -47,6 +47,10 @@ class JobActions:
         self.plugins = PluginResources(ctx.client)
         self._pending_notes: dict[str, str] = {}  # job key -> last PodGroupPending message recorded
 
+    def forget(self, job_key: str) -> None:
+        """The Job is gone: drop what was remembered about it."""
+        self._pending_notes.pop(job_key, None)
+
     def job_pods(self, job: Job) -> list[Obj]:
         """The Job's pods: indexed under its name and owned by this very incarnation (UID)."""
         pods = self.ctx.pods.by_index("job", f"{job.namespace}/{job.name}")

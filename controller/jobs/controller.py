@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import aiohttp
@@ -52,6 +52,10 @@ def _phase(obj: Obj | None) -> str:
     return str((((obj or {}).get("status") or {}).get("state") or {}).get("phase") or "")
 
 
+async def _no_cleanup(_job: Obj) -> None:
+    return None
+
+
 def _unschedulable(pg: Obj | None) -> str:
     """The scheduler's current reason a gang waits ("" when it does not)."""
     for cond in ((pg or {}).get("status") or {}).get("conditions") or []:
@@ -61,9 +65,11 @@ def _unschedulable(pg: Obj | None) -> str:
 
 
 class JobController:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, cleanup: Callable[[Obj], Awaitable[None]] | None = None) -> None:
         self.ctx = ctx
         self.actions = JobActions(ctx)
+        self._cleanup = cleanup or _no_cleanup
+        self._deleted: dict[str, list[Obj]] = {}  # job key -> deleted incarnations whose children must go
         self.queue: WorkQueue[str] = WorkQueue()
         self.delays = DelayedActions(self.submit)
         self._requests: dict[str, list[Request]] = {}
@@ -86,6 +92,10 @@ class JobController:
         if event.type == "DELETED":
             self.delays.forget_job(key)
             self._requests.pop(key, None)
+            self.actions.forget(key)
+            # Cleaned up by a worker, so never while a sync of this Job may still be creating pods.
+            self._deleted.setdefault(key, []).append(event.obj)
+            self.queue.add(key)
             return
         old = event.old
         if old is not None and old.get("spec") == event.obj.get("spec") and _phase(old) == _phase(event.obj):
@@ -159,6 +169,8 @@ class JobController:
         return doc, job
 
     async def _process(self, key: str) -> None:
+        for gone in self._deleted.pop(key, []):
+            await self._cleanup(gone)
         requests = self._requests.pop(key, [])
         sync: Request | None = None
         for req in requests:

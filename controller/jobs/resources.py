@@ -93,6 +93,7 @@ class PluginResources:
     async def delete_owned(self, res: Resource, name: str, namespace: str, owner_uid: str) -> None:
         """Delete `name` if it is owned by the Job `owner_uid` (never a namesake someone else made)."""
         self._configmaps.pop((namespace, name), None)
+        self._pvcs.discard((namespace, name))
         try:
             current = await self._client.get(res, name, namespace)
         except NotFound:
