@@ -3,6 +3,8 @@ scaling by editing replicas, dependsOn, PVCs, cleanup of everything it owns, and
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from lapilli.dev import DevCluster
@@ -207,3 +209,34 @@ async def test_a_gang_that_cannot_fit_stays_pending_with_the_reason(cluster, api
         assert "PodGroupPending" in events
     finally:
         await remove_job(api, NS, "too-big")
+
+
+async def test_no_pod_is_created_before_the_podgroup_is_admitted(cluster, api, tmp_path):
+    """The gate: a gang its queue's capability can never admit keeps its PodGroup Pending, and the controller
+    creates no pod at all (Volcano creates pods only once the PodGroup is Inqueue)."""
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "e2e-tiny"},
+             "spec": {"weight": 1, "capability": {"cpu": "1", "memory": "1Gi"}}}
+    apply(cluster, queue, tmp_path)
+    wide = task("w", 2)
+    wide["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    try:
+        await eventually(lambda: _queue_open(api, "e2e-tiny"), 20, "the queue is Open")
+        apply(cluster, vcjob("gated", wide, queue="e2e-tiny"), tmp_path)
+        job = await wait_phase(api, NS, "gated", "Pending")
+        pg = await podgroup_of(api, job)
+        assert pg["spec"]["minResources"]["cpu"] == "2"
+
+        await asyncio.sleep(3)  # several scheduling sessions (one a second) look at it and turn it away
+        current = await podgroup_of(api, job)
+        assert (current.get("status") or {}).get("phase") in (None, "Pending"), current.get("status")
+        assert await job_pods(api, NS, "gated") == []
+        assert phase(await get_job(api, NS, "gated")) == "Pending"
+    finally:
+        await remove_job(api, NS, "gated")
+        cluster.kubectl("delete", "queue", "e2e-tiny", "--ignore-not-found")
+
+
+async def _queue_open(api: KubeClient, name: str) -> bool:
+    from lapilli.kube.resources import QUEUES
+
+    return ((await api.get(QUEUES, name)).get("status") or {}).get("state") == "Open"
