@@ -211,11 +211,22 @@ def _pod(doc: Mapping[str, Any]) -> PodRecord:
     )
 
 
+def scheduler_resources(quota: Mapping[str, Any]) -> dict[str, Any]:
+    """The names the scheduler reads from a quota-style ResourceList (Volcano's controller fills PodGroup
+    `minResources` with ResourceQuota usage keys): `requests.X` counts as `X` unless `X` is given, `limits.*`
+    and `count/*` are not resources a node has."""
+    out = {k: v for k, v in quota.items() if not k.startswith(("requests.", "limits.", "count/"))}
+    for key, value in quota.items():
+        if key.startswith("requests."):
+            out.setdefault(key.removeprefix("requests."), value)
+    return out
+
+
 def _podgroup(doc: Mapping[str, Any]) -> PodGroupRecord:
     meta, spec, status = doc.get("metadata") or {}, doc.get("spec") or {}, doc.get("status") or {}
     min_resources = spec.get("minResources")
     try:
-        min_units = resource_list_units(min_resources) if min_resources is not None else None
+        min_units = resource_list_units(scheduler_resources(min_resources)) if min_resources is not None else None
     except ValueError as exc:
         raise ValueError(f"spec.minResources.{exc}") from exc
     min_task_member = {str(k): _int(v, f"spec.minTaskMember.{k}") for k, v in (spec.get("minTaskMember") or {}).items()}

@@ -43,8 +43,11 @@ async def test_gang_binds_whole_once_a_fourth_node_arrives(pool: Pool, control_p
         conditions = (pg.get("status") or {}).get("conditions") or []
         return next((c["message"] for c in conditions if c.get("type") == "Unschedulable"), "")
 
-    message = await eventually(reported)
-    assert "4/4 tasks in gang unschedulable" in message
+    async def whole_gang_reported() -> str:
+        message = await reported()  # pods are created one by one: wait until the session saw all four
+        return message if message.startswith("4/4 tasks in gang unschedulable") else ""
+
+    assert await eventually(whole_gang_reported)
     await asyncio.sleep(3)
     assert await pool.placed(pods) == {}, "no member may bind while the gang cannot fit whole"
 

@@ -95,3 +95,11 @@ def test_missing_file_and_bad_yaml(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("a: [1,\n")
     assert "not valid YAML" in _error_line(_run("schedule", str(bad)))
+
+
+def test_quota_keys_in_min_resources_are_read_as_the_scheduler_reads_them():
+    from extender.engine.snapshot import scheduler_resources
+
+    quota = {"requests.cpu": "4", "cpu": "4", "limits.cpu": "8", "count/pods": "4", "pods": "4",
+             "requests.nvidia.com/gpu": "4"}
+    assert scheduler_resources(quota) == {"cpu": "4", "pods": "4", "nvidia.com/gpu": "4"}
