@@ -68,6 +68,8 @@ class ExtenderComponent:
 
     def _changed(self) -> None:
         self.loop.poke()
+        if self.permit.parked_count():
+            self.permit.recheck(self.state.bound_members)
 
     async def _bind_now(self, namespace: str, name: str, node: str, uid: str) -> str:
         return await self.extender.bind_now(namespace, name, node, uid)

@@ -52,6 +52,14 @@ class PermitCache:
         self._gangs: dict[str, _Gang] = {}
         self._releases: set[asyncio.Task[None]] = set()
 
+    def recheck(self, bound_of: Callable[[str], int]) -> None:
+        """Release every gang whose bound members (as the cluster now shows them) plus parked ones reach
+        minMember: a member parked while the watch had not yet shown its siblings bound must not wait for
+        the timeout."""
+        for entry in list(self._gangs.values()):
+            if bound_of(entry.key) + len(entry.parked) >= entry.min_member:
+                self._release(entry)
+
     def parked_count(self) -> int:
         return sum(len(g.parked) for g in self._gangs.values())
 

@@ -70,3 +70,16 @@ async def test_cancel_all_answers_parked_members():
     await asyncio.sleep(0.05)
     cache.cancel_all("stopping")
     assert await task == "stopping"
+
+
+async def test_recheck_releases_a_member_once_its_siblings_show_up_bound():
+    binder = Binder()
+    cache = PermitCache(binder, timeout_s=5)
+    extra = asyncio.create_task(cache.park("ns/g", 3, 0, "ns", "p3", "u3", "n3"))  # watch lagging: 0 bound
+    await asyncio.sleep(0.05)
+    assert not extra.done()
+    cache.recheck(lambda gang: 1)  # 1 bound + 1 parked < 3: keep waiting
+    await asyncio.sleep(0.05)
+    assert not extra.done() and binder.calls == []
+    cache.recheck(lambda gang: 2)  # the watch now shows two siblings bound: 2 + 1 parked = 3
+    assert await extra == "" and binder.calls == [("p3", "n3")]
