@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-# Scripts in bench/ are named like the packages they measure (bench/webhook.py); the script directory that
-# Python puts first on sys.path must not shadow those packages.
+# A script in bench/ must never shadow a package it measures (bench/webhook.py once did): drop the script
+# directory that Python puts first on sys.path.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from lapilli.cluster import Event, Reflector  # noqa: E402
