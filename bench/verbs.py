@@ -33,6 +33,9 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+# A script in bench/ must never shadow a package it measures: drop the script directory Python put first.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 
 def _percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)

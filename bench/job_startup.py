@@ -1,6 +1,6 @@
 """Job controller numbers: `kubectl create` of an N-pod gang Job to all pods Running, and pods created per second.
 
-    .venv/bin/python bench/controller.py [--pods 100] [--runs 3] [--nodes 8]
+    .venv/bin/python bench/job_startup.py [--pods 100] [--runs 3] [--nodes 8]
 
 Starts a dev cluster exactly as `lapilli dev up` does (kube-apiserver, kube-scheduler with the extender, `lapilli
 serve` with the webhook, extender and controllers as one process, the simulated kubelet as another), then per run
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 # Scripts in bench/ are named like the packages they measure; the script directory that Python puts first on
-# sys.path must not shadow them (bench/controller.py vs the `controller` package).
+# sys.path must not shadow them (bench/job_startup.py vs the `controller` package).
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from lapilli.dev import ClusterSpec, DevCluster, NodeShape, find_binaries  # noqa: E402
