@@ -49,7 +49,7 @@ class ExtenderComponent:
         self.elector = (
             LeaseElector(client, config.lease_namespace, config.lease_name) if config.leader_elect else None
         )
-        self.state = ClusterState(client, on_change=self._changed)
+        self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled)
         self.plan = Plan(ttl_s=config.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
                                        restarts=self.state.restarts)
@@ -65,6 +65,9 @@ class ExtenderComponent:
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
         self.bound_port: int | None = None
+
+    def _settled(self, pod_key: str) -> None:
+        self.plan.forget_pod(pod_key)
 
     def _changed(self) -> None:
         self.loop.poke()

@@ -1,6 +1,7 @@
 """What each extender verb decides, over the cluster state, the plan and the latest session outcome.
 
-* filter — pods outside any PodGroup pass untouched; a gang member gets its planned node alone (kube-scheduler
+* filter — pods outside any PodGroup, and admitted gangs of one, pass untouched; a gang member gets its planned
+  node alone (kube-scheduler
   drops the nodes a reply leaves out, so a 5,000-node answer stays small), or (when kube-scheduler did not offer
   it) another offered node it fits, or — when its gang has no plan — every node fails with one short reason
   (`gang ns/pg: 3/4 pods placeable`) that kube-scheduler shows in the pod's events.
@@ -36,7 +37,7 @@ from extender.service.wire import (
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODS
-from lapilli.resources.units import GPU, pod_request
+from lapilli.resources.units import GPU, pod_request, to_units
 from lapilli.resources.vector import TOLERANCE
 
 NOT_SYNCED = "lapilli: the cluster cache is not synced yet; retry"
@@ -77,6 +78,8 @@ class Extender:
         node = self.plan.node_for(key)
         if node is not None and node in offered:
             return ExtenderFilterResult(NodeNames=[node])
+        if node is None and self._admitted_single(gang, args.pod):
+            return ExtenderFilterResult(NodeNames=offered)
         if node is not None:
             moved = self._replan(args.pod, key, node, offered)
             if moved is not None:
@@ -91,6 +94,30 @@ class Extender:
         self.loop.poke()
         failed = dict.fromkeys(offered, reason)
         return ExtenderFilterResult(NodeNames=[], FailedNodes=failed, FailedAndUnresolvableNodes=failed)
+
+    def _admitted_single(self, gang: str, pod: Mapping[str, Any]) -> bool:
+        """A gang of one needs no plan: there is nothing to gather, and kube-scheduler's own filters have
+        checked that it fits. Turning it away until a session plans it would cost a scheduling round trip and a
+        back-off per pod. It passes once admitted (Inqueue/Running), or while Pending when its queue is Open and
+        the queue's capability still holds what the last session counted plus this pod (enqueue's check)."""
+        podgroup = self.state.snapshot.podgroups.get(gang)
+        if podgroup is None or podgroup.min_member > 1:
+            return False
+        queue = self.state.snapshot.queues.get(podgroup.queue)
+        if queue is None or queue.state != "Open":
+            return False
+        if podgroup.phase in ("Inqueue", "Running"):
+            return True
+        latest = self.loop.latest
+        if podgroup.phase not in ("Pending", "") or latest is None:
+            return False
+        allocated = (latest.queues.get(queue.name) or {}).get("allocated") or {}
+        request = pod_request(pod.get("spec") or {})
+        for resource, limit in queue.capability.items():
+            have = to_units(resource, allocated[resource]) if resource in allocated else 0.0
+            if limit > 0 and have + request.get(resource, 0.0) > limit:
+                return False
+        return True
 
     def _request(self, pod: Mapping[str, Any]) -> np.ndarray | None:
         """The pod's request over the latest session's resource dimensions (None before the first session)."""

@@ -106,7 +106,6 @@ class SessionLoop:
         now = time.monotonic()
         for gang in self.plan.expire(now):
             log.info("gang %s: plan expired before it bound; re-planning", gang)
-        self.plan.reconcile(self.state.snapshot)
         outcome = await self.runner(self.plan.placements(), self.conf.refresh())
         if outcome is None:
             return None  # the session's own view of the cluster is not synced yet

@@ -2,8 +2,8 @@
 
 A planned pod is shown to later sessions as already placed on its node (an *assumed* pod, like kube-scheduler's
 own cache), so the next session neither re-plans it nor gives its room away while kube-scheduler is still walking
-the gang through filter and bind. A gang's entries go when its pods are bound, when its permit times out, or when
-the plan grows older than its time-to-live.
+the gang through filter and bind. A gang's entries go when its pods are bound (the cluster state reports each pod that
+gets a node, ends or goes away), when its permit times out, or when the plan grows older than its time-to-live.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ class Plan:
     gangs: dict[str, GangPlan] = field(default_factory=dict)
     gang_of_pod: dict[str, str] = field(default_factory=dict)
     version: int = 0
+    _placements: dict[str, str] = field(default_factory=dict)
+    _placements_version: int = -1
 
     def node_for(self, pod_key: str) -> str | None:
         gang = self.gang_of_pod.get(pod_key)
@@ -66,16 +68,13 @@ class Plan:
             self.drop(key)
         return old
 
-    def reconcile(self, snap: Snapshot) -> None:
-        """Drop entries of pods that are bound, gone or finished according to the API server."""
-        for pod_key in list(self.gang_of_pod):
-            pod = snap.pods.get(pod_key)
-            if pod is None or pod.node_name or pod.phase not in ("Pending", ""):
-                self.forget_pod(pod_key)
-
     def placements(self) -> dict[str, str]:
-        """pod key -> planned node, for every planned pod (what a session must assume)."""
-        return {pod: self.gangs[gang].nodes[pod] for pod, gang in self.gang_of_pod.items()}
+        """pod key -> planned node, for every planned pod (what a session must assume); rebuilt only when
+        the plan changed."""
+        if self._placements_version != self.version:
+            self._placements = {pod: self.gangs[gang].nodes[pod] for pod, gang in self.gang_of_pod.items()}
+            self._placements_version = self.version
+        return self._placements
 
 
 def overlay(snap: Snapshot, placements: dict[str, str]) -> Snapshot:

@@ -35,14 +35,27 @@ def _pod_matters(event_type: str, pod: Mapping[str, Any]) -> bool:
     return not (pod.get("spec") or {}).get("nodeName") and GROUP_NAME_ANNOTATION in (meta.get("annotations") or {})
 
 
+def _settled(event_type: str, pod: Mapping[str, Any]) -> bool:
+    """The API server now decides where this pod is: it has a node, it ended, or it is gone."""
+    if event_type == "DELETED" or (pod.get("spec") or {}).get("nodeName"):
+        return True
+    return (pod.get("status") or {}).get("phase") not in ("Pending", "", None)
+
+
 class ClusterState:
-    def __init__(self, client: KubeClient, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        on_change: Callable[[], None] | None = None,
+        on_pod_settled: Callable[[str], None] | None = None,
+    ) -> None:
         self.snapshot = Snapshot()
         self.generation = 0
         self.rejected = 0
         self.pod_keys_by_uid: dict[str, str] = {}
         self.gang_members: dict[str, set[str]] = {}  # "ns/pg" -> pod keys naming it
         self._on_change = on_change
+        self._on_pod_settled = on_pod_settled  # a pod got a node, finished or went away
         self.reflectors = [
             Reflector(client, res, name=res.plural, handlers=[self._handler(res)]) for res in WATCHED
         ]
@@ -72,6 +85,9 @@ class ClusterState:
         if obj.get("kind") == "Pod":
             self._index_pod(event_type, obj)
             relevant = _pod_matters(event_type, obj)
+            if self._on_pod_settled is not None and _settled(event_type, obj):
+                meta = obj.get("metadata") or {}
+                self._on_pod_settled(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
         self.generation += 1
         if relevant and self._on_change is not None:
             self._on_change()
