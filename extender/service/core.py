@@ -65,6 +65,7 @@ class Extender:
     ) -> None:
         self.state, self.plan, self.loop, self.permit = state, plan, loop, permit
         self.client, self.metrics = client, metrics
+        self._offered_cache: dict[tuple[int, tuple[str, ...]], tuple[list[dict[str, Any]], np.ndarray, np.ndarray]] = {}
 
     # ---- filter ---------------------------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
@@ -174,21 +175,39 @@ class Extender:
         offered = args.names()
         namespace, name, _ = _meta(args.pod)
         planned = self.plan.node_for(f"{namespace}/{name}")
-        latest = self.loop.latest
         request = self._request(args.pod)
-        scores = np.zeros(len(offered), dtype=np.int64)
-        if latest is not None and request is not None:
-            index = latest.node_index
-            positions = [i for i, n in enumerate(offered) if n in index]
-            if positions:
-                packed = self._binpack(request, np.array([index[offered[i]] for i in positions]))
-                scores[positions] = np.clip(np.floor(packed * MAX_SCORE), 0, MAX_SCORE - 1)
-        out = [{"Host": n, "Score": int(s)} for n, s in zip(offered, scores.tolist(), strict=True)]
+        entries, positions, rows = self._offered(offered)
+        scores = np.zeros(len(entries), dtype=np.int64)
+        if request is not None and len(rows):
+            packed = self._binpack(request, rows)
+            scores[positions] = np.clip(np.floor(packed * MAX_SCORE), 0, MAX_SCORE - 1)
+        for entry, score in zip(entries, scores.tolist(), strict=True):
+            entry["Score"] = score
         if planned is not None:
-            for entry in out:
+            for entry in entries:
                 if entry["Host"] == planned:
                     entry["Score"] = MAX_SCORE
-        return out
+        return entries
+
+    def _offered(self, offered: list[str]) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
+        """Answer entries, and the positions/rows of the offered nodes the last session knows. kube-scheduler
+        offers the same list call after call, so this is kept per (list, session outcome); the entries are
+        reused with fresh scores, which the caller serialises before anything else runs on this loop."""
+        latest = self.loop.latest
+        key = (id(latest), tuple(offered))
+        cached = self._offered_cache.get(key)
+        if cached is None:
+            index = latest.node_index if latest is not None else {}
+            positions = [i for i, n in enumerate(offered) if n in index]
+            cached = (
+                [{"Host": n, "Score": 0} for n in offered],
+                np.array(positions, dtype=np.intp),
+                np.array([index[offered[i]] for i in positions], dtype=np.intp),
+            )
+            if len(self._offered_cache) >= 8:
+                self._offered_cache.clear()  # a new session outcome or node set: start over
+            self._offered_cache[key] = cached
+        return cached
 
     # ---- bind -----------------------------------------------------------------------------------------------
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
