@@ -193,13 +193,15 @@ def latency(nodes_list: list[int], requests: int) -> None:
 
 
 # ---- throughput ---------------------------------------------------------------------------------------------
-async def _throughput_case(nodes: int, pods: int, extender: bool, gang: int, scheduler: str) -> float:
+async def _throughput_case(
+    nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = ()
+) -> float:
     from lapilli.dev import ClusterSpec, DevCluster, NodeShape
     from lapilli.kube.resources import PODGROUPS, PODS
 
     with tempfile.TemporaryDirectory() as tmp:
         spec = ClusterSpec(state_dir=Path(tmp), nodes=nodes, shape=NodeShape(cpu="64", memory="512Gi", gpus=8),
-                           extender=extender, kubelet="none", tie_to_parent=True)
+                           extender=extender, kubelet="none", tie_to_parent=True, serve_args=serve_args)
         cluster = DevCluster(spec)
         await cluster.up()
         try:
@@ -240,19 +242,22 @@ async def _throughput_case(nodes: int, pods: int, extender: bool, gang: int, sch
 
 
 def throughput(nodes: int, pods: int) -> None:
-    cases = [
-        ("plain kube-scheduler, single pods", False, 1, "default-scheduler"),
-        ("with the extender, single pods", True, 1, "volcano"),
-        ("with the extender, gangs of 8", True, 8, "volcano"),
+    cases: list[tuple[str, bool, int, str, tuple[str, ...]]] = [
+        ("plain kube-scheduler, single pods", False, 1, "default-scheduler", ()),
+        ("with the extender, single pods", True, 1, "volcano", ()),
+        ("with the extender, gangs of 8", True, 8, "volcano", ()),
+        # Separates the extender's own cost from the PodGroup controller's per-pod writes.
+        ("extender, single pods, no controllers", True, 1, "volcano", ("--disable-controllers",)),
     ]
     results = {}
-    for label, extender, gang, scheduler in cases:
-        rate = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler))
+    for label, extender, gang, scheduler, serve_args in cases:
+        rate = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler, serve_args))
         results[label] = rate
         print(f"{label:<36} {rate:8.1f} pods/s", flush=True)
     base = results[cases[0][0]]
     print(f"extender single pods / plain = {results[cases[1][0]] / base:.2f}x; "
-          f"gangs of 8 / plain = {results[cases[2][0]] / base:.2f}x")
+          f"gangs of 8 / plain = {results[cases[2][0]] / base:.2f}x; "
+          f"single pods without controllers / plain = {results[cases[3][0]] / base:.2f}x")
 
 
 def main() -> None:

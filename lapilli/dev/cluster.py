@@ -75,6 +75,7 @@ class ClusterSpec:
     tie_to_parent: bool = False  # processes die with the calling process (test sessions)
     etcd_in_memory: bool = True  # etcd data on /dev/shm when present: fsync is what makes etcd slow here
     kubelet_workers: int = 64
+    serve_args: tuple[str, ...] = ()  # appended to `lapilli serve` (e.g. "--disable-controllers" in benchmarks)
     heartbeat_s: float = 60.0
 
 
@@ -211,7 +212,10 @@ class DevCluster:
         self.client = KubeClient(load_kubeconfig(self.kubeconfig))
 
         wanted = service_available() if self.spec.extender is None else self.spec.extender
-        plan = plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender) if wanted else None
+        plan = (
+            plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, self.spec.serve_args)
+            if wanted else None
+        )
         if wanted and plan is None:
             raise ComponentFailed("the Lapilli service was asked for, but `lapilli serve` does not exist yet")
         await bootstrap(self.client, manifests_dir())

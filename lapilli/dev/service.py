@@ -66,8 +66,11 @@ class ServicePlan:
     extender_url: str | None  # None: the service has no extender yet; kube-scheduler runs without one
 
 
-def plan_service(state_dir: Path, kubeconfig: Path, webhook_port: int, extender_port: int) -> ServicePlan | None:
-    """Certificates written, command line and webhook configurations ready; None if there is no service."""
+def plan_service(
+    state_dir: Path, kubeconfig: Path, webhook_port: int, extender_port: int, extra_args: tuple[str, ...] = ()
+) -> ServicePlan | None:
+    """Certificates written, command line and webhook configurations ready; None if there is no service.
+    `extra_args` are appended to `lapilli serve` (benchmarks switch components off with them)."""
     options = serve_options()
     if options is None:
         return None
@@ -85,7 +88,7 @@ def plan_service(state_dir: Path, kubeconfig: Path, webhook_port: int, extender_
             argv += ["--scheduler-conf", str(SCHEDULER_CONF)]
         extender_url = f"http://127.0.0.1:{extender_port}{EXTENDER_PATH}"
     return ServicePlan(
-        argv=argv,
+        argv=[*argv, *extra_args],
         ready_url=f"{webhook_base}{READY_PATH}",
         webhook_configurations=render_webhook_configurations(url=webhook_base, ca_bundle=tls["ca.crt"].read_bytes()),
         extender_url=extender_url,
