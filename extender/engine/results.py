@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
 from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Job, TaskStatus
 from extender.engine.session import Session
 from lapilli.resources.quantity import format_quantity
@@ -126,4 +124,3 @@ def decisions(ssn: Session) -> Decisions:
     return out
 
 
-__all__ = ["Decisions", "decisions", "np", "resource_list"]

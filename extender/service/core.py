@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from extender.engine.snapshot import GROUP_NAME_ANNOTATION
 from extender.service.loop import SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
@@ -34,6 +33,7 @@ from extender.service.wire import (
     MetaPod,
     MetaVictims,
 )
+from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODS

@@ -13,7 +13,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from extender.engine.snapshot import GROUP_NAME_ANNOTATION, Snapshot, add_object, copy_snapshot, remove_object
+from extender.engine.snapshot import Snapshot, add_object, copy_snapshot, remove_object
+from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Reflector
 from lapilli.cluster.reflector import Event
 from lapilli.kube import KubeClient
