@@ -5,7 +5,8 @@
   drops the nodes a reply leaves out, so a 5,000-node answer stays small), or (when kube-scheduler did not offer
   it) another offered node it fits, or — when its gang has no plan — every node fails with one short reason
   (`gang ns/pg: 3/4 pods placeable`) that kube-scheduler shows in the pod's events.
-* prioritize — the planned node scores 10; otherwise GPU-weighted binpack mapped to 0–10.
+* prioritize — the planned node scores 10; otherwise GPU-weighted binpack mapped to 0–9, both given relative to the
+  lowest score the session sees (nodes at that score are left out: kube-scheduler counts them as 0, same ranking).
 * bind — gang members are parked in the permit cache until `minMember` of them can be bound together.
 * preempt — kube-scheduler's victim sets are kept only when they break no gang below `minMember`, spare pods
   marked `volcano.sh/preemptable: "false"`, and take nothing from a queue within its deserved share.
@@ -65,7 +66,10 @@ class Extender:
     ) -> None:
         self.state, self.plan, self.loop, self.permit = state, plan, loop, permit
         self.client, self.metrics = client, metrics
-        self._offered_cache: dict[tuple[int, tuple[str, ...]], tuple[list[dict[str, Any]], np.ndarray, np.ndarray]] = {}
+        # Prioritize's score tables, per request vector, for one session outcome.
+        self._tables_for: Any = None
+        self._tables: dict[bytes, tuple[dict[str, int], int]] = {}
+        self._names: list[str] = []
 
     # ---- filter ---------------------------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
@@ -147,6 +151,7 @@ class Extender:
         latest.idle[latest.node_index[best]] -= req
         if planned in latest.node_index:
             latest.idle[latest.node_index[planned]] += req
+        self._tables_for = None  # the room it counted has moved
         self.plan.move(key, best)
         return best
 
@@ -170,43 +175,48 @@ class Extender:
         return total / weight_sum
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
-        """`[{"Host", "Score"}]` for every offered node (plain dicts: thousands of models per call would cost
-        more than the scoring)."""
-        offered = args.names()
+        """`[{"Host", "Score"}]`, sparse. kube-scheduler adds `Score × weight × 10` to each node's total and
+        counts a node left out as 0, so subtracting one constant from every score changes no ranking: scores are
+        given relative to the lowest binpack score the session sees, and nodes at that lowest score are left out.
+        On a cluster where most nodes look alike the answer is a handful of entries instead of one per offered
+        node, which both sides would otherwise encode and decode on kube-scheduler's sequential path."""
+        offered = set(args.names())
         namespace, name, _ = _meta(args.pod)
         planned = self.plan.node_for(f"{namespace}/{name}")
-        request = self._request(args.pod)
-        entries, positions, rows = self._offered(offered)
-        scores = np.zeros(len(entries), dtype=np.int64)
-        if request is not None and len(rows):
-            packed = self._binpack(request, rows)
-            scores[positions] = np.clip(np.floor(packed * MAX_SCORE), 0, MAX_SCORE - 1)
-        for entry, score in zip(entries, scores.tolist(), strict=True):
-            entry["Score"] = score
-        if planned is not None:
-            for entry in entries:
-                if entry["Host"] == planned:
-                    entry["Score"] = MAX_SCORE
+        table, base = self._score_table(args.pod)
+        if len(table) <= len(offered):
+            entries = [{"Host": n, "Score": s} for n, s in table.items() if n in offered]
+        else:
+            entries = [{"Host": n, "Score": table[n]} for n in offered if n in table]
+        if planned is not None and planned in offered:
+            entries = [e for e in entries if e["Host"] != planned]
+            entries.append({"Host": planned, "Score": MAX_SCORE - base})
         return entries
 
-    def _offered(self, offered: list[str]) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
-        """Answer entries, and the positions/rows of the offered nodes the last session knows. kube-scheduler
-        offers the same list call after call, so this is kept per (list, session outcome); the entries are
-        reused with fresh scores, which the caller serialises before anything else runs on this loop."""
+    def _score_table(self, pod: Mapping[str, Any]) -> tuple[dict[str, int], int]:
+        """Binpack scores (0–9) of every node the latest session knows, minus the lowest of them (`base`),
+        keeping only the nodes above it. Kept per session outcome and request: kube-scheduler asks for one pod
+        after another, and pods of one workload ask for the same resources."""
         latest = self.loop.latest
-        key = (id(latest), tuple(offered))
-        cached = self._offered_cache.get(key)
+        request = self._request(pod)
+        if latest is None or request is None or not latest.node_index:
+            return {}, 0
+        if self._tables_for is not latest:
+            self._tables_for, self._tables = latest, {}
+            self._names = [""] * len(latest.node_index)
+            for node, row in latest.node_index.items():
+                self._names[row] = node
+        key = request.tobytes()
+        cached = self._tables.get(key)
         if cached is None:
-            index = latest.node_index if latest is not None else {}
-            positions = [i for i, n in enumerate(offered) if n in index]
-            cached = (
-                [{"Host": n, "Score": 0} for n in offered],
-                np.array(positions, dtype=np.intp),
-                np.array([index[offered[i]] for i in positions], dtype=np.intp),
-            )
-            if len(self._offered_cache) >= 8:
-                self._offered_cache.clear()  # a new session outcome or node set: start over
-            self._offered_cache[key] = cached
+            rows = np.arange(len(self._names), dtype=np.intp)
+            scores = np.clip(np.floor(self._binpack(request, rows) * MAX_SCORE), 0, MAX_SCORE - 1).astype(np.int64)
+            base = int(scores.min())
+            above = np.flatnonzero(scores > base)
+            cached = ({self._names[r]: int(scores[r]) - base for r in above.tolist()}, base)
+            if len(self._tables) >= 64:
+                self._tables.clear()
+            self._tables[key] = cached
         return cached
 
     # ---- bind -----------------------------------------------------------------------------------------------

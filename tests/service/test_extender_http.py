@@ -123,14 +123,51 @@ async def test_a_gang_that_cannot_fit_whole_fails_every_node_with_one_reason(ser
     assert body["FailedAndUnresolvableNodes"] == body["FailedNodes"]
 
 
-async def test_prioritize_gives_the_planned_node_ten(served):
+def _totals(body: list[dict], offered: list[str]) -> dict[str, int]:
+    """What kube-scheduler adds per offered node: the answered score, 0 for a node left out."""
+    scores = {h["Host"]: h["Score"] for h in body}
+    assert set(scores) <= set(offered)
+    assert all(0 <= s <= 10 for s in scores.values())
+    return {n: scores.get(n, 0) for n in offered}
+
+
+async def test_prioritize_ranks_the_planned_node_first(served):
     http, extender, _ = served
     member = pod({"name": "ml/fits-w-1", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
-    body = await (await http.post("/extender/prioritize", json=_args(member, ["n0", "n1", "n2"]))).json()
-    scores = {h["Host"]: h["Score"] for h in body}
+    offered = ["n0", "n1", "n2"]
+    body = await (await http.post("/extender/prioritize", json=_args(member, offered))).json()
+    totals = _totals(body, offered)
     planned = extender.plan.node_for("ml/fits-w-1")
-    assert scores[planned] == 10
-    assert all(0 <= s < 10 for n, s in scores.items() if n != planned)
+    assert all(totals[planned] > s for n, s in totals.items() if n != planned)
+
+
+async def test_prioritize_packs_gpus_and_leaves_out_the_nodes_it_cannot_tell_apart():
+    """Sparse answers rank nodes as the full binpack scores would: most GPUs in use first."""
+    used = {"n0": 0, "n1": 6, "n2": 3, "n3": 0, "n4": 6}
+    docs = [node({"name": n, "alloc": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8"}}) for n in used]
+    docs.append(queue({"name": "default"}))
+    for n, gpus in used.items():
+        for i in range(gpus):
+            docs.append(pod({"name": f"ml/{n}-{i}", "node": n, "phase": "Running",
+                             "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
+    state = _state(docs)
+    plan = Plan(ttl_s=60)
+    client = RecordingClient()
+    metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: 0, restarts=state.restarts)
+    loop = SessionLoop(state, plan, client, ConfSource(None), metrics)  # type: ignore[arg-type]
+    extender = Extender(state, plan, loop, None, client, metrics)  # type: ignore[arg-type]
+    await loop.run_once()
+    from extender.service.wire import ExtenderArgs
+
+    single = pod({"name": "ml/solo", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    offered = list(used)
+    body = extender.prioritize(ExtenderArgs.model_validate(_args(single, offered)))
+    assert {h["Host"] for h in body} == {"n1", "n2", "n4"}  # n0 and n3 sit at the lowest score
+    totals = _totals(body, offered)
+    assert totals["n1"] == totals["n4"] > totals["n2"] > totals["n0"] == totals["n3"] == 0
+    # Offered nodes only: a node kube-scheduler filtered out is not answered.
+    body = extender.prioritize(ExtenderArgs.model_validate(_args(single, ["n0", "n2"])))
+    assert [h["Host"] for h in body] == ["n2"]
 
 
 async def test_bind_parks_until_the_gang_is_whole_then_binds_both(served):
