@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from extender.service.wire import (
     ExtenderPreemptionResult,
     MetaPod,
     MetaVictims,
+    filter_result,
 )
 from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.kube import KubeClient
@@ -66,29 +67,30 @@ class Extender:
     ) -> None:
         self.state, self.plan, self.loop, self.permit = state, plan, loop, permit
         self.client, self.metrics = client, metrics
+        self._units_cache: dict[tuple[str, str], Mapping[str, float]] = {}
         # Prioritize's score tables, per request vector, for one session outcome.
         self._tables_for: Any = None
-        self._tables: dict[bytes, tuple[dict[str, int], int]] = {}
+        self._tables: dict[bytes, tuple[dict[str, dict[str, Any]], int]] = {}
         self._names: list[str] = []
 
     # ---- filter ---------------------------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         offered = args.names()
         if not self.state.synced:
-            return ExtenderFilterResult(Error=NOT_SYNCED)
+            return filter_result(error=NOT_SYNCED)
         namespace, name, gang = _meta(args.pod)
         if gang is None:
-            return ExtenderFilterResult(NodeNames=offered)
+            return filter_result(offered)
         key = f"{namespace}/{name}"
         node = self.plan.node_for(key)
         if node is not None and node in offered:
-            return ExtenderFilterResult(NodeNames=[node])
+            return filter_result([node])
         if node is None and self._admitted_single(gang, args.pod):
-            return ExtenderFilterResult(NodeNames=offered)
+            return filter_result(offered)
         if node is not None:
             moved = self._replan(args.pod, key, node, offered)
             if moved is not None:
-                return ExtenderFilterResult(NodeNames=[moved])
+                return filter_result([moved])
             self.plan.drop(gang)
             reason = f"gang {gang}: planned node {node} was not offered and no offered node fits; re-planning"
         else:
@@ -97,8 +99,7 @@ class Extender:
             reason = f"gang {gang}: {why or 'waiting for a scheduling session'}"
         self.loop.waiting.add(key)
         self.loop.poke()
-        failed = dict.fromkeys(offered, reason)
-        return ExtenderFilterResult(NodeNames=[], FailedNodes=failed, FailedAndUnresolvableNodes=failed)
+        return filter_result([], dict.fromkeys(offered, reason), unresolvable=True)
 
     def _admitted_single(self, gang: str, pod: Mapping[str, Any]) -> bool:
         """A gang of one needs no plan: there is nothing to gather, and kube-scheduler's own filters have
@@ -117,7 +118,7 @@ class Extender:
         if podgroup.phase not in ("Pending", "") or latest is None:
             return False
         allocated = (latest.queues.get(queue.name) or {}).get("allocated") or {}
-        request = pod_request(pod.get("spec") or {})
+        request = self._units(pod)
         for resource, limit in queue.capability.items():
             have = to_units(resource, allocated[resource]) if resource in allocated else 0.0
             if limit > 0 and have + request.get(resource, 0.0) > limit:
@@ -129,8 +130,22 @@ class Extender:
         latest = self.loop.latest
         if latest is None:
             return None
-        units = pod_request(pod.get("spec") or {})
+        units = self._units(pod)
         return latest.dims.vector({k: v for k, v in units.items() if k in latest.dims.index})
+
+    def _units(self, pod: Mapping[str, Any]) -> Mapping[str, float]:
+        """The pod's request in Volcano units. Filter and prioritize ask about the same pod (same uid and
+        resourceVersion) one after the other, and parsing quantities exactly is the costly part."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        if not key[0] or not key[1]:
+            return pod_request(pod.get("spec") or {})
+        units = self._units_cache.get(key)
+        if units is None:
+            if len(self._units_cache) >= 1024:
+                self._units_cache.clear()
+            units = self._units_cache[key] = pod_request(pod.get("spec") or {})
+        return units
 
     def _replan(self, pod: Mapping[str, Any], key: str, planned: str, offered: list[str]) -> str | None:
         """Move one planned pod to another offered node it fits, keeping the rest of its gang's plan."""
@@ -180,23 +195,26 @@ class Extender:
         given relative to the lowest binpack score the session sees, and nodes at that lowest score are left out.
         On a cluster where most nodes look alike the answer is a handful of entries instead of one per offered
         node, which both sides would otherwise encode and decode on kube-scheduler's sequential path."""
-        offered = set(args.names())
+        names = args.names()
         namespace, name, _ = _meta(args.pod)
         planned = self.plan.node_for(f"{namespace}/{name}")
         table, base = self._score_table(args.pod)
-        if len(table) <= len(offered):
-            entries = [{"Host": n, "Score": s} for n, s in table.items() if n in offered]
+        # Hashing thousands of freshly decoded names costs more than a few scans of the list.
+        offered: Container[str] = names if len(table) + (planned is not None) <= 2 else set(names)
+        if len(table) <= len(names):
+            entries = [e for e in table.values() if e["Host"] in offered]
         else:
-            entries = [{"Host": n, "Score": table[n]} for n in offered if n in table]
+            entries = [table[n] for n in names if n in table]
         if planned is not None and planned in offered:
             entries = [e for e in entries if e["Host"] != planned]
             entries.append({"Host": planned, "Score": MAX_SCORE - base})
         return entries
 
-    def _score_table(self, pod: Mapping[str, Any]) -> tuple[dict[str, int], int]:
-        """Binpack scores (0–9) of every node the latest session knows, minus the lowest of them (`base`),
-        keeping only the nodes above it. Kept per session outcome and request: kube-scheduler asks for one pod
-        after another, and pods of one workload ask for the same resources."""
+    def _score_table(self, pod: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], int]:
+        """Answer entries by node: binpack scores (0–9) of every node the latest session knows, minus the lowest
+        of them (`base`), only the nodes above it. Kept per session outcome and request, since kube-scheduler asks
+        for one pod after another and pods of one workload ask for the same resources; the entries are shared
+        between answers and never changed."""
         latest = self.loop.latest
         request = self._request(pod)
         if latest is None or request is None or not latest.node_index:
@@ -213,7 +231,8 @@ class Extender:
             scores = np.clip(np.floor(self._binpack(request, rows) * MAX_SCORE), 0, MAX_SCORE - 1).astype(np.int64)
             base = int(scores.min())
             above = np.flatnonzero(scores > base)
-            cached = ({self._names[r]: int(scores[r]) - base for r in above.tolist()}, base)
+            names = self._names
+            cached = ({names[r]: {"Host": names[r], "Score": int(scores[r]) - base} for r in above.tolist()}, base)
             if len(self._tables) >= 64:
                 self._tables.clear()
             self._tables[key] = cached

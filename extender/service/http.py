@@ -28,7 +28,7 @@ class BadRequest(Exception):
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
-    return web.json_response(data, status=status, dumps=lambda d: orjson.dumps(d).decode())
+    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
 
 
 async def _decode(request: web.Request, model: type[M]) -> M:
@@ -60,7 +60,7 @@ def _verb(name: str, call: Callable[[Extender, web.Request], Awaitable[Any]]) ->
             if not request.app[IS_LEADER]():
                 return _json({"Error": "lapilli: this replica does not hold the extender lease"}, 503)
             result = await call(extender, request)
-            payload = result if isinstance(result, list) else result.model_dump(by_alias=True)
+            payload = result.model_dump(by_alias=True) if isinstance(result, BaseModel) else result
             return _json(payload)
         except BadRequest as exc:
             return _json({"Error": str(exc)}, 400)

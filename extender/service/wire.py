@@ -1,12 +1,12 @@
 """kube-scheduler's extender wire types (`k8s.io/kube-scheduler/extender/v1`): capitalised keys, `null` accepted.
 
-Pods and nodes arrive as raw dicts (validating a PodSpec per call would cost more than the verb itself); the
-prioritize answer, `[{"Host": str, "Score": int}]`, is built as plain dicts for the same reason.
+Pods and nodes arrive as raw dicts (validating a PodSpec per call would cost more than the verb itself); the filter
+and prioritize answers are built as plain dicts for the same reason.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,17 +23,30 @@ class ExtenderArgs(_Wire):
     def names(self) -> list[str]:
         """Offered node names, whichever form kube-scheduler used (`nodeCacheCapable` or not)."""
         if self.node_names is not None:
-            return list(self.node_names)
+            return self.node_names
         items = (self.nodes or {}).get("items") or []
         return [str((n.get("metadata") or {}).get("name", "")) for n in items]
 
 
-class ExtenderFilterResult(_Wire):
-    nodes: dict[str, Any] | None = Field(default=None, alias="Nodes")
-    node_names: list[str] | None = Field(default=None, alias="NodeNames")
-    failed_nodes: dict[str, str] = Field(default_factory=dict, alias="FailedNodes")
-    failed_and_unresolvable: dict[str, str] = Field(default_factory=dict, alias="FailedAndUnresolvableNodes")
-    error: str = Field(default="", alias="Error")
+class ExtenderFilterResult(TypedDict):
+    """Built as a plain dict: filter echoes up to every node name of the cluster, and a model would validate and
+    copy that list twice on the verb kube-scheduler waits for."""
+
+    Nodes: None
+    NodeNames: list[str] | None
+    FailedNodes: dict[str, str]
+    FailedAndUnresolvableNodes: dict[str, str]
+    Error: str
+
+
+def filter_result(
+    names: list[str] | None = None, failed: dict[str, str] | None = None, *, unresolvable: bool = False,
+    error: str = "",
+) -> ExtenderFilterResult:
+    """`nodeCacheCapable` answer: names only. `unresolvable` repeats `failed` as FailedAndUnresolvableNodes."""
+    failed = failed or {}
+    return {"Nodes": None, "NodeNames": names, "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": failed if unresolvable else {}, "Error": error}
 
 
 class ExtenderBindingArgs(_Wire):
