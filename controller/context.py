@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.cache import Store
-from controller.events import EventRecorder
 from controller.metrics import ControllerMetrics
 from controller.settings import ControllerSettings
 from lapilli.api.constants import JOB_NAME_KEY
 from lapilli.kube import KubeClient
+from lapilli.kube.events import EventRecorder
 
 
 def job_index(pod: Mapping[str, Any]) -> str | None:
