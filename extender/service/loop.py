@@ -1,5 +1,6 @@
 """The session loop: every period and on change, run the configured actions over a fresh snapshot (with the plan
-overlaid) in a worker thread, then turn the outcome into new gang plans, evictions and status writes.
+overlaid) in a worker thread, then turn the outcome into new gang plans, evictions, status writes and PodGroup
+events.
 
 The verbs never wait for a session: they read `latest` (swapped whole) and the plan.
 """
@@ -24,6 +25,7 @@ from extender.service.session import Outcome
 from extender.service.state import ClusterState
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, NotFound
+from lapilli.kube.events import EventRecorder
 from lapilli.kube.resources import PODGROUPS, PODS, QUEUES
 
 log = logging.getLogger("lapilli.extender")
@@ -34,6 +36,12 @@ WRITE_CONCURRENCY = 16
 # about this long while a session computes (CPython's default is 5 ms).
 SWITCH_INTERVAL_S = 0.0002
 MIN_SESSION_GAP_S = 0.2
+# Volcano's scheduler records its events as its scheduler name (`--scheduler-name`, default `volcano`), which is
+# what `kubectl describe podgroup` users of Volcano look for under From.
+EVENT_SOURCE = "volcano"
+# Each PodGroup's last Unschedulable and Scheduled events, so a paced repeat bumps its Event in place; past this
+# many a repeat creates a new Event (and old ones pile up until the API server's event TTL).
+REMEMBERED_EVENTS = 65_536
 
 
 class ConfSource:
@@ -82,6 +90,7 @@ class SessionLoop:
         self._wake = asyncio.Event()
         self._recent_evictions: dict[str, float] = {}
         self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
+        self.recorder = EventRecorder(client, EVENT_SOURCE, remembered=REMEMBERED_EVENTS)
 
     def poke(self) -> None:
         """Ask for a session soon (a change was seen, or a verb needs a plan)."""
@@ -112,6 +121,7 @@ class SessionLoop:
         self.metrics.session_seconds.observe(outcome.seconds)
         self._adopt(outcome, now)
         self.latest = outcome
+        self._record_events(outcome)
         await asyncio.gather(self._evict(outcome), self._write_status(outcome), self._requeue())
         return outcome
 
@@ -154,6 +164,16 @@ class SessionLoop:
         for name, computed in outcome.queues.items():
             self.metrics.observe_queue(name, computed)
         await asyncio.gather(*writes)
+
+    def _record_events(self, outcome: Outcome) -> None:
+        """The session already chose and paced these; the recorder writes them in the background."""
+        for key, uid, type_, reason, message in outcome.events:
+            namespace, _, name = key.partition("/")
+            ref = {
+                "apiVersion": PODGROUPS.api_version, "kind": PODGROUPS.kind,
+                "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            }
+            self.recorder.record(ref, type_, reason, message)
 
     async def _patch_status(self, res: Any, name: str, namespace: str | None, status: dict[str, Any]) -> None:
         async with self._write:

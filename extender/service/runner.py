@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from extender.engine.conf import SchedulerConf
+from extender.service.pacing import Pacer
 from extender.service.plan import overlay
 from extender.service.session import Outcome, run
 from extender.service.state import ClusterState
@@ -25,9 +26,11 @@ from extender.service.state import ClusterState
 log = logging.getLogger("lapilli.extender")
 
 
-def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf) -> Outcome:
-    """One session over `state` with the plan's placements assumed; statuses compared with its stores."""
-    return run(overlay(state.copy(), placements), conf, placements, state.store("PodGroup"), state.store("Queue"))
+def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer) -> Outcome:
+    """One session over `state` with the plan's placements assumed; statuses compared with its stores, writes
+    and events paced by what earlier sessions over the same state sent."""
+    snap = overlay(state.copy(), placements)
+    return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer)
 
 
 class SessionRunner(Protocol):
@@ -39,11 +42,12 @@ class SessionRunner(Protocol):
 class ThreadRunner:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
+        self.pacer = Pacer()
 
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
         if not self.state.synced:
             return None
-        return await asyncio.to_thread(run_over, self.state, placements, conf)
+        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer)
 
 
 def _child(kubeconfig: str | None, conn: Connection) -> None:
@@ -64,12 +68,13 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
     """Answer (placements, conf) requests with outcomes until the parent closes the pipe. The state keeps
     following the cluster between requests (its reflectors run on this loop)."""
     loop = asyncio.get_running_loop()
+    pacer = Pacer()
     while True:
         try:
             placements, conf = await loop.run_in_executor(None, conn.recv)
             outcome = None
             if state.synced:
-                outcome = await asyncio.to_thread(run_over, state, placements, conf)
+                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer)
             await loop.run_in_executor(None, conn.send, outcome)
         except (EOFError, BrokenPipeError, ConnectionResetError):
             return  # the parent is gone (even a SIGKILLed one closes its end of the pipe)

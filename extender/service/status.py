@@ -1,10 +1,13 @@
 """PodGroup and Queue status as the scheduler writes them at session close (Volcano's `session.go`
-`updateJobStatus` / `updateQueueStatus`), computed as pure values and written only when they changed."""
+`updateJobStatus` / `updateQueueStatus`), computed as pure values and written only when they changed, and the
+PodGroup events recorded with them (Volcano's `RecordJobStatusEvent`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
+
+from lapilli.kube.events import EventType
 
 
 def _condition_key(cond: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -53,3 +56,24 @@ def queue_status(current: Mapping[str, Any], computed: Mapping[str, Any]) -> dic
     if not current.get("state"):
         patch["state"] = "Open"
     return patch or None
+
+
+# Volcano's `RecordJobStatusEvent`: a PodGroup still Pending, Inqueue or Unknown after the session is
+# unschedulable; any other phase says it is ready, but only in a session that changed its status.
+UNSCHEDULABLE_PHASES: Final = frozenset({"Pending", "Inqueue", "Unknown"})
+UNSCHEDULABLE: Final[tuple[EventType, str]] = ("Warning", "Unschedulable")
+SCHEDULED: Final[tuple[EventType, str]] = ("Normal", "Scheduled")
+READY_MESSAGE: Final = "pod group is ready"
+
+
+def podgroup_event(phase: str, updated: bool) -> tuple[EventType, str] | None:
+    """(type, reason) of the event a PodGroup gets at session close, or None."""
+    if phase in UNSCHEDULABLE_PHASES:
+        return UNSCHEDULABLE
+    return SCHEDULED if updated else None
+
+
+def unschedulable_message(pending: int, tasks: int, fit_error: str) -> str:
+    """`<pending>/<tasks> tasks in gang unschedulable: <fit errors>`; unlike the condition, which counts how many
+    more the gang needs, the event counts the tasks still Pending."""
+    return f"{pending}/{tasks} tasks in gang unschedulable: {fit_error}"

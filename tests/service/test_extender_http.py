@@ -7,8 +7,6 @@ write client, since this tier checks the verbs' contract, not the API server (th
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -18,47 +16,11 @@ from extender.service.loop import ConfSource, SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
 from extender.service.plan import Plan
-from extender.service.state import ClusterState
-from lapilli.cluster.reflector import object_key
+from tests.service.extender_state import RecordingClient, cluster_state
 from tests.unit.engine.builders import node, pod, podgroup, queue
 
 # Fixtures default to the session loop (pyproject), so the tests run on it too.
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-class RecordingClient:
-    """Stands in for lapilli.kube.KubeClient's write verbs."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, Any]] = []
-
-    async def patch_status(self, res: Any, name: str, patch: Any, namespace: str | None = None) -> dict:
-        self.calls.append(("patch_status", (res.kind, namespace, name)))
-        return {}
-
-    async def patch(self, res: Any, name: str, patch: Any, namespace: str | None = None) -> dict:
-        self.calls.append(("patch", (res.kind, namespace, name)))
-        return {}
-
-    async def evict(self, namespace: str, name: str) -> dict:
-        self.calls.append(("evict", (namespace, name)))
-        return {}
-
-    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> dict:
-        self.calls.append(("bind", (namespace, name, node)))
-        return {}
-
-
-def _state(objects: list[dict]) -> ClusterState:
-    state = ClusterState(client=None)  # type: ignore[arg-type]  # reflectors are never started here
-    for reflector in state.reflectors:
-        reflector.synced.set()
-    for obj in objects:
-        # What a reflector does: keep the raw object in its store, then hand the event on.
-        reflector = next(r for r in state.reflectors if r.resource.kind == obj["kind"])
-        reflector.store[object_key(obj)] = obj
-        state.apply("ADDED", obj)
-    return state
 
 
 def _objects() -> list[dict]:
@@ -76,7 +38,7 @@ def _objects() -> list[dict]:
 @pytest.fixture
 async def served(aiohttp_client):
     client = RecordingClient()
-    state = _state(_objects())
+    state = cluster_state(_objects())
     plan = Plan(ttl_s=60)
     registry = CollectorRegistry()
     permit: PermitCache
@@ -150,7 +112,7 @@ async def test_prioritize_packs_gpus_and_leaves_out_the_nodes_it_cannot_tell_apa
         for i in range(gpus):
             docs.append(pod({"name": f"ml/{n}-{i}", "node": n, "phase": "Running",
                              "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
-    state = _state(docs)
+    state = cluster_state(docs)
     plan = Plan(ttl_s=60)
     client = RecordingClient()
     metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: 0, restarts=state.restarts)
