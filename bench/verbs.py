@@ -13,7 +13,9 @@ bare aiohttp handler that decodes the same body and answers a fixed reply. Sessi
 throughput: a dev cluster (real kube-apiserver + kube-scheduler 1.20, simulated nodes) per case; pods are
 created as fast as the API takes them and the clock stops when the last one is bound. Cases: plain
 kube-scheduler on single pods (no extender configured), single pods through the extender, gangs of 8 through
-the extender (permit cache).
+the extender (permit cache), single pods without the service's controllers, and single pods through a
+do-nothing extender (same wire and entries: filter echoes the offered nodes, prioritize answers nothing, bind
+POSTs the Binding) with no Lapilli service at all — what the extender protocol alone costs on this machine.
 """
 
 from __future__ import annotations
@@ -193,15 +195,64 @@ def latency(nodes_list: list[int], requests: int) -> None:
 
 
 # ---- throughput ---------------------------------------------------------------------------------------------
+def _serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
+    """A do-nothing extender on aiohttp: the protocol's cost without any scheduling work."""
+    from lapilli.kube import KubeClient, load_kubeconfig
+
+    clients: list[KubeClient] = []
+
+    async def filter_(request: web.Request) -> web.Response:
+        names = orjson.loads(await request.read())["NodeNames"]
+        return web.Response(body=orjson.dumps({"NodeNames": names, "FailedNodes": {}, "Error": ""}),
+                            content_type="application/json")
+
+    async def prioritize(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(body=b"[]", content_type="application/json")
+
+    async def bind(request: web.Request) -> web.Response:
+        args = orjson.loads(await request.read())
+        if not clients:  # the kubeconfig exists once the cluster is up, after this server started
+            clients.append(KubeClient(load_kubeconfig(kubeconfig)))
+        await clients[0].bind(args["PodNamespace"], args["PodName"], args["Node"], uid=args["PodUID"])
+        return web.Response(body=b'{"Error":""}', content_type="application/json")
+
+    async def main() -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/extender/filter", filter_)
+        app.router.add_post("/extender/prioritize", prioritize)
+        app.router.add_post("/extender/gang/bind", bind)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        ready.set()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
 async def _throughput_case(
-    nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = ()
+    nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = (),
+    null_extender: bool = False,
 ) -> float:
     from lapilli.dev import ClusterSpec, DevCluster, NodeShape
+    from lapilli.dev.ports import free_ports
     from lapilli.kube.resources import PODGROUPS, PODS
 
     with tempfile.TemporaryDirectory() as tmp:
+        null = None
+        url = None
+        if null_extender:
+            [port] = free_ports(1)
+            ready = mp.get_context("spawn").Event()
+            null = mp.get_context("spawn").Process(
+                target=_serve_null_extender, args=(port, str(Path(tmp) / "kubeconfig"), ready), daemon=True)
+            null.start()
+            ready.wait(60)
+            url = f"http://127.0.0.1:{port}/extender"
         spec = ClusterSpec(state_dir=Path(tmp), nodes=nodes, shape=NodeShape(cpu="64", memory="512Gi", gpus=8),
-                           extender=extender, kubelet="none", tie_to_parent=True, serve_args=serve_args)
+                           extender=extender, kubelet="none", tie_to_parent=True, serve_args=serve_args,
+                           extender_url=url)
         cluster = DevCluster(spec)
         await cluster.up()
         try:
@@ -254,21 +305,25 @@ async def _throughput_case(
             return pods / (done - start)
         finally:
             await cluster.down()
+            if null is not None:
+                null.terminate()
 
 
 def throughput(nodes: int, pods: int, only: list[int] | None = None) -> None:
-    cases: list[tuple[str, bool, int, str, tuple[str, ...]]] = [
-        ("plain kube-scheduler, single pods", False, 1, "default-scheduler", ()),
-        ("with the extender, single pods", True, 1, "volcano", ()),
-        ("with the extender, gangs of 8", True, 8, "volcano", ()),
+    cases: list[tuple[str, bool, int, str, tuple[str, ...], bool]] = [
+        ("plain kube-scheduler, single pods", False, 1, "default-scheduler", (), False),
+        ("with the extender, single pods", True, 1, "volcano", (), False),
+        ("with the extender, gangs of 8", True, 8, "volcano", (), False),
         # Separates the extender's own cost from the PodGroup controller's per-pod writes.
-        ("extender, single pods, no controllers", True, 1, "volcano", ("--disable-controllers",)),
+        ("extender, single pods, no controllers", True, 1, "volcano", ("--disable-controllers",), False),
+        # The floor for any extender here: the protocol's hops with no scheduling work and no Lapilli service.
+        ("do-nothing extender, single pods", False, 1, "default-scheduler", (), True),
     ]
     results = {}
-    for number, (label, extender, gang, scheduler, serve_args) in enumerate(cases, 1):
+    for number, (label, extender, gang, scheduler, serve_args, null) in enumerate(cases, 1):
         if only and number != 1 and number not in only:
             continue  # the plain baseline always runs: every ratio is taken against it, in the same run
-        rate = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler, serve_args))
+        rate = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler, serve_args, null))
         results[label] = rate
         print(f"{label:<36} {rate:8.1f} pods/s", flush=True)
     base = results[cases[0][0]]

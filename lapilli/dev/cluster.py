@@ -76,6 +76,9 @@ class ClusterSpec:
     etcd_in_memory: bool = True  # etcd data on /dev/shm when present: fsync is what makes etcd slow here
     kubelet_workers: int = 64
     serve_args: tuple[str, ...] = ()  # appended to `lapilli serve` (e.g. "--disable-controllers" in benchmarks)
+    # kube-scheduler calls this extender URL instead of the service's (benchmarks measure what the extender
+    # protocol itself costs with a do-nothing extender).
+    extender_url: str | None = None
     heartbeat_s: float = 60.0
 
 
@@ -268,7 +271,8 @@ class DevCluster:
                 await create_or_replace(self.client, configuration)
         config = render(
             config_api_version(self.binaries.version), kubeconfig=str(kubeconfig),
-            extender_url=plan.extender_url if plan is not None else None, insecure_port=ports.scheduler_http,
+            extender_url=self.spec.extender_url or (plan.extender_url if plan is not None else None),
+            insecure_port=ports.scheduler_http,
         )
         config_path = self.state_dir / "scheduler-config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
