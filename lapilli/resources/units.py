@@ -8,6 +8,7 @@ overhead, plus the implicit `pods: 1`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -22,11 +23,23 @@ Units = dict[str, float]
 
 
 def to_units(name: str, quantity: str | int | float) -> float:
-    """One quantity in Volcano's unit for `name`."""
+    """One quantity in Volcano's unit for `name`. Cached: exact parsing is costly, and a cluster's pods and nodes
+    repeat a handful of quantity strings in every watch event."""
+    try:
+        return _cached_units(name, quantity)
+    except TypeError:  # unhashable, so not a quantity at all: the parser says why
+        return _units(name, quantity)
+
+
+def _units(name: str, quantity: str | int | float) -> float:
     value = parse_quantity(quantity)
     if name in (MEMORY, PODS):
         return float(value)
     return float(value * 1000)
+
+
+# typed: True must not share 1's entry (the parser refuses bools).
+_cached_units = functools.lru_cache(maxsize=4096, typed=True)(_units)
 
 
 def resource_list_units(resources: Mapping[str, Any] | None) -> Units:
