@@ -4,8 +4,12 @@ Mirrors `createJobPod` in `job_controller_util.go` and `pluginOnPodCreate` (refe
 labels, annotations and spec; the Job as controller owner; the Job's scheduler and priority class where the
 template names none; one PVC volume per `spec.volumes` entry mounted into every container; Volcano's
 annotations and labels (group, job, task, index, queue, version, retry count, template, topology, partition)
-and a few scheduling hints copied from the Job. Then `lapilli.jobplugins.apply_plugins` adds what the env,
-svc, ssh, pytorch, mpi and tensorflow plugins give the pod — the one implementation the pod mutator uses too.
+and a few scheduling hints copied from the Job. Then `lapilli.jobplugins.apply_plugins` adds what the env, svc,
+ssh, pytorch, mpi and tensorflow plugins give the pod — the one implementation the pod mutator uses too.
+
+An extended resource (`nvidia.com/gpu`) requested without a limit gets its request as limit: Kubernetes refuses
+such a pod ("Limit must be set for non overcommitable resources"), and examples written for Volcano do ask that
+way, so their pods could otherwise never be created.
 """
 
 from __future__ import annotations
@@ -113,5 +117,22 @@ def render_pod(
     if not spec.get("priorityClassName") and job.spec.priority_class_name:
         spec["priorityClassName"] = job.spec.priority_class_name
     _add_volumes(pod, job)
+    _limit_extended_resources(spec)
     _keys(pod, job, task, index, forwarding)
     return apply_plugins(job_doc, task.name, index, pod)
+
+
+def _is_extended(resource: str) -> bool:
+    """Kubernetes' IsExtendedResourceName: a domain-qualified name outside kubernetes.io, not a quota name."""
+    domain, slash, _ = resource.partition("/")
+    return bool(slash) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")) \
+        and not resource.startswith("requests.")
+
+
+def _limit_extended_resources(spec: dict[str, Any]) -> None:
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        resources = container.get("resources") or {}
+        requests = resources.get("requests") or {}
+        missing = {k: v for k, v in requests.items() if _is_extended(k) and k not in (resources.get("limits") or {})}
+        if missing:
+            container["resources"] = {**resources, "limits": {**(resources.get("limits") or {}), **missing}}

@@ -46,6 +46,20 @@ def test_template_scheduler_and_keys_are_kept_and_forwarding_and_partition_marke
     assert p["metadata"]["annotations"]["volcano.sh/numa-topology-policy"] == "best-effort"
 
 
+def test_extended_resources_requested_without_a_limit_get_the_request_as_limit():
+    spec = {"containers": [
+        {"name": "gpu", "image": "x", "resources": {"requests": {"cpu": "4", "nvidia.com/gpu": "1"}}},
+        {"name": "own", "image": "x", "resources": {"requests": {"example.com/fpga": "2"},
+                                                    "limits": {"example.com/fpga": "2", "cpu": "1"}}},
+        {"name": "plain", "image": "x", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+    ]}
+    p = render(job_doc(task("w", 1, pod_spec=spec)), "w", 0)
+    gpu, own, plain = p["spec"]["containers"]
+    assert gpu["resources"] == {"requests": {"cpu": "4", "nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}
+    assert own["resources"]["limits"] == {"example.com/fpga": "2", "cpu": "1"}  # a limit given is kept
+    assert "limits" not in plain["resources"]  # cpu and memory may be overcommitted: left alone
+
+
 def test_job_volumes_are_mounted_in_every_container():
     doc = job_doc(task("w", 1), volumes=[{"mountPath": "/data", "volumeClaimName": "data"}])
     p = render(doc, "w", 0)
