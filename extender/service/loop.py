@@ -121,8 +121,10 @@ class SessionLoop:
         self.metrics.session_seconds.observe(outcome.seconds)
         self._adopt(outcome, now)
         self.latest = outcome
-        self._record_events(outcome)
         await asyncio.gather(self._evict(outcome), self._write_status(outcome), self._requeue())
+        # After the statuses, as Volcano's UpdateJobStatus does: whoever reads an event finds the condition it
+        # reports already stored.
+        self._record_events(outcome)
         return outcome
 
     def _adopt(self, outcome: Outcome, now: float) -> None:

@@ -205,8 +205,13 @@ async def test_a_gang_that_cannot_fit_stays_pending_with_the_reason(cluster, api
         assert "NotEnoughResources" in described or "tasks in gang unschedulable" in described
         assert phase(await get_job(api, NS, "too-big")) == "Pending"
         assert not [p for p in await job_pods(api, NS, "too-big") if p["spec"].get("nodeName")]
-        events = cluster.kubectl("get", "events", "-n", NS, "--field-selector", "involvedObject.name=too-big").stdout
-        assert "PodGroupPending" in events
+
+        async def job_events() -> str | None:
+            # The controller notes the condition on the Job once its watch brings the PodGroup's new status.
+            events = cluster.kubectl("get", "events", "-n", NS, "--field-selector", "involvedObject.name=too-big")
+            return events.stdout if "PodGroupPending" in events.stdout else None
+
+        await eventually(job_events, 15, "the Job's PodGroupPending event")
     finally:
         await remove_job(api, NS, "too-big")
 
