@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from lapilli.dev import DevCluster, procs
-from lapilli.kube.resources import PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES
+from lapilli.kube.resources import EVENTS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES
 from tests.e2e.extender_helpers import Pool, eventually
 
 GPU1 = {"cpu": "1", "nvidia.com/gpu": "1"}
@@ -48,6 +48,20 @@ async def test_gang_binds_whole_once_a_fourth_node_arrives(pool: Pool, control_p
         return message if message.startswith("4/4 tasks in gang unschedulable") else ""
 
     assert await eventually(whole_gang_reported)
+    pg = await control_plane.client.get(PODGROUPS, "g4", pool.namespace)
+
+    async def event(reason: str, prefix: str) -> dict | None:
+        return next((e for e in await _podgroup_events(control_plane, pool, "g4")
+                     if e["reason"] == reason and e["message"].startswith(prefix)), None)
+
+    # Volcano's gang event: the tasks still Pending, then why (the pacing lets a changed message out within
+    # seconds; the generous timeout covers a burst spent on the pods arriving one by one).
+    warning = await eventually(lambda: event("Unschedulable", "4/4 tasks in gang unschedulable: pod group is not "
+                                                               "ready, "), timeout_s=45)
+    assert warning["type"] == "Warning" and warning["source"]["component"] == "volcano"
+    assert warning["involvedObject"]["kind"] == "PodGroup"
+    assert warning["involvedObject"]["uid"] == pg["metadata"]["uid"]
+    assert "4 minAvailable" in warning["message"], warning["message"]
     await asyncio.sleep(3)
     assert await pool.placed(pods) == {}, "no member may bind while the gang cannot fit whole"
 
@@ -56,6 +70,13 @@ async def test_gang_binds_whole_once_a_fourth_node_arrives(pool: Pool, control_p
     assert sorted(placed.values()) == sorted(pool.nodes)
     times = [await _scheduled_at(control_plane, pool, pod) for pod in pods]
     assert max(times) - min(times) <= 5.0, times
+    scheduled = await eventually(lambda: event("Scheduled", "pod group is ready"))
+    assert scheduled["type"] == "Normal" and scheduled["source"]["component"] == "volcano"
+
+
+async def _podgroup_events(cluster: DevCluster, pool: Pool, name: str) -> list[dict]:
+    events = (await cluster.client.list(EVENTS, pool.namespace)).items
+    return [e for e in events if e["involvedObject"].get("kind") == "PodGroup" and e["involvedObject"]["name"] == name]
 
 
 async def _all_placed(pool: Pool, pods: list[str]) -> dict[str, str] | None:
