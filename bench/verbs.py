@@ -76,11 +76,32 @@ def _synthetic_state(nodes: int) -> Any:
     return state
 
 
+class _EchoWrites:
+    """The session process's end of the pipe. With no API server, a status write would never come back through
+    the watch, and every session would send all of them again; this stores each outcome's writes into the
+    session process's state as the watch would (so the pipe carries what a live cluster's would)."""
+
+    def __init__(self, conn: Any, state: Any) -> None:
+        self.conn, self.state = conn, state
+
+    def recv(self) -> Any:
+        return self.conn.recv()
+
+    def send(self, reply: Any) -> None:
+        self.conn.send(reply)
+        outcome = reply[0]
+        for kind, key, status in outcome.status_writes if outcome is not None else ():
+            store = self.state.store(kind)
+            if key in store:
+                store[key] = {**store[key], "status": {**(store[key].get("status") or {}), **status}}
+
+
 def _session_child(nodes: int, conn: Any) -> None:
     """The session process of the busy case: the same loop as the service's, over the synthetic cluster."""
     from extender.service.runner import serve_sessions
 
-    asyncio.run(serve_sessions(_synthetic_state(nodes), conn))
+    state = _synthetic_state(nodes)
+    asyncio.run(serve_sessions(state, _EchoWrites(conn, state)))
 
 
 def _serve_extender(nodes: int, port: int, busy: bool, ready: Any) -> None:
@@ -104,6 +125,7 @@ def _serve_extender(nodes: int, port: int, busy: bool, ready: Any) -> None:
             return None
 
         loop._write_status = no_writes  # type: ignore[method-assign]  # no API server here
+        loop._record_events = lambda _outcome: None  # type: ignore[method-assign]
         await loop.run_once()
         if busy:
             runner = ProcessRunner(None, target=_session_child, args=(nodes,))
