@@ -14,13 +14,13 @@ from prometheus_client import CollectorRegistry
 
 from extender.service.core import Extender
 from extender.service.http import make_app
-from extender.service.leader import LeaseElector
 from extender.service.loop import ConfSource, SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
 from extender.service.plan import Plan
 from extender.service.runner import ProcessRunner
 from extender.service.state import ClusterState
+from lapilli.cluster.leader import LeaseElector
 from lapilli.kube import KubeClient
 
 log = logging.getLogger("lapilli.extender")
@@ -33,9 +33,6 @@ class ExtenderConfig:
     scheduler_conf: Path | None
     session_period_s: float
     permit_timeout_s: float
-    lease_namespace: str
-    lease_name: str
-    leader_elect: bool
     kubeconfig: Path | None = None
     session_process: bool = True
     sync_timeout_s: float = 60.0
@@ -44,11 +41,13 @@ class ExtenderConfig:
 class ExtenderComponent:
     name = "extender"
 
-    def __init__(self, config: ExtenderConfig, client: KubeClient, registry: CollectorRegistry) -> None:
+    def __init__(
+        self, config: ExtenderConfig, client: KubeClient, registry: CollectorRegistry,
+        elector: LeaseElector | None = None,
+    ) -> None:
+        """`elector`: the extender's Lease (None: this replica answers the verbs unconditionally)."""
         self.config = config
-        self.elector = (
-            LeaseElector(client, config.lease_namespace, config.lease_name) if config.leader_elect else None
-        )
+        self.elector = elector
         self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled)
         self.plan = Plan(ttl_s=config.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
@@ -98,7 +97,7 @@ class ExtenderComponent:
         if self.elector is not None:
             self._tasks.append(asyncio.create_task(self.elector.run_forever(), name="lease"))
         self._tasks.append(asyncio.create_task(self.loop.run_forever(), name="session-loop"))
-        app = make_app(self.extender, self.is_leader, self.ready)
+        app = make_app(self.extender, self.is_leader, self.answering)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.host, self.config.port)
@@ -118,7 +117,15 @@ class ExtenderComponent:
             await self._runner.cleanup()
         if self.runner is not None:
             self.runner.stop()
+        if self.elector is not None:  # nothing answers or schedules any more: the next replica may lead now
+            await self.elector.release()
         await self.state.stop()
 
     def ready(self) -> bool:
+        """The service's readiness: a replica that does not hold the Lease is ready too, since it serves the
+        webhook; kube-scheduler's calls to it get a 503 and are retried."""
+        return self.state.synced
+
+    def answering(self) -> bool:
+        """The extender port's /readyz: this replica answers the verbs."""
         return self.state.synced and self.is_leader()

@@ -1,6 +1,20 @@
-"""Reading the cluster: list-then-watch reflectors and the cluster state they keep (kernel)."""
+"""Reading the cluster: list-then-watch reflectors and the cluster state they keep, and the Lease-based leader
+election that decides which replica acts on it (kernel)."""
 
+from lapilli.cluster.leader import LeaderGauge, LeaseElector, default_identity
 from lapilli.cluster.reflector import Backoff, Event, EventHandler, Reflector, diff, object_key, watch_timeout
 from lapilli.cluster.workqueue import WorkQueue
 
-__all__ = ["Backoff", "Event", "EventHandler", "Reflector", "WorkQueue", "diff", "object_key", "watch_timeout"]
+__all__ = [
+    "Backoff",
+    "Event",
+    "EventHandler",
+    "LeaderGauge",
+    "LeaseElector",
+    "Reflector",
+    "WorkQueue",
+    "default_identity",
+    "diff",
+    "object_key",
+    "watch_timeout",
+]

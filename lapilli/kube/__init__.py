@@ -6,7 +6,7 @@ Also the raw request primitives that `lapilli.cluster` reflectors read with: `Ku
 
 from lapilli.kube.client import PATCH_CONTENT_TYPES, KubeClient, ObjectList, PatchType
 from lapilli.kube.config import ConfigError, KubeConfig, in_cluster_config, load_config, load_kubeconfig
-from lapilli.kube.errors import AlreadyExists, ApiError, Conflict, Gone, NotFound
+from lapilli.kube.errors import AlreadyExists, ApiError, Conflict, Fenced, Gone, NotFound
 from lapilli.kube.resources import Resource, resource_for
 from lapilli.kube.watch import WatchEvent
 
@@ -16,6 +16,7 @@ __all__ = [
     "ApiError",
     "ConfigError",
     "Conflict",
+    "Fenced",
     "Gone",
     "KubeClient",
     "KubeConfig",

@@ -8,7 +8,7 @@ client; open it with `async with KubeClient(config)` or `KubeClient.from_kubecon
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -16,7 +16,7 @@ import aiohttp
 import orjson
 
 from lapilli.kube.config import KubeConfig, load_config
-from lapilli.kube.errors import Gone, NotFound, error_from_response
+from lapilli.kube.errors import Fenced, Gone, NotFound, error_from_response
 from lapilli.kube.resources import PODS, Resource
 from lapilli.kube.watch import LineSplitter, WatchEvent, decode_event
 
@@ -28,6 +28,7 @@ PATCH_CONTENT_TYPES: Final[dict[str, str]] = {
     "apply": "application/apply-patch+yaml",  # JSON is valid YAML
 }
 _JSON: Final = "application/json"
+_READS: Final = frozenset({"GET", "HEAD"})
 Params = Mapping[str, str | int | bool | None]
 
 
@@ -72,6 +73,12 @@ class KubeClient:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+    def fenced(self, allowed: Callable[[], bool], why: str) -> KubeClient:
+        """A client on this one's connections whose writes raise `Fenced` (`why`) while `allowed()` is false;
+        reads and watches pass. Work guarded by a Lease writes through one, so a replica that lost the Lease
+        cannot write on from a task that has not been stopped yet."""
+        return _FencedClient(self, allowed, why)
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -265,3 +272,23 @@ class KubeClient:
                     yield decode_event(line)
 
 
+class _FencedClient(KubeClient):
+    """See `KubeClient.fenced`. Closing it leaves the connections to the client it came from."""
+
+    def __init__(self, base: KubeClient, allowed: Callable[[], bool], why: str) -> None:
+        super().__init__(base.config)
+        self._base, self._allowed, self._why = base, allowed, why
+
+    def _http(self) -> aiohttp.ClientSession:
+        return self._base._http()
+
+    async def close(self) -> None:
+        return None
+
+    async def request(
+        self, method: str, path: str, *, params: Params | None = None, body: Any = None,
+        content_type: str = _JSON,
+    ) -> dict[str, Any]:
+        if method not in _READS and not self._allowed():
+            raise Fenced(f"{method} {path} refused: {self._why}")
+        return await super().request(method, path, params=params, body=body, content_type=content_type)

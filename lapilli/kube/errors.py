@@ -38,6 +38,14 @@ class Gone(ApiError):
     """410: the requested resourceVersion is compacted away; the caller must re-list."""
 
 
+class Fenced(ApiError):
+    """A write refused before it was sent: the client is fenced (its replica no longer holds the Lease that
+    allowed it to write). An `ApiError`, so callers treat it as any refused write."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(503, "Fenced", message)
+
+
 def error_from_status(status: int, body: dict[str, Any]) -> ApiError:
     """Map an HTTP status and a decoded `Status` body to the most specific error class."""
     reason = str(body.get("reason") or "")

@@ -1,8 +1,9 @@
 """The assembly: build the service's components from `Settings` and run them until told to stop.
 
-Today: the cluster caches admission reads, then the admission webhook (TLS, every replica). The extender
-(plain HTTP on its own port, served by the Lease leader only) and the controllers join as further
-`Component`s built here from their own settings group; `/healthz`, `/readyz` and `/metrics` cover all of them.
+The cluster caches admission reads, then the admission webhook (TLS, every replica), the extender (plain
+HTTP on its own port, answered by the holder of its Lease only) and the controllers, each built here from its
+own settings group; `/healthz`, `/readyz` and `/metrics` cover all of them. The process has one identity in
+its Leases, and `lapilli_leader` on /metrics tells which it holds.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from controller import Controllers
 from extender.service.component import ExtenderComponent, ExtenderConfig
+from lapilli.cluster import LeaderGauge, LeaseElector, default_identity
 from lapilli.kube import KubeClient, load_config
 from lapilli.serve.cabundle import CaBundleSync
 from lapilli.serve.caches import AdmissionCaches
@@ -56,11 +58,26 @@ def build(settings: Settings, client: KubeClient) -> Service:
         settings.webhook, context, service.registry, extra_routes=ops.add_routes, background=background
     )
     service.components += [caches, webhook]
-    if settings.extender.enabled:
-        service.components.append(ExtenderComponent(_extender_config(settings), client, service.registry))
-    if settings.controllers.enabled:  # after the webhook: the pods they create are admitted by it
-        service.components.append(Controllers(client, settings.controllers, service.registry))
+    elect = _Electors(client, service.registry)
+    e, c = settings.extender, settings.controllers
+    if e.enabled:
+        elector = elect(e.lease_namespace, e.lease_name) if e.leader_elect else None
+        service.components.append(ExtenderComponent(_extender_config(settings), client, service.registry, elector))
+    if c.enabled:  # after the webhook: the pods they create are admitted by it
+        service.components.append(Controllers(client, c, service.registry))
     return service
+
+
+class _Electors:
+    """Electors of one process: one identity for all its Leases, each tracked on the `lapilli_leader` gauge."""
+
+    def __init__(self, client: KubeClient, registry: CollectorRegistry) -> None:
+        self.client, self.identity, self.gauge = client, default_identity(), LeaderGauge(registry)
+
+    def __call__(self, namespace: str, name: str) -> LeaseElector:
+        elector = LeaseElector(self.client, namespace, name, identity=self.identity)
+        self.gauge.track(elector)
+        return elector
 
 
 def _extender_config(settings: Settings) -> ExtenderConfig:
@@ -71,9 +88,6 @@ def _extender_config(settings: Settings) -> ExtenderConfig:
         scheduler_conf=e.scheduler_conf,
         session_period_s=e.session_period_s,
         permit_timeout_s=e.permit_timeout_s,
-        lease_namespace=e.lease_namespace,
-        lease_name=e.lease_name,
-        leader_elect=e.leader_elect,
         kubeconfig=settings.kubeconfig,
         session_process=e.session_process,
     )
