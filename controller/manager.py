@@ -1,9 +1,15 @@
 """`Controllers`: the Job, Queue and PodGroup controllers, Commands and TTL collection as one service component.
 
-Counterpart: Volcano's vc-controller-manager. One list+watch reflector per kind feeds the shared stores
-(`cache.Store`) and then the controllers' handlers; workers start once every store has synced, so no Job is
-reconciled against a half-listed cluster. Commands are watched last, for the same reason. At start the
-standing queues are ensured and objects of Jobs deleted while no controller ran are swept.
+Counterpart: Volcano's vc-controller-manager, leader-elected as it is: the controllers run on the replica that
+holds their Lease only. Each leadership term gets a fresh `ControllerSet`. One list+watch reflector per kind
+feeds its stores (`cache.Store`) and then the controllers' handlers; workers start once every store has
+synced, so no Job is reconciled against a half-listed cluster. Commands are watched last, for the same
+reason. At start the standing queues are ensured and objects of Jobs deleted while no controller ran are swept.
+
+A replica that does not hold the Lease keeps no controller caches: nothing it could keep warm would be
+trusted by the next term anyway (work queues, expectations and deletions in flight belong to the term that
+made them), and the relist a takeover costs is small next to the lease duration it waits first. It watches
+nothing but the Lease, so standby replicas add no load on the API server.
 """
 
 from __future__ import annotations
@@ -25,23 +31,19 @@ from controller.metrics import ControllerMetrics
 from controller.podgroups.controller import PodGroupController
 from controller.queues.controller import QueueController
 from controller.settings import ControllerSettings
-from lapilli.cluster import Event, Reflector
+from lapilli.cluster import Event, LeaseElector, Reflector
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, VC_JOBS
 
 log = logging.getLogger(__name__)
 
 
-class Controllers:
-    """Service component (see `lapilli.serve.component.Component`)."""
+class ControllerSet:
+    """The controllers over caches of their own, for one leadership term: `start`, then `stop` once."""
 
-    name = "controllers"
-
-    def __init__(
-        self, client: KubeClient, settings: ControllerSettings, registry: CollectorRegistry | None = None,
-    ) -> None:
+    def __init__(self, client: KubeClient, settings: ControllerSettings, metrics: ControllerMetrics) -> None:
         self.settings = settings
-        self.ctx = Context(client, settings, EventRecorder(client), ControllerMetrics(registry),
+        self.ctx = Context(client, settings, EventRecorder(client), metrics,
                            pod_gate=asyncio.Semaphore(settings.pod_concurrency))
         self.jobs = JobController(self.ctx, cleanup=self._cleanup_job)
         self.queues = QueueController(self.ctx)
@@ -101,15 +103,17 @@ class Controllers:
         except Exception:
             log.exception("controllers: %s failed", what)
 
-    # -- Component ---------------------------------------------------------------------------------------
+    # -- lifecycle ---------------------------------------------------------------------------------------
 
     async def start(self) -> None:
         for reflector in self.reflectors:
             self._tasks.append(reflector.start())
         waits = [asyncio.create_task(r.synced.wait()) for r in self.reflectors]
-        _done, pending = await asyncio.wait(waits, timeout=self.settings.sync_timeout_s)
-        for task in pending:
-            task.cancel()
+        try:
+            _done, pending = await asyncio.wait(waits, timeout=self.settings.sync_timeout_s)
+        finally:  # also when the term ends while the caches are still syncing
+            for task in waits:
+                task.cancel()
         if pending:
             laggards = ", ".join(r.name for r in self.reflectors if not r.synced.is_set())
             log.warning("controllers: caches not synced after %.0fs (%s); starting anyway",
@@ -139,3 +143,78 @@ class Controllers:
 
     def ready(self) -> bool:
         return self._running and all(r.synced.is_set() for r in [*self.reflectors, self.command_reflector])
+
+
+class Controllers:
+    """Service component (see `lapilli.serve.component.Component`): the controllers, run by the holder of
+    `elector`'s Lease only, or by this replica unconditionally when there is no elector."""
+
+    name = "controllers"
+
+    def __init__(
+        self, client: KubeClient, settings: ControllerSettings, registry: CollectorRegistry | None = None,
+        elector: LeaseElector | None = None,
+    ) -> None:
+        self.settings = settings
+        self.elector = elector
+        self.metrics = ControllerMetrics(registry)  # one set of series across terms
+        # Writes are fenced by the Lease: once it is lost (renew deadline passed, or another holder seen) every
+        # write fails at once, even from a task the end of the term has not cancelled yet.
+        self.client = client if elector is None else client.fenced(
+            elector.is_leader, f"this replica no longer holds the controllers' Lease {elector.lease}"
+        )
+        self.current: ControllerSet | None = None
+        self._term_started = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+
+    async def start(self) -> None:
+        if self.elector is None:
+            self.current = ControllerSet(self.client, self.settings, self.metrics)
+            await self.current.start()
+        else:
+            await self._start_elected(self.elector)
+        self._started = True
+
+    async def _start_elected(self, elector: LeaseElector) -> None:
+        self._tasks.append(asyncio.create_task(elector.run_forever(), name="controllers-lease"))
+        self._tasks.append(asyncio.create_task(elector.while_leading(self._term), name="controllers-leader"))
+        # Return after the first try at the Lease and, if it was won, once the controllers run: a service
+        # started alone on a cluster is then ready with its controllers working, as without election.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(elector.renew_deadline_s):
+                await elector.attempted.wait()
+        if not elector.is_leader():
+            log.info("controllers: standing by until this replica holds Lease %s", elector.lease)
+            return
+        await elector.until_lost(self._term_started.wait())
+
+    async def _term(self) -> None:
+        """One leadership term: runs until cancelled, which `while_leading` does as soon as the Lease is lost."""
+        controllers = self.current = ControllerSet(self.client, self.settings, self.metrics)
+        try:
+            await controllers.start()
+            self._term_started.set()
+            await asyncio.Future()  # until cancelled
+        finally:
+            self.current = None
+            await controllers.stop()
+
+    async def stop(self) -> None:
+        # The term first, while the Lease is still renewed (its last Events are written), then the Lease.
+        for task in reversed(self._tasks):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        if self.elector is not None:
+            await self.elector.release()
+        elif self.current is not None:
+            await self.current.stop()
+
+    def ready(self) -> bool:
+        """Elected: ready once started, leading or not. A standby replica serves the webhook, and a takeover
+        must not take the new leader out of the webhook's endpoints while its caches sync."""
+        if self.elector is not None:
+            return self._started
+        return self._started and self.current is not None and self.current.ready()

@@ -26,6 +26,12 @@ class ControllerSettings:
     """Auto-created PodGroups copy their pod owner's `volcano.sh/*` annotations."""
     sync_timeout_s: float = 60.0
     """How long start-up waits for the caches before the workers start anyway (not ready until synced)."""
+    leader_elect: bool = True
+    """Run the controllers only while holding a coordination.k8s.io Lease, so one replica of many acts."""
+    lease_namespace: str = "lapilli-system"
+    """Namespace of the Lease (the service's namespace, where the extender's Lease is too)."""
+    lease_name: str = "lapilli-controllers"
+    """Name of the Lease (Volcano's controller manager calls its own `vc-controller-manager`)."""
 
     def problems(self) -> list[str]:
         out: list[str] = []

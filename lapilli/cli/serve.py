@@ -83,9 +83,12 @@ _PATH = click.Path(path_type=Path)
 @click.option("--session-process/--session-thread", default=True, show_default=True,
               help="Run scheduling sessions in a child process (own cluster cache) or in a worker thread.")
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
-              help="Answer extender verbs only while holding the Lease.")
-@click.option("--lease-namespace", default="lapilli-system", show_default=True, help="Namespace of the Lease.")
-@click.option("--lease-name", default="lapilli-extender", show_default=True, help="Name of the Lease.")
+              help="Answer extender verbs, and run the controllers, only while holding their Lease.")
+@click.option("--lease-namespace", default="lapilli-system", show_default=True,
+              help="Namespace of the extender's and the controllers' Leases.")
+@click.option("--lease-name", default="lapilli-extender", show_default=True, help="Name of the extender's Lease.")
+@click.option("--controllers-lease-name", default="lapilli-controllers", show_default=True,
+              help="Name of the controllers' Lease (Volcano's controller manager: vc-controller-manager).")
 @click.option("--enable-controllers/--disable-controllers", default=True, show_default=True,
               help="Run the Job, Queue and PodGroup controllers (Volcano's vc-controller-manager) in this process.")
 @click.option("--controller-workers", default=8, show_default=True, help="Volcano Jobs synced concurrently.")
@@ -119,6 +122,7 @@ def serve(
     leader_elect: bool,
     lease_namespace: str,
     lease_name: str,
+    controllers_lease_name: str,
     enable_controllers: bool,
     controller_workers: int,
     controller_pod_concurrency: int,
@@ -165,6 +169,9 @@ def serve(
         max_requeue=max_requeue_num,
         scheduler_names=scheduler_names,
         inherit_owner_annotations=inherit_owner_annotations,
+        leader_elect=leader_elect,
+        lease_namespace=lease_namespace,
+        lease_name=controllers_lease_name,
     )
     settings = Settings(
         kubeconfig=kubeconfig, log_level=log_level, webhook=webhook, extender=extender, controllers=controllers

@@ -1,9 +1,10 @@
 """The assembly: build the service's components from `Settings` and run them until told to stop.
 
 The cluster caches admission reads, then the admission webhook (TLS, every replica), the extender (plain
-HTTP on its own port, answered by the holder of its Lease only) and the controllers, each built here from its
-own settings group; `/healthz`, `/readyz` and `/metrics` cover all of them. The process has one identity in
-its Leases, and `lapilli_leader` on /metrics tells which it holds.
+HTTP on its own port, answered by the holder of its Lease only) and the controllers (run by the holder of
+theirs only), each built here from its own settings group; `/healthz`, `/readyz` and `/metrics` cover all of
+them. The two Leases are separate, so one replica may lead either or both; the process has one identity in
+both, and `lapilli_leader` on /metrics tells which it holds.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def build(settings: Settings, client: KubeClient) -> Service:
         elector = elect(e.lease_namespace, e.lease_name) if e.leader_elect else None
         service.components.append(ExtenderComponent(_extender_config(settings), client, service.registry, elector))
     if c.enabled:  # after the webhook: the pods they create are admitted by it
-        service.components.append(Controllers(client, c, service.registry))
+        elector = elect(c.lease_namespace, c.lease_name) if c.leader_elect else None
+        service.components.append(Controllers(client, c, service.registry, elector))
     return service
 
 

@@ -16,7 +16,7 @@ from controller.settings import ControllerSettings
 from extender.engine.conf import ConfError
 from extender.engine.run import parse_scheduler_conf
 from webhook.context import AdmissionSettings
-from webhook.names import dns1123_subdomain
+from webhook.names import dns1123_label, dns1123_subdomain
 
 DEFAULT_TLS_DIR: Final = Path("/etc/lapilli/tls")
 
@@ -71,7 +71,7 @@ class ExtenderSettings:
     leader_elect: bool = True
     """Hold a coordination.k8s.io Lease so only one replica answers the verbs."""
     lease_namespace: str = "lapilli-system"
-    """Namespace of the Lease."""
+    """Namespace of the Lease (the controllers' Lease is kept there too)."""
     lease_name: str = "lapilli-extender"
     """Name of the Lease."""
 
@@ -100,6 +100,7 @@ class Settings:
             out += _extender_problems(self.extender)
         if self.controllers.enabled:
             out += self.controllers.problems()
+        out += _lease_problems(self.extender, self.controllers)
         return out
 
     def check(self) -> Settings:
@@ -139,6 +140,23 @@ def _webhook_problems(w: WebhookSettings) -> list[str]:
     out += [f"--scheduler-name {n!r} is not a valid name" for n in a.scheduler_names if dns1123_subdomain(n)]
     if a.max_queue_depth < 1:
         out.append(f"--max-queue-depth {a.max_queue_depth} must be >= 1")
+    return out
+
+
+def _lease_problems(e: ExtenderSettings, c: ControllerSettings) -> list[str]:
+    leases: dict[str, tuple[str, str]] = {}
+    if e.enabled and e.leader_elect:
+        leases["--lease-name"] = (e.lease_namespace, e.lease_name)
+    if c.enabled and c.leader_elect:
+        leases["--controllers-lease-name"] = (c.lease_namespace, c.lease_name)
+    out: list[str] = []
+    for namespace in sorted({ns for ns, _ in leases.values()}):
+        if dns1123_label(namespace):
+            out.append(f"--lease-namespace {namespace!r} is not a valid namespace name")
+    out += [f"{flag} {name!r} is not a valid name" for flag, (_, name) in leases.items() if dns1123_subdomain(name)]
+    if len(leases) == 2 and len(set(leases.values())) == 1:
+        out.append("--lease-name and --controllers-lease-name must differ: the extender and the controllers each "
+                   "need a Lease of their own (one replica may lead one and not the other)")
     return out
 
 

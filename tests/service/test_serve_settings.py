@@ -34,3 +34,23 @@ def test_settings_problems_are_listed_together(tmp_path: Path):
         "--scheduler-name 'Bad Name' is not a valid name",
         "--max-queue-depth 0 must be >= 1",
     ]
+
+
+def test_the_extender_and_the_controllers_need_leases_of_their_own(tmp_path: Path):
+    from controller.settings import ControllerSettings
+    from lapilli.serve import ExtenderSettings
+
+    paths = write_bundle(generate(["localhost"]), tmp_path)
+    webhook = WebhookSettings(tls_cert_file=paths["tls.crt"], tls_key_file=paths["tls.key"])
+    assert Settings(webhook=webhook).check().controllers.lease_name == "lapilli-controllers"
+    same = Settings(webhook=webhook, controllers=ControllerSettings(lease_name="lapilli-extender"))
+    with pytest.raises(SettingsError, match="--lease-name and --controllers-lease-name must differ"):
+        same.check()
+    # Not electing one of them, or electing it elsewhere, is fine.
+    Settings(webhook=webhook, controllers=ControllerSettings(lease_name="lapilli-extender", leader_elect=False)).check()
+    Settings(webhook=webhook, extender=ExtenderSettings(lease_namespace="other"),
+             controllers=ControllerSettings(lease_name="lapilli-extender")).check()
+    bad = Settings(webhook=webhook, extender=ExtenderSettings(lease_namespace="Lapilli"),
+                   controllers=ControllerSettings(lease_namespace="Lapilli", lease_name="x_y"))
+    assert bad.problems() == ["--lease-namespace 'Lapilli' is not a valid namespace name",
+                              "--controllers-lease-name 'x_y' is not a valid name"]
