@@ -99,8 +99,11 @@ class SessionLoop:
     async def run_forever(self) -> None:
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         while True:
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancel that lands as the wait ends,
+            # and this loop would then never stop.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self.period_s)
+                async with asyncio.timeout(self.period_s):
+                    await self._wake.wait()
             self._wake.clear()
             if not (self.state.synced and self.is_leader()):
                 continue

@@ -288,7 +288,8 @@ class DevCluster:
                 self._kubelet_client, workers=self.spec.kubelet_workers, heartbeat_s=self.spec.heartbeat_s,
             )
             self.kubelet.start()
-            await asyncio.wait_for(self.kubelet.ready.wait(), 60)
+            async with asyncio.timeout(60):
+                await self.kubelet.ready.wait()
         elif mode == "process":
             ready_file = self.state_dir / KUBELET_READY_FILE
             record = self._spawn("kubelet", lapilli_argv(

@@ -43,7 +43,8 @@ async def wait_for(
                     return last
 
     try:
-        return await asyncio.wait_for(follow(), timeout_s)
+        async with asyncio.timeout(timeout_s):  # not wait_for: 3.11's can swallow a cancel as it times out
+            return await follow()
     except TimeoutError:
         state = (last or {}).get("status") if last else "absent"
         raise TimeoutError(f"{res.kind} {namespace + '/' if namespace else ''}{name}: condition not met after "
