@@ -48,16 +48,22 @@ class ExtenderComponent:
         """`elector`: the extender's Lease (None: this replica answers the verbs unconditionally)."""
         self.config = config
         self.elector = elector
+        # The cluster is read through `client`; binds, evictions, status and events are written through a client
+        # fenced by the Lease, so a replica past its renew deadline cannot write on from a verb or session that
+        # started while it led.
+        writer = client if elector is None else client.fenced(
+            elector.is_leader, f"this replica no longer holds the extender's Lease {elector.lease}"
+        )
         self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled)
         self.plan = Plan(ttl_s=config.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
                                        restarts=self.state.restarts)
         self.loop = SessionLoop(
-            self.state, self.plan, client, ConfSource(config.scheduler_conf), self.metrics,
+            self.state, self.plan, writer, ConfSource(config.scheduler_conf), self.metrics,
             period_s=config.session_period_s, is_leader=self.is_leader,
         )
         self.permit = PermitCache(self._bind_now, config.permit_timeout_s, on_timeout=self._timed_out)
-        self.extender = Extender(self.state, self.plan, self.loop, self.permit, client, self.metrics)
+        self.extender = Extender(self.state, self.plan, self.loop, self.permit, writer, self.metrics)
         self.runner = ProcessRunner(config.kubeconfig) if config.session_process else None
         if self.runner is not None:
             self.loop.runner = self.runner

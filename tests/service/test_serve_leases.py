@@ -1,6 +1,7 @@
 """How `lapilli serve` wires leader election: the extender and the controllers each get a Lease of their own
 under one identity per process, both shown on the `lapilli_leader` gauge; the controllers write through a
-client fenced by theirs; `--no-leader-elect` wires none of it."""
+client fenced by theirs, and so do the extender's binds, evictions and status writes; `--no-leader-elect` wires
+none of it."""
 
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pytest
 
 from controller.settings import ControllerSettings
 from lapilli.kube import Fenced, KubeClient, KubeConfig
-from lapilli.kube.resources import PODS
+from lapilli.kube.resources import PODGROUPS, PODS
 from lapilli.serve import ExtenderSettings, Settings, WebhookSettings, build
 from webhook.certs import generate, write_bundle
 
@@ -33,6 +34,13 @@ async def test_each_face_gets_its_own_lease_under_one_identity(tmp_path: Path):
             assert service.registry.get_sample_value("lapilli_leader", {"lease": lease, "identity": identity}) == 0
         with pytest.raises(Fenced, match="controllers' Lease lapilli-system/lapilli-controllers"):
             await controllers.client.create(PODS, {"metadata": {"name": "p"}}, "ns")  # type: ignore[attr-defined]
+        # The extender's binds, evictions and status writes are fenced by its own Lease (the server here does
+        # not exist: a write that got past the fence would fail to connect instead).
+        with pytest.raises(Fenced, match="extender's Lease lapilli-system/lapilli-extender"):
+            await extender.extender.client.bind("ns", "p", "n1")  # type: ignore[attr-defined]
+        with pytest.raises(Fenced, match="extender's Lease lapilli-system/lapilli-extender"):
+            await extender.loop.client.patch_status(  # type: ignore[attr-defined]
+                PODGROUPS, "pg", {"status": {"phase": "Inqueue"}}, "ns")
 
 
 async def test_without_leader_election_every_replica_acts(tmp_path: Path):
