@@ -75,6 +75,9 @@ class Store:
         keys = self._indexes[index].get(value, ())
         return [self._objects[k] for k in sorted(keys) if k in self._objects]
 
+    def count(self, index: str, value: str) -> int:
+        return sum(1 for k in self._indexes[index].get(value, ()) if k in self._objects)
+
     def index_values(self, index: str) -> list[str]:
         return [v for v, keys in self._indexes[index].items() if keys]
 

@@ -1,9 +1,11 @@
-"""The Queue controller: state (Open / Closing / Closed), PodGroup counts, and the standing queues.
+"""The Queue controller: state (Open / Closing / Closed) and the standing queues.
 
-Mirrors `pkg/controllers/queue/*.go`: a queue is synced when it appears and whenever a PodGroup enters, leaves
-or changes phase in it; OpenQueue / CloseQueue Commands (`commands.py`) arrive here as actions. Writes are
-merge patches of `status` fields this controller owns, so the scheduler's `status.allocated` is never
-overwritten. `root` and `default` are created when missing (Volcano's scheduler does this at start).
+Mirrors `pkg/controllers/queue/*.go`: a queue is synced when it appears and whenever a PodGroup enters or leaves
+it; OpenQueue / CloseQueue Commands (`commands.py`) arrive here as actions. Like Volcano since v1.11 it persists
+only `status.state` (the per-phase PodGroup counters stay unset; `lapilli queue list` counts PodGroups itself,
+as vcctl does): writing counters on every PodGroup phase change would cost a Queue status write, fanned out to
+every Queue watcher, per PodGroup transition. Writes are merge patches, so the scheduler's `status.allocated`
+is never overwritten. `root` and `default` are created when missing (Volcano's scheduler does this at start).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, Final
 import aiohttp
 
 from controller.context import Context
-from controller.queues.state import needs_root_parent, next_state, podgroup_counts, status_patch
+from controller.queues.state import needs_root_parent, next_state, status_patch
 from lapilli.api import Action
 from lapilli.api.constants import DEFAULT_QUEUE, QUEUE_KIND, ROOT_QUEUE, SCHEDULING_API_VERSION
 from lapilli.cluster import Event as WatchEvent
@@ -36,10 +38,6 @@ _RETRYABLE: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
 
 def _queue_of(pg: Mapping[str, Any] | None) -> str | None:
     return str(((pg or {}).get("spec") or {}).get("queue") or DEFAULT_QUEUE) if pg is not None else None
-
-
-def _phase(pg: Mapping[str, Any] | None) -> str:
-    return str(((pg or {}).get("status") or {}).get("phase") or "")
 
 
 class QueueController:
@@ -66,7 +64,7 @@ class QueueController:
 
     def on_podgroup(self, event: WatchEvent) -> None:
         now, before = _queue_of(event.obj), _queue_of(event.old)
-        if event.type != "MODIFIED" or now != before or _phase(event.obj) != _phase(event.old):
+        if event.type != "MODIFIED" or now != before:
             for name in {n for n in (now, before) if n}:
                 self.submit(name)
 
@@ -99,10 +97,9 @@ class QueueController:
         if needs_root_parent(queue):
             queue = await self.ctx.client.patch(QUEUES, name, {"spec": {"parent": ROOT_QUEUE}})
             self.ctx.queues.wrote(queue)
-        podgroups = self.ctx.podgroups.by_index("queue", name)
         status = queue.get("status") or {}
-        state = next_state(str(status.get("state") or ""), action, len(podgroups))
-        patch = status_patch(status, state, podgroup_counts(podgroups))
+        state = next_state(str(status.get("state") or ""), action, self.ctx.podgroups.count("queue", name))
+        patch = status_patch(status, state)
         if patch is not None:
             self.ctx.queues.wrote(await self.ctx.client.patch_status(QUEUES, name, {"status": patch}))
         if action in _EVENTS and "state" in (patch or {}):

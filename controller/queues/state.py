@@ -8,13 +8,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Any
 
 from lapilli.api import Action, QueueState
-
-PHASE_COUNTERS: Final = {"Pending": "pending", "Running": "running", "Inqueue": "inqueue", "Unknown": "unknown",
-                         "Completed": "completed"}
 
 
 def next_state(current: str, action: Action, podgroups: int) -> str:
@@ -31,26 +28,10 @@ def next_state(current: str, action: Action, podgroups: int) -> str:
     return current
 
 
-def podgroup_counts(podgroups: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """PodGroups per phase, under the QueueStatus field names (a PodGroup with no phase yet is Pending)."""
-    counts = dict.fromkeys(PHASE_COUNTERS.values(), 0)
-    for pg in podgroups:
-        phase = str((pg.get("status") or {}).get("phase") or "Pending")
-        if phase in PHASE_COUNTERS:
-            counts[PHASE_COUNTERS[phase]] += 1
-    return counts
-
-
-def status_patch(status: Mapping[str, Any], state: str, counts: Mapping[str, int]) -> dict[str, Any] | None:
-    """Merge patch of the fields this controller owns (others, such as `allocated`, belong to the scheduler);
-    zero counters are dropped as Go's `omitempty` drops them. None when nothing changes."""
-    patch: dict[str, Any] = {}
-    if status.get("state") != state:
-        patch["state"] = state
-    for field, value in counts.items():
-        if int(status.get(field) or 0) != value:
-            patch[field] = value or None
-    return patch or None
+def status_patch(status: Mapping[str, Any], state: str) -> dict[str, Any] | None:
+    """Merge patch of the one field this controller owns (`allocated` belongs to the scheduler); None when the
+    state is already `state`."""
+    return None if status.get("state") == state else {"state": state}
 
 
 def needs_root_parent(queue: Mapping[str, Any]) -> bool:

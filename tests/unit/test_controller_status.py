@@ -7,7 +7,7 @@ from controller.context import job_index
 from controller.jobs.state import Counts
 from controller.jobs.status import build_status, go_duration, merge_patch, transition
 from controller.jobs.ttl import expires_at
-from controller.queues.state import needs_root_parent, next_state, podgroup_counts, status_patch
+from controller.queues.state import needs_root_parent, next_state, status_patch
 from lapilli.api import Action, JobPhase
 from tests.unit.test_controller_builders import pod
 
@@ -84,13 +84,11 @@ def test_queue_state_machine():
     assert next_state("Closed", Action.SYNC_QUEUE, 0) == "Closed"
 
 
-def test_queue_counts_and_patch():
-    pgs = [{"status": {"phase": p}} for p in ("Running", "Running", "Inqueue", "Completed")] + [{}]
-    counts = podgroup_counts(pgs)
-    assert counts == {"pending": 1, "running": 2, "inqueue": 1, "unknown": 0, "completed": 1}
-    status = {"state": "Open", "running": 2, "unknown": 4, "allocated": {"cpu": "1"}}
-    assert status_patch(status, "Open", counts) == {"pending": 1, "inqueue": 1, "unknown": None, "completed": 1}
-    assert status_patch({**status, "unknown": 0, "pending": 1, "inqueue": 1, "completed": 1}, "Open", counts) is None
+def test_queue_patch_holds_the_state_only():
+    status = {"state": "Open", "allocated": {"cpu": "1"}}
+    assert status_patch(status, "Open") is None
+    assert status_patch(status, "Closing") == {"state": "Closing"}  # allocated is the scheduler's: not in the patch
+    assert status_patch({}, "Open") == {"state": "Open"}
     assert needs_root_parent({"metadata": {"name": "q"}, "spec": {}})
     assert not needs_root_parent({"metadata": {"name": "root"}, "spec": {}})
     assert not needs_root_parent({"metadata": {"name": "q"}, "spec": {"parent": "eng"}})
