@@ -20,6 +20,7 @@ from extender.service.permit import PermitCache
 from extender.service.plan import Plan
 from extender.service.runner import ProcessRunner
 from extender.service.state import ClusterState
+from lapilli.api.constants import DEFAULT_SCHEDULER_NAME
 from lapilli.cluster.leader import LeaseElector
 from lapilli.kube import KubeClient
 
@@ -36,6 +37,7 @@ class ExtenderConfig:
     kubeconfig: Path | None = None
     session_process: bool = True
     sync_timeout_s: float = 60.0
+    scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
 
 
 class ExtenderComponent:
@@ -63,7 +65,8 @@ class ExtenderComponent:
             period_s=config.session_period_s, is_leader=self.is_leader,
         )
         self.permit = PermitCache(self._bind_now, config.permit_timeout_s, on_timeout=self._timed_out)
-        self.extender = Extender(self.state, self.plan, self.loop, self.permit, writer, self.metrics)
+        self.extender = Extender(self.state, self.plan, self.loop, self.permit, writer, self.metrics,
+                                 scheduler_names=config.scheduler_names)
         self.runner = ProcessRunner(config.kubeconfig) if config.session_process else None
         if self.runner is not None:
             self.loop.runner = self.runner

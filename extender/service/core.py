@@ -1,10 +1,10 @@
 """What each extender verb decides, over the cluster state, the plan and the latest session outcome.
 
-* filter — pods outside any PodGroup, and admitted gangs of one, pass untouched; a gang member gets its planned
-  node alone (kube-scheduler
-  drops the nodes a reply leaves out, so a 5,000-node answer stays small), or (when kube-scheduler did not offer
-  it) another offered node it fits, or — when its gang has no plan — every node fails with one short reason
-  (`gang ns/pg: 3/4 pods placeable`) that kube-scheduler shows in the pod's events.
+* filter — pods outside any PodGroup pass untouched (a `volcano` pod after its queue's checks: it exists, is Open
+  and has capability left), as do admitted gangs of one; a gang member gets its planned node alone
+  (kube-scheduler drops the nodes a reply leaves out, so a 5,000-node answer stays small), or (when
+  kube-scheduler did not offer it) another offered node it fits, or — when its gang has no plan — every node
+  fails with one short reason (`gang ns/pg: 3/4 pods placeable`) that kube-scheduler shows in the pod's events.
 * prioritize — the planned node scores 10; otherwise GPU-weighted binpack mapped to 0–9, both given relative to the
   lowest score the session sees (nodes at that score are left out: kube-scheduler counts them as 0, same ranking).
 * bind — gang members are parked in the permit cache until `minMember` of them can be bound together.
@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Collection, Container, Mapping
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,12 @@ from extender.service.wire import (
     MetaVictims,
     filter_result,
 )
-from lapilli.api.constants import GROUP_NAME_ANNOTATION
+from lapilli.api.constants import (
+    DEFAULT_QUEUE,
+    DEFAULT_SCHEDULER_NAME,
+    GROUP_NAME_ANNOTATION,
+    QUEUE_NAME_ANNOTATION,
+)
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODS
@@ -72,9 +77,11 @@ class Extender:
         permit: PermitCache,
         client: KubeClient,
         metrics: ExtenderMetrics,
+        scheduler_names: Collection[str] = (DEFAULT_SCHEDULER_NAME,),
     ) -> None:
         self.state, self.plan, self.loop, self.permit = state, plan, loop, permit
         self.client, self.metrics = client, metrics
+        self.scheduler_names = frozenset(scheduler_names)  # pods of these get queue checks without a PodGroup
         self._units_cache: dict[tuple[str, str], Mapping[str, float]] = {}
         # Prioritize's score tables, per request vector, for one session outcome.
         self._tables_for: Any = None
@@ -87,9 +94,12 @@ class Extender:
         if not self.state.synced:
             return filter_result(error=NOT_SYNCED)
         namespace, name, gang = _meta(args.pod)
-        if gang is None:
-            return filter_result(offered)
         key = f"{namespace}/{name}"
+        if gang is None:
+            refusal = self._plain_refusal(args.pod)
+            if refusal is None:
+                return filter_result(offered)
+            return filter_result([], dict.fromkeys(offered, f"pod {key}: {refusal}"), unresolvable=True)
         node = self.plan.node_for(key)
         if node is not None and node in offered:
             return filter_result([node])
@@ -112,26 +122,42 @@ class Extender:
     def _admitted_single(self, gang: str, pod: Mapping[str, Any]) -> bool:
         """A gang of one needs no plan: there is nothing to gather, and kube-scheduler's own filters have
         checked that it fits. Turning it away until a session plans it would cost a scheduling round trip and a
-        back-off per pod. It passes once admitted (Inqueue/Running), or while Pending when its queue is Open and
-        the queue's capability still holds what the last session counted plus this pod (enqueue's check)."""
+        back-off per pod. It passes once admitted (Inqueue/Running) to an Open queue, or while Pending when its
+        queue would admit it now (`_queue_refusal`)."""
         podgroup = self.state.snapshot.podgroups.get(gang)
         if podgroup is None or podgroup.min_member > 1:
             return False
-        queue = self.state.snapshot.queues.get(podgroup.queue)
-        if queue is None or queue.state != "Open":
-            return False
         if podgroup.phase in ("Inqueue", "Running"):
-            return True
+            queue = self.state.snapshot.queues.get(podgroup.queue)
+            return queue is not None and queue.state == "Open"
+        return podgroup.phase in ("Pending", "") and self._queue_refusal(podgroup.queue, pod) is None
+
+    def _plain_refusal(self, pod: Mapping[str, Any]) -> str | None:
+        """A pod of Volcano's scheduler that names no PodGroup yet (the controllers give it one shortly) passes
+        untouched after the queue checks, with the queue its PodGroup will have; pods of other schedulers pass."""
+        if (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
+            return None
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        return self._queue_refusal(str(annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE), pod)
+
+    def _queue_refusal(self, name: str, pod: Mapping[str, Any]) -> str | None:
+        """Why `pod` may not start in queue `name` now (None: it may). Enqueue's check, for one pod: the queue
+        exists and is Open, and its capability holds what the last session counted in it plus this pod."""
+        queue = self.state.snapshot.queues.get(name)
+        if queue is None:
+            return f"queue {name} does not exist"
+        if queue.state != "Open":
+            return f"queue {name} is {queue.state or 'not open yet'}"
         latest = self.loop.latest
-        if podgroup.phase not in ("Pending", "") or latest is None:
-            return False
-        allocated = (latest.queues.get(queue.name) or {}).get("allocated") or {}
+        if latest is None:
+            return "waiting for a scheduling session"
+        allocated = (latest.queues.get(name) or {}).get("allocated") or {}
         request = self._units(pod)
         for resource, limit in queue.capability.items():
             have = to_units(resource, allocated[resource]) if resource in allocated else 0.0
             if limit > 0 and have + request.get(resource, 0.0) > limit:
-                return False
-        return True
+                return f"queue {name} is at its {resource} capability"
+        return None
 
     def _request(self, pod: Mapping[str, Any]) -> np.ndarray | None:
         """The pod's request over the latest session's resource dimensions (None before the first session)."""

@@ -92,6 +92,7 @@ def _extender_config(settings: Settings) -> ExtenderConfig:
         permit_timeout_s=e.permit_timeout_s,
         kubeconfig=settings.kubeconfig,
         session_process=e.session_process,
+        scheduler_names=settings.controllers.scheduler_names,  # --scheduler-name, as the webhook and controllers
     )
 
 

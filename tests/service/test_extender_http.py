@@ -16,6 +16,7 @@ from extender.service.loop import ConfSource, SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
 from extender.service.plan import Plan
+from extender.service.wire import ExtenderArgs
 from tests.service.extender_state import RecordingClient, cluster_state
 from tests.unit.engine.builders import node, pod, podgroup, queue
 
@@ -85,6 +86,18 @@ async def test_a_gang_that_cannot_fit_whole_fails_every_node_with_one_reason(ser
     assert body["FailedAndUnresolvableNodes"] == body["FailedNodes"]
 
 
+async def _extender_over(docs: list[dict]) -> Extender:
+    """The verbs over `docs` after one session (no permit cache: these tests never bind)."""
+    state = cluster_state(docs)
+    plan = Plan(ttl_s=60)
+    client = RecordingClient()
+    metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: 0, restarts=state.restarts)
+    loop = SessionLoop(state, plan, client, ConfSource(None), metrics)  # type: ignore[arg-type]
+    extender = Extender(state, plan, loop, None, client, metrics)  # type: ignore[arg-type]
+    await loop.run_once()
+    return extender
+
+
 def _totals(body: list[dict], offered: list[str]) -> dict[str, int]:
     """What kube-scheduler adds per offered node: the answered score, 0 for a node left out."""
     scores = {h["Host"]: h["Score"] for h in body}
@@ -112,15 +125,7 @@ async def test_prioritize_packs_gpus_and_leaves_out_the_nodes_it_cannot_tell_apa
         for i in range(gpus):
             docs.append(pod({"name": f"ml/{n}-{i}", "node": n, "phase": "Running",
                              "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
-    state = cluster_state(docs)
-    plan = Plan(ttl_s=60)
-    client = RecordingClient()
-    metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: 0, restarts=state.restarts)
-    loop = SessionLoop(state, plan, client, ConfSource(None), metrics)  # type: ignore[arg-type]
-    extender = Extender(state, plan, loop, None, client, metrics)  # type: ignore[arg-type]
-    await loop.run_once()
-    from extender.service.wire import ExtenderArgs
-
+    extender = await _extender_over(docs)
     single = pod({"name": "ml/solo", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
     offered = list(used)
     body = extender.prioritize(ExtenderArgs.model_validate(_args(single, offered)))
@@ -185,3 +190,30 @@ async def test_not_synced_means_an_error_not_a_guess(served):
     member = pod({"name": "ml/fits-w-0", "group": "fits"})
     body = await (await http.post("/extender/filter", json=_args(member, ["n0"]))).json()
     assert "not synced" in body["Error"]
+
+
+async def test_a_volcano_pod_without_a_podgroup_passes_only_after_its_queue_checks():
+    gpu = {"cpu": "1", "nvidia.com/gpu": "1"}
+    docs = [node({"name": f"n{i}", "alloc": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "2"}}) for i in range(2)]
+    docs += [queue({"name": "default"}), queue({"name": "shut", "state": "Closed"}),
+             queue({"name": "tiny", "capability": {"nvidia.com/gpu": "1"}})]
+    docs.append(podgroup({"name": "ml/used", "min": 1, "queue": "tiny", "phase": "Running"}))
+    docs.append(pod({"name": "ml/used-0", "group": "used", "node": "n0", "phase": "Running", "req": gpu}))
+    extender = await _extender_over(docs)
+
+    def filtered(name: str, queue_name: str | None, scheduler: str = "volcano") -> dict:
+        notes = {"scheduling.volcano.sh/queue-name": queue_name} if queue_name else {}
+        doc = pod({"name": f"ml/{name}", "annotations": notes, "req": gpu})
+        doc["spec"]["schedulerName"] = scheduler
+        return dict(extender.filter(ExtenderArgs.model_validate(_args(doc, ["n0", "n1"]))))
+
+    assert filtered("in-default", None)["NodeNames"] == ["n0", "n1"]
+    shut = filtered("in-shut", "shut")
+    assert shut["NodeNames"] == []
+    assert set(shut["FailedNodes"].values()) == {"pod ml/in-shut: queue shut is Closed"}
+    assert shut["FailedAndUnresolvableNodes"] == shut["FailedNodes"]
+    full = filtered("in-tiny", "tiny")
+    assert set(full["FailedNodes"].values()) == {"pod ml/in-tiny: queue tiny is at its nvidia.com/gpu capability"}
+    assert set(filtered("lost", "nope")["FailedNodes"].values()) == {"pod ml/lost: queue nope does not exist"}
+    # Another scheduler's pod is not Volcano's business, whatever its annotations say.
+    assert filtered("other", "shut", scheduler="default-scheduler")["NodeNames"] == ["n0", "n1"]
