@@ -29,7 +29,8 @@ def _is_native(name: str) -> bool:
     return not slash or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
 
 
-def _is_extended(name: str) -> bool:
+def is_extended(name: str) -> bool:
+    """Kubernetes' IsExtendedResourceName: domain-qualified outside kubernetes.io, not a `requests.` quota name."""
     return not _is_native(name) and not name.startswith(_REQUESTS)
 
 
@@ -82,7 +83,7 @@ def pod_quota_usage(spec: Mapping[str, Any]) -> Usage:
     for name, value in requests.items():
         if name.startswith("hugepages-"):
             usage[name] = usage[_REQUESTS + name] = value
-        elif _is_extended(name):
+        elif is_extended(name):
             usage[_REQUESTS + name] = usage[name] = value
     return usage
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.jobs.podgroup import podgroup_name
+from controller.quota import is_extended
 from lapilli.api import Job, TaskSpec
 from lapilli.api.constants import (
     COOLDOWN_TIME_KEY,
@@ -122,17 +123,10 @@ def render_pod(
     return apply_plugins(job_doc, task.name, index, pod)
 
 
-def _is_extended(resource: str) -> bool:
-    """Kubernetes' IsExtendedResourceName: a domain-qualified name outside kubernetes.io, not a quota name."""
-    domain, slash, _ = resource.partition("/")
-    return bool(slash) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")) \
-        and not resource.startswith("requests.")
-
-
 def _limit_extended_resources(spec: dict[str, Any]) -> None:
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         resources = container.get("resources") or {}
         requests = resources.get("requests") or {}
-        missing = {k: v for k, v in requests.items() if _is_extended(k) and k not in (resources.get("limits") or {})}
+        missing = {k: v for k, v in requests.items() if is_extended(k) and k not in (resources.get("limits") or {})}
         if missing:
             container["resources"] = {**resources, "limits": {**(resources.get("limits") or {}), **missing}}
