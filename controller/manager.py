@@ -160,9 +160,7 @@ class Controllers:
         self.metrics = ControllerMetrics(registry)  # one set of series across terms
         # Writes are fenced by the Lease: once it is lost (renew deadline passed, or another holder seen) every
         # write fails at once, even from a task the end of the term has not cancelled yet.
-        self.client = client if elector is None else client.fenced(
-            elector.is_leader, f"this replica no longer holds the controllers' Lease {elector.lease}"
-        )
+        self.client = client if elector is None else elector.fence(client, "the controllers'")
         self.current: ControllerSet | None = None
         self._term_started = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []

@@ -53,9 +53,7 @@ class ExtenderComponent:
         # The cluster is read through `client`; binds, evictions, status and events are written through a client
         # fenced by the Lease, so a replica past its renew deadline cannot write on from a verb or session that
         # started while it led.
-        writer = client if elector is None else client.fenced(
-            elector.is_leader, f"this replica no longer holds the extender's Lease {elector.lease}"
-        )
+        writer = client if elector is None else elector.fence(client, "the extender's")
         self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled)
         self.plan = Plan(ttl_s=config.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),

@@ -80,6 +80,11 @@ class LeaseElector:
     def is_leader(self) -> bool:
         return self._renewed_at is not None and self._clock() - self._renewed_at < self.renew_deadline_s
 
+    def fence(self, client: KubeClient, holder: str) -> KubeClient:
+        """`client` with its writes refused while this replica does not hold the Lease (`holder` names whose
+        Lease it is in the refusal: "the extender's")."""
+        return client.fenced(self.is_leader, f"this replica no longer holds {holder} Lease {self.lease}")
+
     async def run_forever(self) -> None:
         while True:
             await self.attempt()
