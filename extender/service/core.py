@@ -34,6 +34,7 @@ from extender.service.wire import (
     ExtenderPreemptionResult,
     MetaPod,
     MetaVictims,
+    filter_refusal,
     filter_result,
 )
 from lapilli.api.constants import (
@@ -84,7 +85,7 @@ class Extender:
         self.scheduler_names = frozenset(scheduler_names)  # pods of these get queue checks without a PodGroup
         self._units_cache: dict[tuple[str, str], Mapping[str, float]] = {}
         # Prioritize's score tables, per request vector, for one session outcome.
-        self._tables_for: Any = None
+        self._tables_for: Outcome | None = None
         self._tables: dict[bytes, tuple[dict[str, dict[str, Any]], int]] = {}
         self._names: list[str] = []
 
@@ -99,7 +100,7 @@ class Extender:
             refusal = self._plain_refusal(args.pod)
             if refusal is None:
                 return filter_result(offered)
-            return filter_result([], dict.fromkeys(offered, f"pod {key}: {refusal}"), unresolvable=True)
+            return filter_refusal(offered, f"pod {key}: {refusal}")
         node = self.plan.node_for(key)
         if node is not None and node in offered:
             return filter_result([node])
@@ -117,7 +118,7 @@ class Extender:
             reason = f"gang {gang}: {why or 'waiting for a scheduling session'}"
         self.loop.waiting.add(key)
         self.loop.poke()
-        return filter_result([], dict.fromkeys(offered, reason), unresolvable=True)
+        return filter_refusal(offered, reason)
 
     def _admitted_single(self, gang: str, pod: Mapping[str, Any]) -> bool:
         """A gang of one needs no plan: there is nothing to gather, and kube-scheduler's own filters have

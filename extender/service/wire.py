@@ -39,14 +39,16 @@ class ExtenderFilterResult(TypedDict):
     Error: str
 
 
-def filter_result(
-    names: list[str] | None = None, failed: dict[str, str] | None = None, *, unresolvable: bool = False,
-    error: str = "",
-) -> ExtenderFilterResult:
-    """`nodeCacheCapable` answer: names only. `unresolvable` repeats `failed` as FailedAndUnresolvableNodes."""
-    failed = failed or {}
-    return {"Nodes": None, "NodeNames": names, "FailedNodes": failed,
-            "FailedAndUnresolvableNodes": failed if unresolvable else {}, "Error": error}
+def filter_result(names: list[str] | None = None, *, error: str = "") -> ExtenderFilterResult:
+    """`nodeCacheCapable` answer: names only."""
+    return {"Nodes": None, "NodeNames": names, "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": error}
+
+
+def filter_refusal(offered: list[str], reason: str) -> ExtenderFilterResult:
+    """Every offered node fails with one reason, as unresolvable too: preempting for this pod would not help
+    (kube-scheduler shows the reason once in the pod's events)."""
+    failed = dict.fromkeys(offered, reason)
+    return {"Nodes": None, "NodeNames": [], "FailedNodes": failed, "FailedAndUnresolvableNodes": failed, "Error": ""}
 
 
 class ExtenderBindingArgs(_Wire):
