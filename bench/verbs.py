@@ -147,6 +147,22 @@ def _serve_extender(nodes: int, port: int, busy: bool, ready: Any) -> None:
     asyncio.run(main())
 
 
+def _serve_routes(port: int, ready: Any, routes: dict[str, Any]) -> None:
+    """A bare aiohttp app with these POST handlers on 127.0.0.1:`port`, until the process is ended."""
+
+    async def main() -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        for path, handler in routes.items():
+            app.router.add_post(path, handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        ready.set()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
 def _serve_baseline(port: int, ready: Any) -> None:
     reply = orjson.dumps({"NodeNames": ["n00000"], "FailedNodes": {}, "Error": ""})
 
@@ -154,17 +170,7 @@ def _serve_baseline(port: int, ready: Any) -> None:
         orjson.loads(await request.read())
         return web.Response(body=reply, content_type="application/json")
 
-    async def main() -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/extender/filter", handle)
-        app.router.add_post("/extender/prioritize", handle)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        ready.set()
-        await asyncio.sleep(3600)
-
-    asyncio.run(main())
+    _serve_routes(port, ready, {"/extender/filter": handle, "/extender/prioritize": handle})
 
 
 async def _measure(port: int, nodes: int, verb: str, requests: int) -> list[float]:
@@ -239,18 +245,8 @@ def _serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
         await clients[0].bind(args["PodNamespace"], args["PodName"], args["Node"], uid=args["PodUID"])
         return web.Response(body=b'{"Error":""}', content_type="application/json")
 
-    async def main() -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/extender/filter", filter_)
-        app.router.add_post("/extender/prioritize", prioritize)
-        app.router.add_post("/extender/gang/bind", bind)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        ready.set()
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
+    _serve_routes(port, ready, {"/extender/filter": filter_, "/extender/prioritize": prioritize,
+                                "/extender/gang/bind": bind})
 
 
 async def _throughput_case(
