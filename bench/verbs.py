@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import gc
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import tempfile
@@ -223,6 +224,46 @@ def latency(nodes_list: list[int], requests: int) -> None:
 
 
 # ---- throughput ---------------------------------------------------------------------------------------------
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def _process_table() -> dict[int, tuple[int, str, float]]:
+    """pid -> (parent pid, command line, CPU seconds used so far), from /proc."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        table[int(entry)] = (int(stat[1]), cmdline, (int(stat[11]) + int(stat[12])) / _TICKS_PER_S)
+    return table
+
+
+def _cpu_by_process() -> dict[str, float]:
+    """CPU seconds so far of this process and everything it started (the dev cluster's processes, the service's
+    session process, the do-nothing extender), by role. The two cores are shared by all of them, so a case's
+    throughput follows the sum."""
+    table = _process_table()
+    ours = {os.getpid()}
+    for _ in range(4):  # the deepest is bench -> lapilli serve -> its session process
+        ours |= {pid for pid, (ppid, _cmd, _cpu) in table.items() if ppid in ours}
+    roles = (("kube-apiserver", "kube-apiserver"), ("etcd", "etcd"), ("kube-scheduler", "kube-scheduler"),
+             ("lapilli serve", "lapilli service"), ("resource_tracker", ""))
+    out: dict[str, float] = {}
+    for pid in ours:
+        ppid, cmd, cpu = table[pid]
+        role = next((name for key, name in roles if key in cmd), None)
+        if role is None and "multiprocessing" in cmd:
+            role = "session process" if "lapilli serve" in table.get(ppid, (0, "", 0.0))[1] else "do-nothing extender"
+        role = "bench (creates, watch)" if pid == os.getpid() else role
+        if role:
+            out[role] = out.get(role, 0.0) + cpu
+    return out
+
+
 def _serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
     """A do-nothing extender on aiohttp: the protocol's cost without any scheduling work."""
     from lapilli.kube import KubeClient, load_kubeconfig
@@ -252,7 +293,8 @@ def _serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
 async def _throughput_case(
     nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = (),
     null_extender: bool = False,
-) -> float:
+) -> tuple[float, dict[str, float]]:
+    """Pods bound per second, and CPU milliseconds per pod of each process while they were created and bound."""
     from lapilli.dev import ClusterSpec, DevCluster, NodeShape
     from lapilli.dev.ports import free_ports
     from lapilli.kube.resources import PODGROUPS, PODS
@@ -304,6 +346,7 @@ async def _throughput_case(
                             return
 
             watcher = asyncio.create_task(count_bound())
+            cpu_before = _cpu_by_process()
             start = time.perf_counter()
             docs = []
             for i in range(pods):
@@ -321,7 +364,8 @@ async def _throughput_case(
                 raise RuntimeError(f"not every pod was bound after 600 s ({pods} created)") from None
             finally:
                 watcher.cancel()
-            return pods / (done - start)
+            cpu = {name: 1000 * (used - cpu_before.get(name, 0.0)) / pods for name, used in _cpu_by_process().items()}
+            return pods / (done - start), cpu
         finally:
             await cluster.down()
             if null is not None:
@@ -345,17 +389,22 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
     # Cases take turns, `repeat` rounds, so a slow minute on this shared machine hits every case alike; the
     # plain baseline always runs, since every ratio is taken against it in the same run.
     rates: dict[str, list[float]] = {case[0]: [] for case in chosen}
+    cpu_per_pod: dict[str, list[float]] = {case[0]: [] for case in chosen}
     for _ in range(repeat):
         for label, extender, gang, scheduler, serve_args, null in chosen:
-            rate = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler, serve_args, null))
+            rate, cpu = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler, serve_args, null))
             rates[label].append(rate)
-            print(f"{label:<40} {rate:8.1f} pods/s", flush=True)
+            cpu_per_pod[label].append(sum(cpu.values()))
+            spent = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(cpu.items(), key=lambda kv: -kv[1]))
+            print(f"{label:<40} {rate:8.1f} pods/s   CPU ms/pod {sum(cpu.values()):.1f}: {spent}", flush=True)
     medians = {label: statistics.median(values) for label, values in rates.items()}
     base = medians[chosen[0][0]]
     print(f"medians of {repeat} round(s):")
     for label, values in rates.items():
         ratio = "" if label == chosen[0][0] else f"  {medians[label] / base:.2f}x plain"
-        print(f"  {label:<40} {medians[label]:8.1f} pods/s{ratio}   (runs: {', '.join(f'{v:.0f}' for v in values)})")
+        runs = ", ".join(f"{v:.0f}" for v in values)
+        cpu = statistics.median(cpu_per_pod[label])
+        print(f"  {label:<40} {medians[label]:8.1f} pods/s{ratio}   CPU {cpu:.1f} ms/pod   (runs: {runs})")
 
 
 def main() -> None:
