@@ -1,6 +1,6 @@
 """Admission latency and throughput of the webhook over TLS on loopback, for a realistic 3-task Job.
 
-The server (the real `lapilli.serve` webhook component: aiohttp + TLS + metrics, queues from memory) runs in
+The server (the real `assembly.serve` webhook component: aiohttp + TLS + metrics, queues from memory) runs in
 its own process pinned to CPU 0. The load generator runs pinned to CPU 1 and keeps its connections alive, as
 kube-apiserver does: by default a small Go program (net/http + crypto/tls, i.e. the apiserver's own client
 stack, built on the fly with the system's `go`); `--client python` uses raw asyncio TLS connections instead.
@@ -41,8 +41,8 @@ import jsonpatch
 import orjson
 from prometheus_client import CollectorRegistry
 
-from lapilli.serve.settings import WebhookSettings
-from lapilli.serve.webhook import WebhookServer
+from assembly.serve.settings import WebhookSettings
+from assembly.serve.webhook import WebhookServer
 from tests.service.reviews import queue, review, training_job
 from webhook.certs import generate, service_hosts, write_bundle
 from webhook.context import AdmissionContext

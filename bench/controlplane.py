@@ -28,10 +28,10 @@ from typing import Any
 # directory that Python puts first on sys.path.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
+from assembly.dev import ClusterSpec, DevCluster, NodeShape, find_binaries  # noqa: E402
+from assembly.dev.nodes import node_name  # noqa: E402
+from assembly.dev.service import lapilli_argv  # noqa: E402
 from lapilli.cluster import Event, Reflector  # noqa: E402
-from lapilli.dev import ClusterSpec, DevCluster, NodeShape, find_binaries  # noqa: E402
-from lapilli.dev.nodes import node_name  # noqa: E402
-from lapilli.dev.service import lapilli_argv  # noqa: E402
 from lapilli.kube import KubeClient  # noqa: E402
 from lapilli.kube.resources import PODS  # noqa: E402
 

@@ -29,7 +29,7 @@ from typing import Any
 # sys.path must not shadow them (bench/job_startup.py vs the `controller` package).
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from lapilli.dev import ClusterSpec, DevCluster, NodeShape, find_binaries  # noqa: E402
+from assembly.dev import ClusterSpec, DevCluster, NodeShape, find_binaries  # noqa: E402
 from lapilli.kube import KubeClient  # noqa: E402
 from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS, Resource  # noqa: E402
 

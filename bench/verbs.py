@@ -295,8 +295,8 @@ async def _throughput_case(
     null_extender: bool = False,
 ) -> tuple[float, dict[str, float]]:
     """Pods bound per second, and CPU milliseconds per pod of each process while they were created and bound."""
-    from lapilli.dev import ClusterSpec, DevCluster, NodeShape
-    from lapilli.dev.ports import free_ports
+    from assembly.dev import ClusterSpec, DevCluster, NodeShape
+    from assembly.dev.ports import free_ports
     from lapilli.kube.resources import PODGROUPS, PODS
 
     with tempfile.TemporaryDirectory() as tmp:

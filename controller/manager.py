@@ -146,7 +146,7 @@ class ControllerSet:
 
 
 class Controllers:
-    """Service component (see `lapilli.serve.component.Component`): the controllers, run by the holder of
+    """Service component (see `assembly.serve.component.Component`): the controllers, run by the holder of
     `elector`'s Lease only, or by this replica unconditionally when there is no elector."""
 
     name = "controllers"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from lapilli.dev import BinariesNotFound, ClusterSpec, DevCluster, NodeShape, find_binaries
+from assembly.dev import BinariesNotFound, ClusterSpec, DevCluster, NodeShape, find_binaries
 
 CONTROL_PLANE_NODES = 4
 _REAL_TIERS = ("e2e", "conformance")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lapilli.dev import DevCluster
+from assembly.dev import DevCluster
 from lapilli.kube import resource_for
 
 ROOT = Path(__file__).resolve().parents[2]

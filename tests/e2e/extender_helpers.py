@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lapilli.dev import DevCluster, NodeShape
+from assembly.dev import DevCluster, NodeShape
 from lapilli.kube.errors import NotFound
 from lapilli.kube.resources import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES
 

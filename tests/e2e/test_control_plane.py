@@ -12,10 +12,10 @@ import aiohttp
 import orjson
 import pytest
 
+from assembly.dev import DevCluster
+from assembly.dev.nodes import NodeShape, is_ready, parse_taint
+from assembly.dev.waits import wait_for
 from lapilli.cluster import Event, Reflector
-from lapilli.dev import DevCluster
-from lapilli.dev.nodes import NodeShape, is_ready, parse_taint
-from lapilli.dev.waits import wait_for
 from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import CONFIG_MAPS, NODES, POD_TEMPLATES, PODS, QUEUES
 

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pytest
 
-from lapilli.dev import DevCluster
+from assembly.dev import DevCluster
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import CONFIG_MAPS, PODS, SECRETS, SERVICES
 from tests.e2e.test_controller_helpers import (

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from lapilli.dev import DevCluster
+from assembly.dev import DevCluster
 from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS
 

@@ -17,8 +17,8 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from lapilli.dev import DevCluster, procs
-from lapilli.dev.ports import free_ports
+from assembly.dev import DevCluster, procs
+from assembly.dev.ports import free_ports
 from lapilli.kube import AlreadyExists, ApiError, KubeClient
 from lapilli.kube.resources import LEASES, MUTATING_WEBHOOKS, PODGROUPS, VALIDATING_WEBHOOKS, VC_JOBS
 from tests.e2e.test_controller_helpers import eventually, job_pods, remove_job, running_pods

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from lapilli.dev import DevCluster
+from assembly.dev import DevCluster
 from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import COMMANDS, CONFIG_MAPS, PODGROUPS, SECRETS, SERVICES, Resource
 from tests.e2e.test_controller_helpers import (

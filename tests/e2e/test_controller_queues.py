@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from lapilli.dev import DevCluster
+from assembly.dev import DevCluster
 from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import COMMANDS, PODGROUPS, PODS, QUEUES, Resource
 from tests.e2e.test_controller_helpers import apply, eventually, lapilli, remove_example_jobs, remove_job, wait_phase

@@ -8,8 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from lapilli.dev.procs import ProcessRecord, is_alive
-from lapilli.dev.service import lapilli_argv
+from assembly.dev.procs import ProcessRecord, is_alive
+from assembly.dev.service import lapilli_argv
 
 
 def lapilli(*args: str, state: Path) -> subprocess.CompletedProcess[str]:

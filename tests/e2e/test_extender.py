@@ -14,7 +14,7 @@ from datetime import datetime
 import aiohttp
 import pytest
 
-from lapilli.dev import DevCluster, procs
+from assembly.dev import DevCluster, procs
 from lapilli.kube.resources import EVENTS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES
 from tests.e2e.extender_helpers import Pool, eventually
 

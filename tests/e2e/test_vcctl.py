@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lapilli.dev import DevCluster
+from assembly.dev import DevCluster
 from lapilli.kube import KubeClient
 from tests.e2e.test_controller_helpers import eventually, get_job, lapilli, remove_job, running_pods, wait_phase
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from lapilli.dev import DevCluster
+from assembly.dev import DevCluster
 from tests.service.reviews import job, queue, task
 from webhook.certs import generate, read_ca, write_bundle
 

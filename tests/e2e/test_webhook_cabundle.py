@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 import contextlib
 
-from lapilli.dev import DevCluster
+from assembly.dev import DevCluster
+from assembly.serve.cabundle import CaBundleSync
 from lapilli.kube import NotFound
 from lapilli.kube.resources import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS
-from lapilli.serve.cabundle import CaBundleSync
 from webhook.certs import generate_ca
 from webhook.configs import render
 

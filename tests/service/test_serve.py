@@ -10,10 +10,10 @@ import pytest
 from cryptography import x509
 from prometheus_client import CollectorRegistry
 
-from lapilli.serve import WebhookSettings
-from lapilli.serve.component import run_components
-from lapilli.serve.ops import Ops
-from lapilli.serve.webhook import WebhookServer
+from assembly.serve import WebhookSettings
+from assembly.serve.component import run_components
+from assembly.serve.ops import Ops
+from assembly.serve.webhook import WebhookServer
 from tests.service.reviews import job, queue, review
 from webhook.certs import generate, service_hosts, write_bundle
 from webhook.context import AdmissionContext

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from assembly.serve import ExtenderSettings, Settings, WebhookSettings, build
 from controller.settings import ControllerSettings
 from lapilli.kube import Fenced, KubeClient, KubeConfig
 from lapilli.kube.resources import PODGROUPS, PODS
-from lapilli.serve import ExtenderSettings, Settings, WebhookSettings, build
 from webhook.certs import generate, write_bundle
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from lapilli.serve import Settings, SettingsError, WebhookSettings
+from assembly.serve import Settings, SettingsError, WebhookSettings
 from webhook.certs import generate, write_bundle
 from webhook.context import AdmissionSettings
 
@@ -37,8 +37,8 @@ def test_settings_problems_are_listed_together(tmp_path: Path):
 
 
 def test_the_extender_and_the_controllers_need_leases_of_their_own(tmp_path: Path):
+    from assembly.serve import ExtenderSettings
     from controller.settings import ControllerSettings
-    from lapilli.serve import ExtenderSettings
 
     paths = write_bundle(generate(["localhost"]), tmp_path)
     webhook = WebhookSettings(tls_cert_file=paths["tls.crt"], tls_key_file=paths["tls.key"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lapilli.dev.nodes import (
+from assembly.dev.nodes import (
     NodeShape,
     is_ready,
     kept_taints,

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from lapilli.dev.kubelet import PodIPs
-from lapilli.dev.podsim import (
+from assembly.dev.kubelet import PodIPs
+from assembly.dev.podsim import (
     finished_patch,
     next_action,
     outcome,

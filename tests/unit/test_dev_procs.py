@@ -6,7 +6,7 @@ import dataclasses
 import sys
 import time
 
-from lapilli.dev import procs
+from assembly.dev import procs
 
 
 def test_spawn_status_stop_leaves_nothing(tmp_path):

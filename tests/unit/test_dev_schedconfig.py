@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lapilli.dev.schedconfig import MANIFEST_VERSIONS, config_api_version, in_cluster, manifest_text, render
+from assembly.dev.schedconfig import MANIFEST_VERSIONS, config_api_version, in_cluster, manifest_text, render
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "scheduler"
 
@@ -53,7 +53,7 @@ def test_without_service_no_extenders():
 @pytest.mark.parametrize("version", MANIFEST_VERSIONS)
 def test_shipped_manifest_is_generated(version):
     path = MANIFESTS / f"kubescheduler-config-{version}.yaml"
-    assert path.read_text() == manifest_text(version), "regenerate: python -m lapilli.dev.schedconfig"
+    assert path.read_text() == manifest_text(version), "regenerate: python -m assembly.dev.schedconfig"
     config = yaml.safe_load(path.read_text())
     assert config == in_cluster(version)
     assert [p["schedulerName"] for p in config["profiles"]] == ["volcano"]

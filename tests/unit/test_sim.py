@@ -10,9 +10,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from lapilli.cli import main
-from lapilli.sim import DefaultScheduler, LapilliScheduler, SimResult, Workload, load_workload, simulate
-from lapilli.sim.state import Cluster
+from assembly.cli import main
+from assembly.sim import DefaultScheduler, LapilliScheduler, SimResult, Workload, load_workload, simulate
+from assembly.sim.state import Cluster
 
 SEED = Path(__file__).resolve().parents[2] / "examples" / "sim" / "seed-gang-deadlock.yaml"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from lapilli.sim import DefaultScheduler, WorkloadError, load_workload, parse_seconds
-from lapilli.sim.kube_default import least_allocated, tolerates
-from lapilli.sim.lapilli_driver import LapilliScheduler
-from lapilli.sim.state import Cluster
+from assembly.sim import DefaultScheduler, WorkloadError, load_workload, parse_seconds
+from assembly.sim.kube_default import least_allocated, tolerates
+from assembly.sim.lapilli_driver import LapilliScheduler
+from assembly.sim.state import Cluster
 from tests.unit.test_sim import GPU_WORKER, job, node
 
 # --- durations ------------------------------------------------------------------------------------------------

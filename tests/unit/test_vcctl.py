@@ -6,10 +6,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from lapilli.cli import main
-from lapilli.cli.job import format_events, format_job_view, format_jobs, launch_job
-from lapilli.cli.queue import format_queues, podgroup_stats
-from lapilli.cli.vcctl import human_duration, make_command, resource_list
+from assembly.cli import main
+from assembly.cli.job import format_events, format_job_view, format_jobs, launch_job
+from assembly.cli.queue import format_queues, podgroup_stats
+from assembly.cli.vcctl import human_duration, make_command, resource_list
 
 NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from lapilli.cli import main
+from assembly.cli import main
 from tests.unit.engine.builders import documents
 
 SCENARIO = {

@@ -14,10 +14,8 @@ from typing import Any
 import click
 import orjson
 
-from extender.engine.conf import ConfError, SchedulerConf
-from extender.engine.framework import ArgumentError
-from lapilli.cli.inputs import fail, load_documents
-from lapilli.sim import (
+from assembly.cli.inputs import fail, load_documents
+from assembly.sim import (
     DefaultScheduler,
     LapilliScheduler,
     Scheduler,
@@ -28,8 +26,10 @@ from lapilli.sim import (
     parse_seconds,
     sim_conf,
 )
-from lapilli.sim import simulate as run_simulation
-from lapilli.sim.report import render, render_summary
+from assembly.sim import simulate as run_simulation
+from assembly.sim.report import render, render_summary
+from extender.engine.conf import ConfError, SchedulerConf
+from extender.engine.framework import ArgumentError
 
 
 def _conf(conf_file: Path | None) -> SchedulerConf:
@@ -107,4 +107,4 @@ def simulate_command(
     click.echo("\n\n".join(blocks))
 
 
-simulate = simulate_command  # the name `lapilli.cli` registers
+simulate = simulate_command  # the name `assembly.cli` registers

@@ -21,10 +21,10 @@ from typing import Any, Final, Literal
 import aiohttp
 import yaml
 
-from lapilli.dev import procs
-from lapilli.dev.binaries import Binaries, find_binaries
-from lapilli.dev.bootstrap import SERVICE_NAMESPACE, bootstrap, create_or_replace, ensure_namespace, manifests_dir
-from lapilli.dev.controlplane import (
+from assembly.dev import procs
+from assembly.dev.binaries import Binaries, find_binaries
+from assembly.dev.bootstrap import SERVICE_NAMESPACE, bootstrap, create_or_replace, ensure_namespace, manifests_dir
+from assembly.dev.controlplane import (
     ComponentFailed,
     apiserver_argv,
     etcd_argv,
@@ -32,12 +32,12 @@ from lapilli.dev.controlplane import (
     scheduler_argv,
     wait_ready,
 )
-from lapilli.dev.kubelet import SimKubelet
-from lapilli.dev.nodes import NodeShape, node_name, register_node
-from lapilli.dev.pki import StaticUser, new_token, write_service_account_keys, write_token_file
-from lapilli.dev.ports import free_ports
-from lapilli.dev.schedconfig import config_api_version, render
-from lapilli.dev.service import (
+from assembly.dev.kubelet import SimKubelet
+from assembly.dev.nodes import NodeShape, node_name, register_node
+from assembly.dev.pki import StaticUser, new_token, write_service_account_keys, write_token_file
+from assembly.dev.ports import free_ports
+from assembly.dev.schedconfig import config_api_version, render
+from assembly.dev.service import (
     WEBHOOK_EXEMPT_NAMESPACES,
     ServicePlan,
     exempt_namespace_patch,

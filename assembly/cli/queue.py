@@ -13,8 +13,8 @@ from typing import Any, Final
 
 import click
 
+from assembly.cli.vcctl import QUEUE_COMMAND_NAMESPACE, connection_options, make_command, run_with_client
 from lapilli.api import Action
-from lapilli.cli.vcctl import QUEUE_COMMAND_NAMESPACE, connection_options, make_command, run_with_client
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, PODGROUPS, QUEUES
 

@@ -13,8 +13,8 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
-from lapilli.sim.state import Cluster
-from lapilli.sim.workload import Workload, gpus
+from assembly.sim.state import Cluster
+from assembly.sim.workload import Workload, gpus
 
 MAX_CYCLES_PER_EVENT: Final = 50  # a guard against a scheduler that keeps undoing its own decisions
 _FINISH, _SUBMIT = 0, 1  # at one instant, finishes free resources before submissions are seen

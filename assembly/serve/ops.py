@@ -10,7 +10,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from lapilli.serve.component import Component
+from assembly.serve.component import Component
 
 
 class Ops:

@@ -61,8 +61,8 @@ def up(
     extender: bool | None, state_dir: Path | None,
 ) -> None:
     """Start everything in the background; prints `export KUBECONFIG=...` last once it is ready."""
-    from lapilli.dev import BinariesNotFound, ClusterRunning, ClusterSpec, ComponentFailed, DevCluster, NodeShape
-    from lapilli.dev.nodes import parse_label, parse_taint
+    from assembly.dev import BinariesNotFound, ClusterRunning, ClusterSpec, ComponentFailed, DevCluster, NodeShape
+    from assembly.dev.nodes import parse_label, parse_taint
 
     try:
         shape = NodeShape(
@@ -96,7 +96,7 @@ def up(
 @_state_option
 def down(state_dir: Path | None) -> None:
     """Stop every process of the dev cluster."""
-    from lapilli.dev import stop_state_dir
+    from assembly.dev import stop_state_dir
 
     stopped = stop_state_dir(_state_dir(state_dir))
     click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
@@ -107,7 +107,7 @@ def down(state_dir: Path | None) -> None:
 @_state_option
 def status(output: str, state_dir: Path | None) -> None:
     """Tell what runs. Exit status 0 if every recorded process runs, 1 if none do, 2 if only some do."""
-    from lapilli.dev import status as cluster_status
+    from assembly.dev import status as cluster_status
 
     report = cluster_status(_state_dir(state_dir))
     running = [p["running"] for p in report["processes"]]
@@ -134,7 +134,7 @@ def status(output: str, state_dir: Path | None) -> None:
 @click.option("--heartbeat", default=60.0, show_default=True, help="Seconds between heartbeats of a node.")
 def kubelet(kubeconfig: Path, ready_file: Path | None, workers: int, heartbeat: float) -> None:
     """Run the simulated kubelet for every simulated node until SIGTERM (`dev up` starts it)."""
-    from lapilli.dev import SimKubelet
+    from assembly.dev import SimKubelet
     from lapilli.kube import KubeClient, load_kubeconfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter
 
-from lapilli.serve.settings import WebhookSettings
+from assembly.serve.settings import WebhookSettings
 from webhook.context import AdmissionContext
 from webhook.metrics import WebhookMetrics
 from webhook.server import make_app

@@ -10,12 +10,12 @@ from pathlib import Path
 import click
 import orjson
 
+from assembly.cli.inputs import fail, load_documents
 from extender.engine.conf import ConfError
 from extender.engine.framework import ArgumentError
 from extender.engine.results import Decisions
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import SnapshotError, build_snapshot
-from lapilli.cli.inputs import fail, load_documents
 
 
 def render_table(result: Decisions) -> str:

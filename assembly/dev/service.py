@@ -22,7 +22,7 @@ from webhook.certs import write_bundle
 from webhook.configs import OPT_OUT_LABEL, OPT_OUT_VALUE
 from webhook.configs import render as render_webhook_configurations
 
-SERVICE_MODULE: Final = "lapilli.serve"
+SERVICE_MODULE: Final = "assembly.serve"
 READY_PATH: Final = "/readyz"
 EXTENDER_PATH: Final = "/extender"
 EXTENDER_OPTION: Final = "extender_port"
@@ -35,7 +35,7 @@ def serve_options() -> set[str] | None:
     """Parameter names of `lapilli serve`, or None while the command does not exist."""
     if importlib.util.find_spec(SERVICE_MODULE) is None:
         return None
-    from lapilli.cli import main  # the assembly layer may look at its own CLI
+    from assembly.cli import main  # the assembly layer may look at its own CLI
 
     ctx = click.Context(main)
     if "serve" not in main.list_commands(ctx):
@@ -53,7 +53,7 @@ def lapilli_argv(*args: str) -> list[str]:
     script = Path(sys.executable).with_name("lapilli")
     if script.is_file():
         return [str(script), *args]
-    return [sys.executable, "-c", "import sys; from lapilli.cli import main; sys.exit(main())", *args]
+    return [sys.executable, "-c", "import sys; from assembly.cli import main; sys.exit(main())", *args]
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lapilli.sim.loop import JobOutcome, SimResult
+from assembly.sim.loop import JobOutcome, SimResult
 
 _SEP = " | "
 

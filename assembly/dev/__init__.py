@@ -1,11 +1,11 @@
 """A local control plane for the demo and the end-to-end tests (assembly): etcd, kube-apiserver,
 kube-scheduler with Lapilli's extender, simulated nodes and a simulated kubelet."""
 
-from lapilli.dev.binaries import Binaries, BinariesNotFound, find_binaries
-from lapilli.dev.cluster import ClusterInfo, ClusterRunning, ClusterSpec, DevCluster, status, stop_state_dir
-from lapilli.dev.controlplane import ComponentFailed
-from lapilli.dev.kubelet import SimKubelet
-from lapilli.dev.nodes import NodeShape, parse_label, parse_taint
+from assembly.dev.binaries import Binaries, BinariesNotFound, find_binaries
+from assembly.dev.cluster import ClusterInfo, ClusterRunning, ClusterSpec, DevCluster, status, stop_state_dir
+from assembly.dev.controlplane import ComponentFailed
+from assembly.dev.kubelet import SimKubelet
+from assembly.dev.nodes import NodeShape, parse_label, parse_taint
 
 __all__ = [
     "Binaries",

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import aiohttp
 
-from lapilli.dev.binaries import Binaries
-from lapilli.dev.procs import ProcessRecord, is_alive
+from assembly.dev.binaries import Binaries
+from assembly.dev.procs import ProcessRecord, is_alive
 
 ADMISSION_PLUGINS = (
     "NamespaceLifecycle,ServiceAccount,Priority,DefaultTolerationSeconds,"

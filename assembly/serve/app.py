@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from assembly.serve.cabundle import CaBundleSync
+from assembly.serve.caches import AdmissionCaches
+from assembly.serve.component import Component, run_components
+from assembly.serve.ops import Ops
+from assembly.serve.settings import Settings
+from assembly.serve.webhook import Background, WebhookServer
 from controller import Controllers
 from extender.service.component import ExtenderComponent, ExtenderConfig
 from lapilli.cluster import LeaderGauge, LeaseElector, default_identity
 from lapilli.kube import KubeClient, load_config
-from lapilli.serve.cabundle import CaBundleSync
-from lapilli.serve.caches import AdmissionCaches
-from lapilli.serve.component import Component, run_components
-from lapilli.serve.ops import Ops
-from lapilli.serve.settings import Settings
-from lapilli.serve.webhook import Background, WebhookServer
 from webhook.context import AdmissionContext
 
 log = logging.getLogger("lapilli.serve")

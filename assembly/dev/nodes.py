@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from lapilli.dev.podsim import rfc3339
+from assembly.dev.podsim import rfc3339
 from lapilli.kube import AlreadyExists, KubeClient
 from lapilli.kube.resources import NODES
 

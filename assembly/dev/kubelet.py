@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 import aiohttp
 
+from assembly.dev.nodes import SIM_SELECTOR, is_ready, make_ready, slim_node
+from assembly.dev.podsim import finished_patch, next_action, outcome, rfc3339, running_patch, slim_pod
 from lapilli.cluster import Event, Reflector, WorkQueue, object_key
-from lapilli.dev.nodes import SIM_SELECTOR, is_ready, make_ready, slim_node
-from lapilli.dev.podsim import finished_patch, next_action, outcome, rfc3339, running_patch, slim_pod
 from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import NODES, PODS
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from assembly.sim.workload import SimJob, SimPodSpec, Workload, gpus
 from extender.engine.snapshot import NodeRecord, build_snapshot
 from lapilli.resources.units import Units
-from lapilli.sim.workload import SimJob, SimPodSpec, Workload, gpus
 
 
 @dataclass(slots=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from assembly.sim.state import Cluster, PodState
 from extender.engine.snapshot import NodeRecord
 from lapilli.resources.units import CPU, MEMORY, Units
-from lapilli.sim.state import Cluster, PodState
 
 MAX_NODE_SCORE: Final = 100
 DEFAULT_MILLI_CPU: Final = 100.0  # kube-scheduler's non-zero default for scoring (schedutil.DefaultMilliCPURequest)

@@ -5,10 +5,10 @@ returns a `SimResult`; the schedulers are `LapilliScheduler` (the engine, one se
 `DefaultScheduler` (kube-scheduler's per-pod baseline). `lapilli simulate` is the command line over these.
 """
 
-from lapilli.sim.kube_default import DefaultScheduler
-from lapilli.sim.lapilli_driver import SIM_CONF, LapilliScheduler, sim_conf
-from lapilli.sim.loop import JobOutcome, Scheduler, SimResult, simulate
-from lapilli.sim.workload import Workload, WorkloadError, load_workload, parse_seconds
+from assembly.sim.kube_default import DefaultScheduler
+from assembly.sim.lapilli_driver import SIM_CONF, LapilliScheduler, sim_conf
+from assembly.sim.loop import JobOutcome, Scheduler, SimResult, simulate
+from assembly.sim.workload import Workload, WorkloadError, load_workload, parse_seconds
 
 __all__ = [
     "SIM_CONF",

@@ -11,12 +11,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from assembly.sim.state import Cluster, JobState, PodState
+from assembly.sim.workload import to_resource_list
 from extender.engine.conf import DEFAULT_CONF, SchedulerConf
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import GROUP_NAME_ANNOTATION, TASK_SPEC_KEY, build_snapshot
 from lapilli.api.constants import DEFAULT_QUEUE
-from lapilli.sim.state import Cluster, JobState, PodState
-from lapilli.sim.workload import to_resource_list
 
 # Volcano's default configuration with GPU-aware binpack added to the second tier.
 SIM_CONF: Final = DEFAULT_CONF.rstrip() + "\n  - name: binpack\n"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
-from lapilli.serve import ControllerSettings, ExtenderSettings, Settings, SettingsError, WebhookSettings
-from lapilli.serve import serve as run_service
-from lapilli.serve.settings import DEFAULT_TLS_DIR
+from assembly.serve import ControllerSettings, ExtenderSettings, Settings, SettingsError, WebhookSettings
+from assembly.serve import serve as run_service
+from assembly.serve.settings import DEFAULT_TLS_DIR
 from webhook.context import AdmissionSettings
 
 _PATH = click.Path(path_type=Path)

@@ -5,10 +5,10 @@ stop)` runs them until `stop` is set. Components: the admission caches and the T
 extender and controllers are added as further `Component`s.
 """
 
+from assembly.serve.app import Service, build, serve
+from assembly.serve.component import Component, run_components
+from assembly.serve.settings import ExtenderSettings, Settings, SettingsError, WebhookSettings
 from controller.settings import ControllerSettings
-from lapilli.serve.app import Service, build, serve
-from lapilli.serve.component import Component, run_components
-from lapilli.serve.settings import ExtenderSettings, Settings, SettingsError, WebhookSettings
 
 __all__ = [
     "Component",

@@ -16,9 +16,9 @@ from typing import Any, Final
 import click
 import yaml
 
+from assembly.cli.vcctl import connection_options, make_command, resource_list, run_with_client, since
 from lapilli.api import Action
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, JOB_TYPE_KEY
-from lapilli.cli.vcctl import connection_options, make_command, resource_list, run_with_client, since
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, EVENTS, VC_JOBS
 
