@@ -86,7 +86,8 @@ def never_admissible(dims: Dims, queue: str, need: Vec, limit: Vec, total: Vec) 
             data[name] = {"need": number(name, float(need[i])), "limit": number(name, float(limit[i]))}
     if not parts:
         return None
-    return Reason(Kind.UNRESOLVABLE, "nothing in the cluster can ever admit this gang: " + "; ".join(parts),
+    return Reason(Kind.UNRESOLVABLE, "this gang can never be admitted as the cluster and queue are set up: "
+                  + "; ".join(parts),
                   {"resources": data})
 
 

@@ -66,9 +66,10 @@ class Explanation:
         out["headline"] = self.headline
         return out
 
-    def render(self) -> str:
+    def render(self, job: str = "") -> str:
         """The text `lapilli job why` prints."""
-        head = (f"PodGroup {self.podgroup} in queue {self.queue}: {self.phase}, "
+        what = f"Job {job} (PodGroup {self.podgroup})" if job else f"PodGroup {self.podgroup}"
+        head = (f"{what} in queue {self.queue}: {self.phase}, "
                 f"{self.running}/{self.min_member} running, {self.pods} pod(s)")
         lines = [head]
         lines += [f"  {i}. {r.message}" for i, r in enumerate(self.reasons, 1)]
