@@ -10,7 +10,7 @@ from typing import Any
 
 from extender.engine.conf import parse_conf
 from extender.engine.results import Decisions
-from extender.engine.run import known_plugins, run_session
+from extender.engine.run import registry, run_session
 from extender.engine.snapshot import build_snapshot
 
 
@@ -107,5 +107,5 @@ def documents(scenario: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run(scenario: dict[str, Any]) -> Decisions:
-    conf = parse_conf(scenario["conf"], known_plugins())
+    conf = parse_conf(scenario["conf"], registry())
     return run_session(build_snapshot(documents(scenario)), conf)
