@@ -22,7 +22,7 @@ from assembly.serve.ops import Ops
 from assembly.serve.settings import Settings
 from assembly.serve.webhook import Background, WebhookServer
 from controller import Controllers
-from extender.service.component import ExtenderComponent, ExtenderConfig
+from extender.service.component import ExtenderComponent
 from lapilli.cluster import LeaderGauge, LeaseElector, default_identity
 from lapilli.kube import KubeClient, load_config
 from webhook.context import AdmissionContext
@@ -63,7 +63,9 @@ def build(settings: Settings, client: KubeClient) -> Service:
     e, c = settings.extender, settings.controllers
     if e.enabled:
         elector = elect(e.lease_namespace, e.lease_name) if e.leader_elect else None
-        service.components.append(ExtenderComponent(_extender_config(settings), client, service.registry, elector))
+        service.components.append(
+            ExtenderComponent(e, client, service.registry, elector, kubeconfig=settings.kubeconfig)
+        )
     if c.enabled:  # after the webhook: the pods they create are admitted by it
         elector = elect(c.lease_namespace, c.lease_name) if c.leader_elect else None
         service.components.append(Controllers(client, c, service.registry, elector))
@@ -80,20 +82,6 @@ class _Electors:
         elector = LeaseElector(self.client, namespace, name, identity=self.identity)
         self.gauge.track(elector)
         return elector
-
-
-def _extender_config(settings: Settings) -> ExtenderConfig:
-    e = settings.extender
-    return ExtenderConfig(
-        host=e.host,
-        port=e.port,
-        scheduler_conf=e.scheduler_conf,
-        session_period_s=e.session_period_s,
-        permit_timeout_s=e.permit_timeout_s,
-        kubeconfig=settings.kubeconfig,
-        session_process=e.session_process,
-        scheduler_names=settings.controllers.scheduler_names,  # --scheduler-name, as the webhook and controllers
-    )
 
 
 async def serve(settings: Settings, stop: asyncio.Event) -> None:
