@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, Protocol
 
 import numpy as np
@@ -38,6 +38,11 @@ class GangPlan(NamedTuple):
 
     min_member: int
     nodes: dict[str, str]  # pod key -> node
+
+
+class Eviction(NamedTuple):
+    action: str  # preempt | reclaim
+    queue: str  # the evicted pod's queue
 
 
 class StatusWrite(NamedTuple):
@@ -72,6 +77,7 @@ class Outcome:
     allocatable: npt.NDArray[np.float64]
     idle: npt.NDArray[np.float64]
     seconds: float = 0.0
+    evicted_by: dict[str, Eviction] = field(default_factory=dict)  # pod -> which action, from which queue
 
 
 UNRESOLVED: Final = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -119,6 +125,11 @@ def run(
     start = time.perf_counter()
     now = time.monotonic() if now is None else now
     result = run_session(snap, conf)
+    evicted_by: dict[str, Eviction] = {}
+    for key, action in result.evicted_by.items():  # which action evicted it, and its queue: the metrics' labels
+        pod = snap.pods.get(key)
+        pg = snap.podgroups.get(f"{pod.namespace}/{pod.group}") if pod is not None else None
+        evicted_by[key] = Eviction(action, pg.queue if pg is not None else "")
     new_plans: dict[str, GangPlan] = {}
     for pod_key, node in result.binds.items():
         pod = snap.pods[pod_key]
@@ -151,6 +162,7 @@ def run(
         allocatable=room.allocatable,
         idle=room.idle,
         seconds=time.perf_counter() - start,
+        evicted_by=evicted_by,
     )
 
 
