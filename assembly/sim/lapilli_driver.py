@@ -122,7 +122,7 @@ class LapilliScheduler:
                 changed = True
         for key, status in result.podgroups.items():
             state = cluster.jobs.get(key)
-            if state is not None and state.pg_phase != status["phase"]:
-                state.pg_phase = status["phase"]
+            if state is not None and state.pg_phase != status.phase:
+                state.pg_phase = status.phase
                 changed = True
         return changed
