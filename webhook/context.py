@@ -22,6 +22,11 @@ class AdmissionSettings:
     """`--enable-root-queue-protection`: the root queue's capability/deserved/guarantee are frozen."""
     queue_allocated_pods_check: bool = False
     """`--enable-queue-allocated-pods-check`: refuse deleting a queue whose `status.allocated.pods` > 0."""
+    max_job_replicas: int = 10_000
+    """`--max-job-replicas` (Lapilli's): most pods one Job may declare (all tasks' replicas), so one object
+    cannot make the controllers, the scheduler and the API server do unbounded work."""
+    max_job_tasks: int = 256
+    """`--max-job-tasks` (Lapilli's): most tasks in one Job."""
 
 
 @dataclass(frozen=True, slots=True)

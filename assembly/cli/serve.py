@@ -70,6 +70,9 @@ _PATH = click.Path(path_type=Path)
 @click.option(
     "--enable-queue-allocated-pods-check", is_flag=True, help="Refuse deleting a queue that still has allocated pods."
 )
+@click.option("--max-job-replicas", default=10_000, show_default=True,
+              help="Most pods one Volcano Job may declare (all tasks' replicas); bigger Jobs are refused at admission.")
+@click.option("--max-job-tasks", default=256, show_default=True, help="Most tasks one Volcano Job may have.")
 @click.option("--enable-extender/--disable-extender", default=True, show_default=True,
               help="Serve the scheduler extender and run the scheduling sessions in this process.")
 @click.option("--extender-host", default="0.0.0.0", show_default=True, help="Address the extender listens on.")
@@ -112,6 +115,8 @@ def serve(
     max_queue_depth: int,
     enable_root_queue_protection: bool,
     enable_queue_allocated_pods_check: bool,
+    max_job_replicas: int,
+    max_job_tasks: int,
     enable_extender: bool,
     extender_host: str,
     extender_port: int,
@@ -139,6 +144,8 @@ def serve(
         max_queue_depth=max_queue_depth,
         root_queue_protection=enable_root_queue_protection,
         queue_allocated_pods_check=enable_queue_allocated_pods_check,
+        max_job_replicas=max_job_replicas,
+        max_job_tasks=max_job_tasks,
     )
     webhook = WebhookSettings(
         host=webhook_host,

@@ -140,6 +140,10 @@ def _webhook_problems(w: WebhookSettings) -> list[str]:
     out += [f"--scheduler-name {n!r} is not a valid name" for n in a.scheduler_names if dns1123_subdomain(n)]
     if a.max_queue_depth < 1:
         out.append(f"--max-queue-depth {a.max_queue_depth} must be >= 1")
+    if a.max_job_replicas < 1:
+        out.append(f"--max-job-replicas {a.max_job_replicas} must be >= 1")
+    if a.max_job_tasks < 1:
+        out.append(f"--max-job-tasks {a.max_job_tasks} must be >= 1")
     return out
 
 
