@@ -292,11 +292,12 @@ class Extender:
             return self._bound("" if current == node else f"pod {namespace}/{name} is already bound to {current}")
         _, _, gang = _meta(pod)
         podgroup = self.state.snapshot.podgroups.get(gang) if gang else None
-        if gang is None or podgroup is None or podgroup.min_member <= 1:
+        # The plan's quorum: minMember, or fewer when the session counted BestEffort members as ready.
+        planned = self.plan.gangs.get(gang) if gang else None
+        quorum = planned.min_member if planned is not None else podgroup.min_member if podgroup else 0
+        if gang is None or podgroup is None or quorum <= 1:
             return self._bound(await self.bind_now(namespace, name, node, uid))
-        error = await self.permit.park(
-            gang, podgroup.min_member, self.state.bound_members(gang), namespace, name, uid, node
-        )
+        error = await self.permit.park(gang, quorum, self.state.bound_members(gang), namespace, name, uid, node)
         return self._bound(error)
 
     def _bound(self, error: str) -> ExtenderBindingResult:

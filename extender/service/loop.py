@@ -134,6 +134,7 @@ class SessionLoop:
         for gang, (min_member, nodes) in outcome.new_plans.items():
             if gang in self.plan.gangs:
                 self.plan.gangs[gang].nodes.update(nodes)
+                self.plan.gangs[gang].min_member = min_member
                 for pod in nodes:
                     self.plan.gang_of_pod[pod] = gang
                 self.plan.version += 1

@@ -67,6 +67,18 @@ def short_reason(status: dict[str, object], min_member: int, queue: str) -> str:
     return "waiting for a scheduling session"
 
 
+def bind_quorum(ssn: Session, gang: str, min_member: int) -> int:
+    """How many members must be bound or at bind together before the permit cache lets any of them go.
+
+    `minMember`, unless the session committed the gang with fewer: Volcano counts pending BestEffort tasks as ready
+    (`IsReady`), so a gang whose tasks request nothing binds what backfill placed, and waiting at bind for
+    members no session planned would hold the placed ones until the permit times out, every time. The members
+    the session sees ready are the bound ones, the planned ones still on their way and the ones it just planned.
+    """
+    job = ssn.jobs.get(gang)
+    return min_member if job is None else min(min_member, job.ready_num())
+
+
 class CurrentStatus(Protocol):
     """The stored objects' statuses, to write only what changed (a reflector store fits)."""
 
@@ -96,7 +108,9 @@ def run(
         pod = snap.pods[pod_key]
         gang = f"{pod.namespace}/{pod.group}"
         if pod.group and gang in snap.podgroups:
-            new_plans.setdefault(gang, (snap.podgroups[gang].min_member, {}))[1][pod_key] = node
+            new_plans.setdefault(gang, (bind_quorum(ssn, gang, snap.podgroups[gang].min_member), {}))[1][
+                pod_key
+            ] = node
     planned = {f"{snap.pods[p].namespace}/{snap.pods[p].group}" for p in placements if p in snap.pods}
     planned |= set(new_plans)
     reasons, writes, events = _podgroups(ssn, result.podgroups, podgroups, planned, pacer, now)
