@@ -87,6 +87,10 @@ _PATH = click.Path(path_type=Path)
               help="Run scheduling sessions in a child process (own cluster cache) or in a worker thread.")
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
               help="Answer extender verbs, and run the controllers, only while holding their Lease.")
+@click.option("--leader-identity", envvar="LAPILLI_LEADER_IDENTITY", default="",
+              help="Holder identity in the Leases [env LAPILLI_LEADER_IDENTITY; default <hostname>_<random>]. Give "
+              "the pod's name (downward API): a restarted container then leads again at once instead of waiting out "
+              "its predecessor's lease. Never share one between live replicas.")
 @click.option("--lease-namespace", default="lapilli-system", show_default=True,
               help="Namespace of the extender's and the controllers' Leases.")
 @click.option("--lease-name", default="lapilli-extender", show_default=True, help="Name of the extender's Lease.")
@@ -125,6 +129,7 @@ def serve(
     permit_timeout: float,
     session_process: bool,
     leader_elect: bool,
+    leader_identity: str,
     lease_namespace: str,
     lease_name: str,
     controllers_lease_name: str,
@@ -181,7 +186,8 @@ def serve(
         lease_name=controllers_lease_name,
     )
     settings = Settings(
-        kubeconfig=kubeconfig, log_level=log_level, webhook=webhook, extender=extender, controllers=controllers
+        kubeconfig=kubeconfig, log_level=log_level, webhook=webhook, extender=extender, controllers=controllers,
+        leader_identity=leader_identity,
     )
     try:
         settings.check()

@@ -59,7 +59,7 @@ def build(settings: Settings, client: KubeClient) -> Service:
         settings.webhook, context, service.registry, extra_routes=ops.add_routes, background=background
     )
     service.components += [caches, webhook]
-    elect = _Electors(client, service.registry)
+    elect = _Electors(client, service.registry, settings.leader_identity)
     e, c = settings.extender, settings.controllers
     if e.enabled:
         elector = elect(e.lease_namespace, e.lease_name) if e.leader_elect else None
@@ -73,8 +73,8 @@ def build(settings: Settings, client: KubeClient) -> Service:
 class _Electors:
     """Electors of one process: one identity for all its Leases, each tracked on the `lapilli_leader` gauge."""
 
-    def __init__(self, client: KubeClient, registry: CollectorRegistry) -> None:
-        self.client, self.identity, self.gauge = client, default_identity(), LeaderGauge(registry)
+    def __init__(self, client: KubeClient, registry: CollectorRegistry, identity: str = "") -> None:
+        self.client, self.identity, self.gauge = client, identity or default_identity(), LeaderGauge(registry)
 
     def __call__(self, namespace: str, name: str) -> LeaseElector:
         elector = LeaseElector(self.client, namespace, name, identity=self.identity)

@@ -87,6 +87,9 @@ class Settings:
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     extender: ExtenderSettings = field(default_factory=ExtenderSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
+    leader_identity: str = ""
+    """Holder identity of this process in its Leases; "" picks `<hostname>_<random>`. A stable one (the pod's
+    name) lets a restarted container lead again at once; two live replicas must never share one."""
 
     def problems(self) -> list[str]:
         """Every reason these settings cannot work (empty when they can)."""

@@ -87,6 +87,7 @@ class SessionLoop:
         self.is_leader = is_leader
         self.latest: Outcome | None = None
         self.waiting: set[str] = set()  # pods filter turned away for want of a plan
+        self._leading = False  # a term (this process synced and holding the Lease) is under way
         self._wake = asyncio.Event()
         self._recent_evictions: dict[str, float] = {}
         self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
@@ -106,7 +107,11 @@ class SessionLoop:
                     await self._wake.wait()
             self._wake.clear()
             if not (self.state.synced and self.is_leader()):
+                self._leading = False
                 continue
+            if not self._leading:
+                self._leading = True
+                self.requeue_pending()
             try:
                 await self.run_once()
             except Exception:
@@ -190,12 +195,25 @@ class SessionLoop:
             except ApiError as exc:
                 log.warning("status of %s %s/%s not written: %s", res.kind, namespace or "", name, exc)
 
+    def requeue_pending(self) -> None:
+        """A term begins (start, restart after a crash, a Lease won): kube-scheduler has set aside every gang
+        member whose filter or bind met no extender, and would retry them only at its unschedulable-queue flush
+        (60 s). Count every unbound member as waiting, so each is touched as soon as its gang has a plan."""
+        pods = self.state.snapshot.pods
+        for members in self.state.gang_members.values():
+            for key in members:
+                pod = pods.get(key)
+                if pod is not None and not pod.node_name and pod.phase == "Pending":
+                    self.waiting.add(key)
+
     async def _requeue(self) -> None:
         """kube-scheduler keeps a pod it found unschedulable aside until the pod changes; once its gang has a
-        plan, touch the pod so it comes back at once instead of after the unschedulable-queue flush."""
+        plan, touch the pod so it comes back at once instead of after the unschedulable-queue flush. Members of
+        gangs already partly bound (a crash between a gang's Bindings) go first: they hold room for nothing."""
         ready = [key for key in self.waiting if self.plan.node_for(key) is not None]
         for key in ready:
             self.waiting.discard(key)
+        ready.sort(key=lambda k: (self.state.bound_members(self.plan.gang_of_pod.get(k, "")) == 0, k))
         await asyncio.gather(*(self._touch(key) for key in ready))
 
     async def _touch(self, key: str) -> None:
