@@ -30,7 +30,7 @@ from typing import Final
 INITIAL_S: Final = 0.5
 CAP_S: Final = 10.0
 HEALTHY_AFTER_S: Final = 60.0
-IDENTITY_ENV: Final = "LAPILLI_LEADER_IDENTITY"  # read by `lapilli serve --leader-identity`
+IDENTITY_ENV: Final = "LAPILLI_LEADER_IDENTITY"  # read by `lapilli serve` (assembly/serve/app.py)
 _PR_SET_PDEATHSIG: Final = 1
 
 

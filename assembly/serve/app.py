@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass, field
+from typing import Final
 
 from prometheus_client import CollectorRegistry
 
@@ -22,7 +24,7 @@ from assembly.serve.ops import Ops
 from assembly.serve.settings import Settings
 from assembly.serve.webhook import Background, WebhookServer
 from controller import Controllers
-from extender.service.component import ExtenderComponent, ExtenderConfig
+from extender.service.component import ExtenderComponent
 from lapilli.cluster import LeaderGauge, LeaseElector, default_identity
 from lapilli.kube import KubeClient, load_config
 from webhook.context import AdmissionContext
@@ -63,37 +65,30 @@ def build(settings: Settings, client: KubeClient) -> Service:
     e, c = settings.extender, settings.controllers
     if e.enabled:
         elector = elect(e.lease_namespace, e.lease_name) if e.leader_elect else None
-        service.components.append(ExtenderComponent(_extender_config(settings), client, service.registry, elector))
+        service.components.append(
+            ExtenderComponent(e, client, service.registry, elector, kubeconfig=settings.kubeconfig)
+        )
     if c.enabled:  # after the webhook: the pods they create are admitted by it
         elector = elect(c.lease_namespace, c.lease_name) if c.leader_elect else None
         service.components.append(Controllers(client, c, service.registry, elector))
     return service
 
 
+IDENTITY_ENV: Final = "LAPILLI_LEADER_IDENTITY"
+
+
 class _Electors:
     """Electors of one process: one identity for all its Leases, each tracked on the `lapilli_leader` gauge."""
 
     def __init__(self, client: KubeClient, registry: CollectorRegistry, identity: str = "") -> None:
-        self.client, self.identity, self.gauge = client, identity or default_identity(), LeaderGauge(registry)
+        # `lapilli dev supervise` names its children so, as a pod's containers share the pod's name.
+        identity = identity or os.environ.get(IDENTITY_ENV, "") or default_identity()
+        self.client, self.identity, self.gauge = client, identity, LeaderGauge(registry)
 
     def __call__(self, namespace: str, name: str) -> LeaseElector:
         elector = LeaseElector(self.client, namespace, name, identity=self.identity)
         self.gauge.track(elector)
         return elector
-
-
-def _extender_config(settings: Settings) -> ExtenderConfig:
-    e = settings.extender
-    return ExtenderConfig(
-        host=e.host,
-        port=e.port,
-        scheduler_conf=e.scheduler_conf,
-        session_period_s=e.session_period_s,
-        permit_timeout_s=e.permit_timeout_s,
-        kubeconfig=settings.kubeconfig,
-        session_process=e.session_process,
-        scheduler_names=settings.controllers.scheduler_names,  # --scheduler-name, as the webhook and controllers
-    )
 
 
 async def serve(settings: Settings, stop: asyncio.Event) -> None:
