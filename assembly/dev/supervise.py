@@ -27,10 +27,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from lapilli.cluster.leader import IDENTITY_ENV
+
 INITIAL_S: Final = 0.5
 CAP_S: Final = 10.0
 HEALTHY_AFTER_S: Final = 60.0
-IDENTITY_ENV: Final = "LAPILLI_LEADER_IDENTITY"  # read by `lapilli serve` (assembly/serve/app.py)
 _PR_SET_PDEATHSIG: Final = 1
 
 

@@ -13,7 +13,6 @@ import asyncio
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Final
 
 from prometheus_client import CollectorRegistry
 
@@ -26,6 +25,7 @@ from assembly.serve.webhook import Background, WebhookServer
 from controller import Controllers
 from extender.service.component import ExtenderComponent
 from lapilli.cluster import LeaderGauge, LeaseElector, default_identity
+from lapilli.cluster.leader import IDENTITY_ENV
 from lapilli.kube import KubeClient, load_config
 from webhook.context import AdmissionContext
 
@@ -72,9 +72,6 @@ def build(settings: Settings, client: KubeClient) -> Service:
         elector = elect(c.lease_namespace, c.lease_name) if c.leader_elect else None
         service.components.append(Controllers(client, c, service.registry, elector))
     return service
-
-
-IDENTITY_ENV: Final = "LAPILLI_LEADER_IDENTITY"
 
 
 class _Electors:
