@@ -189,8 +189,9 @@ class ProportionPlugin:
             for task in candidates:
                 attr = attrs[ssn.jobs[task.job].queue]
                 allocated = running.setdefault(attr.name, attr.allocated.copy())
-                if bool(np.any(allocated < reclaimer.resreq)):
-                    continue  # this queue cannot free enough for the reclaimer
+                # Volcano's current rule: any task of a queue above its deserved share is a victim, even when that
+                # queue alone could not free the whole request (the node's idle room and other queues' victims
+                # make up the rest; reclaim_test "Node available resources should be included").
                 if not less_equal(allocated, attr.deserved):
                     allocated -= task.resreq
                     chosen.append(task)
@@ -226,7 +227,8 @@ class ProportionPlugin:
         ssn.add_fn(Fn.QUEUE_ORDER, KeyedOrder(queue_order))
         ssn.add_fn(Fn.OVERUSED, overused)
         ssn.add_fn(Fn.ALLOCATABLE, allocatable)
-        ssn.add_fn(Fn.PREEMPTIVE, lambda queue, task: fits(queue, task.resreq))
+        # Volcano's queueAllocatable: a queue that is not Open reclaims nothing either.
+        ssn.add_fn(Fn.PREEMPTIVE, lambda queue, task: queue.state == "Open" and fits(queue, task.resreq))
         ssn.add_fn(Fn.RECLAIMABLE, reclaimable)
         ssn.add_fn(Fn.JOB_ENQUEUEABLE, enqueueable)
         ssn.add_fn(Fn.JOB_ENQUEUED, enqueued)
