@@ -8,13 +8,11 @@ within deserved on the dimensions the task asks for; reclaim takes from queues a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from extender.engine.framework import PERMIT, REJECT, Fn, KeyedOrder, register_plugin
+from extender.engine.framework import PERMIT, REJECT, Fn, KeyedOrder, register_plain_plugin
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task, TaskStatus
 from extender.engine.session import EventHandler, QueueReport, Session
 from lapilli.resources.vector import TOLERANCE, Dims, Vec, exceeded_part, is_empty, less_equal, less_equal_on
@@ -99,8 +97,7 @@ def elastic(job: Job) -> Vec:
 class ProportionPlugin:
     name = "proportion"
 
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.arguments = arguments
+    def __init__(self) -> None:
         self.attrs: dict[str, QueueAttr] = {}
 
     def _build(self, ssn: Session) -> None:
@@ -240,4 +237,4 @@ class ProportionPlugin:
         self.attrs = {}
 
 
-register_plugin("proportion")(ProportionPlugin)
+register_plain_plugin("proportion", ProportionPlugin)

@@ -10,7 +10,7 @@ from typing import Any
 
 from extender.engine.conf import FLAGS, parse_conf
 from extender.engine.results import Decisions
-from extender.engine.run import known_plugins, run_session
+from extender.engine.run import registry, run_session
 from extender.engine.snapshot import build_snapshot
 
 
@@ -118,5 +118,5 @@ def go_tiers(conf: dict[str, Any]) -> dict[str, Any]:
 
 def run(scenario: dict[str, Any]) -> Decisions:
     raw = go_tiers(scenario["conf"]) if scenario.get("flags") == "go" else scenario["conf"]
-    conf = parse_conf(raw, known_plugins())
+    conf = parse_conf(raw, registry())
     return run_session(build_snapshot(documents(scenario)), conf)
