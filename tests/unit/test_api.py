@@ -96,7 +96,7 @@ def test_examples_hold_every_seed_manifest_unchanged():
 
 def test_examples_contain_the_expected_volcano_objects():
     kinds = [doc["kind"] for _, doc in VOLCANO_EXAMPLES]
-    assert kinds.count("Job") == 7
+    assert kinds.count("Job") == 9
     assert kinds.count("PodGroup") == 1
     assert kinds.count("Queue") == 8
 
