@@ -43,6 +43,10 @@ _TRANSIENT: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
 T = TypeVar("T")
 
 
+IDENTITY_ENV: Final = "LAPILLI_LEADER_IDENTITY"
+"""Set by whatever restarts a process in place (`lapilli dev supervise`), as a pod's containers share its name."""
+
+
 def default_identity() -> str:
     """`<hostname>_<random>`, as client-go's components name themselves: the pod's name, unique per process."""
     return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
