@@ -176,7 +176,7 @@ class SessionLoop:
             namespace, _, name = key.rpartition("/")
             writes.append(self._patch_status(kinds[kind], name, namespace or None, status))
         for name, computed in outcome.queues.items():
-            self.metrics.observe_queue(name, computed)
+            self.metrics.observe_queue(name, outcome.dims, computed)
         await asyncio.gather(*writes)
 
     def _record_events(self, outcome: Outcome) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from lapilli.resources import parse_quantity
+from extender.engine.results import QueueResult, resource_amounts
+from lapilli.resources.vector import Dims
 
 _LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 60)
 
@@ -48,10 +48,11 @@ class ExtenderMetrics:
             "lapilli_queue_allocated", "Queue allocation.", ["queue", "resource"], registry=registry
         )
 
-    def observe_queue(self, name: str, computed: Mapping[str, Any]) -> None:
-        for resource, quantity in (computed.get("deserved") or {}).items():
-            self.queue_deserved.labels(name, resource).set(float(parse_quantity(quantity)))
-        for resource, quantity in (computed.get("allocated") or {}).items():
-            self.queue_allocated.labels(name, resource).set(float(parse_quantity(quantity)))
+    def observe_queue(self, name: str, dims: Dims, queue: QueueResult) -> None:
+        if queue.deserved is not None:
+            for resource, amount in resource_amounts(dims, queue.deserved).items():
+                self.queue_deserved.labels(name, resource).set(amount)
+        for resource, amount in resource_amounts(dims, queue.allocated).items():
+            self.queue_allocated.labels(name, resource).set(amount)
         for resource, count in self._restarts_source().items():
             self._restarts.labels(resource).set(count)

@@ -39,10 +39,10 @@ from lapilli.api import (
     SubGroupPolicySpec,
     TaskSpec,
     TopLevelModel,
-    parse_duration,
     parse_object,
 )
 from lapilli.api import constants as C
+from lapilli.times import parse_duration
 
 
 def _sibling(name: str) -> types.ModuleType:
