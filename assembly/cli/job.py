@@ -17,10 +17,12 @@ import click
 import yaml
 
 from assembly.cli.vcctl import connection_options, make_command, resource_list, run_with_client, since
+from extender.engine.conf import ConfError
 from lapilli.api import Action
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, JOB_TYPE_KEY
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, EVENTS, VC_JOBS
+from lapilli.meta import annotations_of, namespace_of
 
 Obj = Mapping[str, Any]
 COLUMNS: Final = ("Name", "Creation", "Phase", "JobType", "Replicas", "Min", "Pending", "Running", "Succeeded",
@@ -46,7 +48,7 @@ def format_jobs(jobs: list[Obj], *, all_namespaces: bool = False, scheduler: str
     """`PrintJobs`: the Name column as wide as the longest name + 3 (Namespace likewise with
     --all-namespaces), then fixed widths; jobs filtered by scheduler name and a name substring."""
     name_w = max([len("Name"), *(len(j["metadata"]["name"]) for j in jobs)]) + 3
-    ns_w = max([len("Namespace"), *(len(j["metadata"].get("namespace", "")) for j in jobs)]) + 3
+    ns_w = max([len("Namespace"), *(len(namespace_of(j)) for j in jobs)]) + 3
     widths = (name_w, *WIDTHS)
 
     def line(cells: Iterable[Any], namespace: str | None) -> str:
@@ -59,7 +61,7 @@ def format_jobs(jobs: list[Obj], *, all_namespaces: bool = False, scheduler: str
             continue
         if selector not in job["metadata"]["name"]:
             continue
-        out.append(line(job_row(job), job["metadata"].get("namespace", "")))
+        out.append(line(job_row(job), namespace_of(job)))
     return "\n".join(out) + "\n"
 
 
@@ -100,7 +102,7 @@ def _container(out: list[str], c: Obj) -> None:
 
 def _task(out: list[str], task: Obj) -> None:
     template = task.get("template") or {}
-    notes = (template.get("metadata") or {}).get("annotations") or {}
+    notes = annotations_of(template)
     spec = template.get("spec") or {}
     _write(out, 2, f"Name:\t{task.get('name', '')}\n")
     _write(out, 2, f"Replicas:\t{task.get('replicas', 0)}\n")
@@ -329,3 +331,39 @@ def delete(master: str, kubeconfig: Path | None, namespace: str, name: str) -> N
 
     run_with_client(kubeconfig, master, work)
     click.echo(f"delete job {name} successfully")
+
+
+@job.command("why")
+@connection_options
+@click.option("-n", "--namespace", default="default", show_default=True, help="the namespace of the job")
+@click.argument("name", required=False, default="")
+@click.option("--podgroup", default="", help="explain this PodGroup (a bare PodGroup, e.g. made by an operator)")
+@click.option("--conf", "conf_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="scheduler conf to use [default: the cluster's, see README]")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def why(master: str, kubeconfig: Path | None, namespace: str, name: str, podgroup: str, conf_file: Path | None,
+        output: str) -> None:
+    """Why is a job pending? Each reason that applies, most important first, from the scheduler's own engine."""
+    from assembly.why.answer import WhyError, podgroup_of_job
+    from assembly.why.answer import why as explain_pg
+    from assembly.why.gather import closed_by, read_cluster, read_conf, read_queue_events
+
+    if bool(name) == bool(podgroup):
+        raise click.UsageError("name a job (NAME) or a PodGroup (--podgroup PG), not both")
+
+    async def work(client: KubeClient) -> str:
+        view, source = await read_cluster(client), await read_conf(client, conf_file)
+        if podgroup:
+            key = f"{namespace}/{podgroup}"
+        else:
+            key = podgroup_of_job(view, namespace, await client.get(VC_JOBS, name, namespace))
+        closers = closed_by(view.objects.get("Queue", {}).values(), await read_queue_events(client))
+        answer = explain_pg(view, source.conf, key, closers)
+        if output == "json":
+            return json.dumps({**answer.to_json(), "job": name or None, "conf": source.where}, indent=2) + "\n"
+        return answer.render(f"{namespace}/{name}" if name else "") + f"(scheduler conf: {source.where})\n"
+
+    try:
+        click.echo(run_with_client(kubeconfig, master, work), nl=False)
+    except (WhyError, ConfError, OSError) as exc:
+        raise click.ClickException(str(exc).strip("'\"")) from None

@@ -46,6 +46,7 @@ from lapilli.api.constants import (
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODS
+from lapilli.meta import annotations_of, meta, name_of, namespace_of, resource_version, uid_of
 from lapilli.resources.units import GPU, pod_request, to_units
 from lapilli.resources.vector import TOLERANCE
 
@@ -56,10 +57,9 @@ BINPACK_WEIGHTS: Mapping[str, float] = {"cpu": 1.0, "memory": 1.0, GPU: 10.0}
 
 
 def _meta(pod: Mapping[str, Any]) -> tuple[str, str, str | None]:
-    meta = pod.get("metadata") or {}
-    namespace = meta.get("namespace") or "default"
-    group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
-    return namespace, str(meta.get("name", "")), f"{namespace}/{group}" if group else None
+    namespace = namespace_of(pod) or "default"
+    group = annotations_of(pod).get(GROUP_NAME_ANNOTATION)
+    return namespace, name_of(pod), f"{namespace}/{group}" if group else None
 
 
 def _same_room(a: Outcome, b: Outcome) -> bool:
@@ -138,8 +138,7 @@ class Extender:
         untouched after the queue checks, with the queue its PodGroup will have; pods of other schedulers pass."""
         if (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
             return None
-        annotations = (pod.get("metadata") or {}).get("annotations") or {}
-        return self._queue_refusal(str(annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE), pod)
+        return self._queue_refusal(str(annotations_of(pod).get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE), pod)
 
     def _queue_refusal(self, name: str, pod: Mapping[str, Any]) -> str | None:
         """Why `pod` may not start in queue `name` now (None: it may). Enqueue's check, for one pod: the queue
@@ -171,8 +170,7 @@ class Extender:
     def _units(self, pod: Mapping[str, Any]) -> Mapping[str, float]:
         """The pod's request in Volcano units. Filter and prioritize ask about the same pod (same uid and
         resourceVersion) one after the other, and parsing quantities exactly is the costly part."""
-        meta = pod.get("metadata") or {}
-        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        key = (uid_of(pod), resource_version(pod))
         if not key[0] or not key[1]:
             return pod_request(pod.get("spec") or {})
         units = self._units_cache.get(key)
@@ -284,7 +282,7 @@ class Extender:
                 pod = await self.client.get(PODS, name, namespace)
             except NotFound:
                 return self._bound(f"pod {namespace}/{name} not found")
-        if uid and (pod.get("metadata") or {}).get("uid") not in (None, uid):
+        if uid and meta(pod).get("uid") not in (None, uid):
             return self._bound(f"pod {namespace}/{name} was recreated (uid {uid} is gone)")
         current = (pod.get("spec") or {}).get("nodeName")
         if current:

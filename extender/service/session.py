@@ -32,6 +32,7 @@ from extender.service.status import (
     unschedulable_message,
 )
 from lapilli.kube.events import EventType
+from lapilli.meta import uid_of
 from lapilli.resources.vector import Dims
 
 _UNREADY = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
@@ -165,7 +166,7 @@ def _podgroups(
             continue
         event = _podgroup_event(ssn, key, phase, new is not None, pacer, now)
         if event is not None:
-            uid = str((stored.get("metadata") or {}).get("uid") or "")
+            uid = uid_of(stored)
             events.append((key, uid, *event))
     return reasons, writes, events
 

@@ -35,7 +35,7 @@ async def cluster(control_plane: DevCluster) -> DevCluster:
     assert control_plane.client is not None
     await remove_example_jobs(control_plane.client)
     control_plane.kubectl("apply", "-f", str(EXAMPLES / "priorityclass-high-priority.yaml"),
-                          "-f", str(EXAMPLES / "queue-ml-training.yaml"))
+                          "-f", str(EXAMPLES / "queues-for-examples.yaml"))
     return control_plane
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from extender.service.state import ClusterState
-from lapilli.cluster.reflector import object_key
+from lapilli.meta import key_of
 
 
 class RecordingClient:
@@ -54,5 +54,5 @@ def cluster_state(objects: list[dict]) -> ClusterState:
 def feed(state: ClusterState, obj: dict) -> None:
     """What a reflector does with an added or modified object: keep it in its store, then hand the event on."""
     reflector = next(r for r in state.reflectors if r.resource.kind == obj["kind"])
-    reflector.store[object_key(obj)] = obj
+    reflector.store[key_of(obj)] = obj
     state.apply("ADDED", obj)

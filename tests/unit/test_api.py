@@ -98,7 +98,7 @@ def test_examples_contain_the_expected_volcano_objects():
     kinds = [doc["kind"] for _, doc in VOLCANO_EXAMPLES]
     assert kinds.count("Job") == 7
     assert kinds.count("PodGroup") == 1
-    assert kinds.count("Queue") == 7
+    assert kinds.count("Queue") == 8
 
 
 @pytest.mark.parametrize("item", VOLCANO_EXAMPLES, ids=_example_id)

@@ -8,7 +8,7 @@ from typing import Any
 from extender.engine.actions.backfill import Backfill
 from extender.engine.conf import parse_conf
 from extender.engine.model import TaskStatus
-from extender.engine.run import known_plugins, open_session
+from extender.engine.run import open_session, registry
 from extender.engine.snapshot import build_snapshot
 from extender.engine.statement import Statement
 from tests.unit.engine.builders import documents
@@ -51,7 +51,7 @@ def test_volcano_pick_up_pending_tasks_orders_queue_job_task_and_takes_pipelined
         ],
         "pods": _pods("pg1", (1, 2, 3, 4)) + _pods("pg2", (1, 2, 3, 4)),
     }
-    ssn = open_session(build_snapshot(documents(scenario)), parse_conf(CONF, known_plugins()))
+    ssn = open_session(build_snapshot(documents(scenario)), parse_conf(CONF, registry()))
     node = ssn.node_by_name["node1"]
     pipelined = [t for t in ssn.tasks.values() if t.index in (2, 4)]  # tasks -2 and -4 of both jobs
     for task in pipelined:
