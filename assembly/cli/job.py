@@ -23,6 +23,7 @@ from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, JOB_TYPE_KEY
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, EVENTS, VC_JOBS
 from lapilli.meta import annotations_of, namespace_of
+from lapilli.times import parse_rfc3339_datetime
 
 Obj = Mapping[str, Any]
 COLUMNS: Final = ("Name", "Creation", "Phase", "JobType", "Replicas", "Min", "Pending", "Running", "Succeeded",
@@ -69,7 +70,7 @@ def _go_time(stamp: str | None) -> str:
     """metav1.Time as Go prints it: `2006-01-02 15:04:05 +0000 UTC`."""
     if not stamp:
         return "0001-01-01 00:00:00 +0000 UTC"
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+    return parse_rfc3339_datetime(stamp).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
 
 
 def _map(value: Mapping[str, str] | None) -> str:

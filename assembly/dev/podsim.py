@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from lapilli.meta import annotations_of, is_deleting, section
+from lapilli.times import parse_rfc3339, rfc3339
 
 DURATION_ANNOTATION: Final = "sim.lapilli.io/duration"
 EXIT_CODE_ANNOTATION: Final = "sim.lapilli.io/exit-code"
@@ -25,15 +25,6 @@ _GO_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "
 _GO_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 
 Obj = Mapping[str, Any]
-
-
-def rfc3339(ts: float) -> str:
-    """A metav1.Time string (second precision, UTC)."""
-    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def parse_duration(text: str) -> float:

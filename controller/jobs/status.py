@@ -9,21 +9,12 @@ document into another (nulls for what went away), so a status write never needs 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from controller.jobs.state import Counts
 from lapilli.api import JobPhase
 
 _COUNTERS = ("pending", "running", "succeeded", "failed", "terminating", "unknown")
-
-
-def rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def go_duration(seconds: float) -> str:

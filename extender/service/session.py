@@ -8,7 +8,6 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import numpy as np
@@ -34,6 +33,7 @@ from extender.service.status import (
 from lapilli.kube.events import EventType
 from lapilli.meta import uid_of
 from lapilli.resources.vector import Dims
+from lapilli.times import rfc3339
 
 _UNREADY = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
 
@@ -144,7 +144,7 @@ def _podgroups(
     now: float,
 ) -> tuple[dict[str, str], list[tuple[str, str, dict[str, Any]]], list[tuple[str, str, EventType, str, str]]]:
     """Filter's reasons for the gangs without a plan, the PodGroup status writes, and the events that are due."""
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = rfc3339(time.time())
     reasons: dict[str, str] = {}
     writes: list[tuple[str, str, dict[str, Any]]] = []
     events: list[tuple[str, str, EventType, str, str]] = []

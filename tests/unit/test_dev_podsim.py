@@ -12,11 +12,10 @@ from assembly.dev.podsim import (
     next_action,
     outcome,
     parse_duration,
-    parse_rfc3339,
-    rfc3339,
     running_patch,
     slim_pod,
 )
+from lapilli.times import parse_rfc3339, rfc3339
 
 
 def pod(phase: str | None = None, annotations: dict[str, str] | None = None, **status: Any) -> dict[str, Any]:
