@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from extender.engine.status import Code, Status
 from extender.service.loop import SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
 from extender.service.plan import Plan
-from extender.service.session import Outcome
+from extender.service.session import UNRESOLVED, WAITING, Outcome
 from extender.service.state import ClusterState
 from extender.service.wire import (
     ExtenderArgs,
@@ -100,7 +101,7 @@ class Extender:
             refusal = self._plain_refusal(args.pod)
             if refusal is None:
                 return filter_result(offered)
-            return filter_refusal(offered, f"pod {key}: {refusal}")
+            return filter_refusal(offered, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"pod {key}: {refusal}"))
         node = self.plan.node_for(key)
         if node is not None and node in offered:
             return filter_result([node])
@@ -111,14 +112,13 @@ class Extender:
             if moved is not None:
                 return filter_result([moved])
             self.plan.drop(gang)
-            reason = f"gang {gang}: planned node {node} was not offered and no offered node fits; re-planning"
+            why = Status(UNRESOLVED, f"planned node {node} was not offered and no offered node fits; re-planning")
         else:
             latest = self.loop.latest
-            why = latest.reasons.get(gang) if latest is not None else None
-            reason = f"gang {gang}: {why or 'waiting for a scheduling session'}"
+            why = (latest.reasons.get(gang) if latest is not None else None) or WAITING
         self.loop.waiting.add(key)
         self.loop.poke()
-        return filter_refusal(offered, reason)
+        return filter_refusal(offered, Status(why.code, f"gang {gang}: {why.message}"))
 
     def _admitted_single(self, gang: str, pod: Mapping[str, Any]) -> bool:
         """A gang of one needs no plan: there is nothing to gather, and kube-scheduler's own filters have

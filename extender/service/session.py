@@ -4,22 +4,22 @@ after it (each node's room once the plan is counted, for prioritize and for re-p
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.engine.conf import SchedulerConf
 from extender.engine.framework import ACTIONS
-from extender.engine.model import TaskStatus
+from extender.engine.model import Job, TaskStatus
 from extender.engine.results import decisions
 from extender.engine.run import collector_paused, open_session
 from extender.engine.session import Session
 from extender.engine.snapshot import Snapshot
+from extender.engine.status import Code, Status
 from extender.service.pacing import Pacer
 from extender.service.status import (
     READY_MESSAGE,
@@ -35,8 +35,6 @@ from lapilli.meta import uid_of
 from lapilli.resources.vector import Dims
 from lapilli.times import rfc3339
 
-_UNREADY = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
-
 
 @dataclass(slots=True)
 class Outcome:
@@ -45,7 +43,7 @@ class Outcome:
 
     evictions: list[str]
     new_plans: dict[str, tuple[int, dict[str, str]]]  # gang -> (minMember, pod -> node)
-    reasons: dict[str, str]  # gang without a plan -> the one-line reason filter gives
+    reasons: dict[str, Status]  # gang without a plan -> the one-line reason filter gives, and its code
     status_writes: list[tuple[str, str, dict[str, Any]]]  # (kind, key, status or patch)
     events: list[tuple[str, str, EventType, str, str]]  # (PodGroup key, uid, type, reason, message), paced
     queues: dict[str, dict[str, Any]]
@@ -56,16 +54,20 @@ class Outcome:
     seconds: float = 0.0
 
 
-def short_reason(status: dict[str, object], min_member: int, queue: str) -> str:
-    """`3/4 pods placeable`, or why the gang was not admitted: the one line kube-scheduler shows."""
-    if status.get("phase") == "Pending":
-        return f"not admitted to queue {queue} yet (PodGroup Pending)"
-    for cond in status.get("conditions") or []:  # type: ignore[attr-defined]
-        match = _UNREADY.match(str(cond.get("message", "")))
-        if cond.get("type") == "Unschedulable" and match:
-            unready = int(match.group(1))
-            return f"{max(min_member - unready, 0)}/{min_member} pods placeable"
-    return "waiting for a scheduling session"
+UNRESOLVED: Final = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+# A gang no session has judged yet: kube-scheduler's preemption would not place it either.
+WAITING: Final = Status(UNRESOLVED, "waiting for a scheduling session")
+
+
+def short_reason(ssn: Session, job: Job, phase: str) -> Status:
+    """`3/4 pods placeable` (Unschedulable unless no eviction could help, see `Session.job_status`), or why the gang
+    was not admitted: the one line kube-scheduler shows."""
+    if phase == "Pending":
+        return Status(UNRESOLVED, f"not admitted to queue {job.queue} yet (PodGroup Pending)")
+    condition = ssn.conditions.get(job.uid)
+    if condition is not None and condition[0] == "Unschedulable":
+        return Status(ssn.job_status(job).code, f"{job.ready_num()}/{job.min_member} pods placeable")
+    return WAITING
 
 
 def bind_quorum(ssn: Session, gang: str, min_member: int) -> int:
@@ -142,16 +144,16 @@ def _podgroups(
     planned: set[str],
     pacer: Pacer,
     now: float,
-) -> tuple[dict[str, str], list[tuple[str, str, dict[str, Any]]], list[tuple[str, str, EventType, str, str]]]:
+) -> tuple[dict[str, Status], list[tuple[str, str, dict[str, Any]]], list[tuple[str, str, EventType, str, str]]]:
     """Filter's reasons for the gangs without a plan, the PodGroup status writes, and the events that are due."""
     stamp = rfc3339(time.time())
-    reasons: dict[str, str] = {}
+    reasons: dict[str, Status] = {}
     writes: list[tuple[str, str, dict[str, Any]]] = []
     events: list[tuple[str, str, EventType, str, str]] = []
     for key, computed in computed_statuses.items():
         job = ssn.jobs[key]
         if key not in planned:
-            reasons[key] = short_reason(computed, job.min_member, job.queue)
+            reasons[key] = short_reason(ssn, job, str(computed["phase"]))
         stored = podgroups.get(key) or {}
         current = stored.get("status") or {}
         new = podgroup_status(current, computed, stamp, planned=key in planned)

@@ -14,10 +14,10 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.arguments import Arguments, number, text
-from extender.engine.framework import Fn, register_plugin
+from extender.engine.framework import register_plugin
+from extender.engine.interface import Index, SessionView
 from extender.engine.model import Task
 from extender.engine.rowmath import Bool, NodeRows, Num, Ops
-from extender.engine.session import Index, Session
 from lapilli.resources.units import CPU, MEMORY
 from lapilli.resources.vector import TOLERANCE, Vec
 
@@ -48,12 +48,12 @@ def parse_arguments(arguments: Arguments) -> BinpackArgs:
 class BinpackScorer:
     def __init__(self, args: BinpackArgs) -> None:
         self.weight, self.weights = args.weight, dict(args.weights)
-        self.ssn: Session | None = None
+        self.ssn: SessionView | None = None
         # Per request vector: [(column, requested amount, weight)] and 100·W/Σw, or None when the score is 0.
         self._classes: dict[bytes, tuple[list[tuple[int, float, float]], float] | None] = {}
         self._last: tuple[Vec | None, tuple[list[tuple[int, float, float]], float] | None] = (None, None)
 
-    def open(self, ssn: Session) -> None:
+    def open(self, ssn: SessionView) -> None:
         self.ssn = ssn
         self._classes.clear()
         self._last = (None, None)
@@ -109,11 +109,11 @@ class BinpackPlugin:
     def __init__(self, args: BinpackArgs) -> None:
         self.scorer = BinpackScorer(args)
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.scorer.open(ssn)
-        ssn.add_fn(Fn.NODE_ORDER, self.scorer)
+        ssn.add_node_order(self.scorer)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         self.scorer.ssn = None
 
 
