@@ -13,6 +13,7 @@ for _name in (
     "predicates",
     "nodeorder",
     "binpack",
+    "task_topology",
 ):
     try:
         import_module(f"{__name__}.{_name}")
