@@ -80,6 +80,9 @@ class ClusterSpec:
     # protocol itself costs with a do-nothing extender).
     extender_url: str | None = None
     heartbeat_s: float = 60.0
+    # False: no kube-scheduler (and no service); the caller brings its own, as the installed-mode tests run the
+    # rendered scheduler pods in containers.
+    kube_scheduler: bool = True
 
 
 @dataclass(slots=True)
@@ -262,6 +265,8 @@ class DevCluster:
     async def _start_scheduler(self, kubeconfig: Path, ports: _Ports, plan: ServicePlan | None) -> None:
         """The Lapilli service first (when wired), then kube-scheduler with or without the extender entries."""
         assert self.binaries is not None and self.client is not None
+        if not self.spec.kube_scheduler:
+            return
         if plan is not None:
             service = self._spawn("lapilli", plan.argv)
             await wait_ready(service, plan.ready_url, timeout_s=60)

@@ -72,7 +72,8 @@ def render(
     """
     leader: dict[str, Any] = {"leaderElect": leader_elect}
     if leader_elect:
-        leader |= {"resourceName": "lapilli-scheduler", "resourceNamespace": "lapilli-system"}
+        # A Lease (not 1.20's default endpoints+lease lock): the extender beside kube-scheduler follows it.
+        leader |= {"resourceLock": "leases", "resourceName": "lapilli-scheduler", "resourceNamespace": "lapilli-system"}
     config: dict[str, Any] = {
         "apiVersion": f"{GROUP}/{api_version}",
         "kind": "KubeSchedulerConfiguration",
