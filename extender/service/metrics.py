@@ -28,6 +28,9 @@ class ExtenderMetrics:
             "lapilli_gang_permit_timeouts_total", "Gangs whose permit timed out at bind.", registry=registry
         )
         self.evictions = Counter("lapilli_evictions_total", "Pods evicted by preempt or reclaim.", registry=registry)
+        self.evictions_by = Counter(
+            "lapilli_evictions_by_action_total", "Pods evicted, by the action that chose them (preempt, reclaim) and "
+            "the queue they were taken from.", ["action", "queue"], registry=registry)
         self.session_seconds = Histogram(
             "lapilli_session_duration_seconds", "Scheduling session duration.", buckets=_LATENCY_BUCKETS,
             registry=registry,

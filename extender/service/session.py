@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -52,6 +52,7 @@ class Outcome:
     allocatable: npt.NDArray[np.float64]
     idle: npt.NDArray[np.float64]
     seconds: float = 0.0
+    evicted_by: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod -> (action, the pod's queue)
 
 
 UNRESOLVED: Final = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -102,8 +103,14 @@ def run(
     now = time.monotonic() if now is None else now
     with collector_paused():
         ssn = open_session(snap, conf)
+        evicted_by: dict[str, tuple[str, str]] = {}
         for name in conf.actions:
+            before = len(ssn.records.evictions)
             ACTIONS[name]().execute(ssn)
+            for key in ssn.records.evictions[before:]:  # which action evicted it: the metrics' reason
+                pod = snap.pods.get(key)
+                pg = snap.podgroups.get(f"{pod.namespace}/{pod.group}") if pod is not None else None
+                evicted_by[key] = (name, pg.queue if pg is not None else "")
         ssn.close()
         result = decisions(ssn)
     new_plans: dict[str, tuple[int, dict[str, str]]] = {}
@@ -134,6 +141,7 @@ def run(
         allocatable=ssn.arrays.allocatable.copy(),
         idle=ssn.arrays.idle(),
         seconds=time.perf_counter() - start,
+        evicted_by=evicted_by,
     )
 
 

@@ -167,18 +167,17 @@ def _admission(run: _Run, job: Job) -> list[Reason]:
             reason = cluster_shortage(ssn.dims, need, vote.cluster, ssn.total)
             if reason is not None:
                 short.append(reason)
-    if never is None and short and would_fit_at_open(need, before_quotas[0] if before_quotas else None,
-                                                     cluster_view(run.before)):
+    # Jobs of the same queue ordered first and still waiting (or admitted this session) take the room first.
+    ahead = _ahead(run, job, admitted_now=False, waiting_only=True) if never is None and short else None
+    if ahead is None and never is None and short and would_fit_at_open(
+            need, before_quotas[0] if before_quotas else None, cluster_view(run.before)):
         ahead = _ahead(run, job, admitted_now=True)
-        if ahead is not None:
-            reasons.append(ahead)
+    if ahead is not None:
+        reasons.append(ahead)
     reasons.extend(short)
-    if not reasons:
+    if not reasons and ssn.queues[job.queue].state == "Open":
         text = job.job_fit_error or "the enqueue vote refused it"
         reasons.append(Reason(Kind.CLUSTER_FULL, f"not admitted: {text}"))
-    ahead = _ahead(run, job, admitted_now=False)
-    if ahead is not None and all(r.kind is not Kind.ORDER for r in reasons):
-        reasons.append(ahead)
     return reasons
 
 
@@ -252,13 +251,20 @@ def _fair_share(run: _Run, job: Job) -> Reason | None:
     if not parts:
         return None
     held = "; ".join(parts)
-    return Reason(Kind.FAIR_SHARE, f"queue {job.queue} holds {held} (fair share by {view.plugin}): it gets more "
-                  "only as other queues' demand falls", {"queue": job.queue, "share": round(view.share, 6),
-                                                           "resources": data})
+    fairer = [e for e in ssn.recorded.queue_order if e.uid != job.queue and e.key.get("share") is not None
+              and e.key["share"] < view.share]
+    others = (", ".join(f"{e.uid} (share {e.key['share']:.2f})" for e in fairer[:3]) + " want"
+              + ("s" if len(fairer) == 1 else "") + " room too") if fairer else "other queues want room too"
+    return Reason(Kind.FAIR_SHARE, f"queue {job.queue} holds {held} (fair share by {view.plugin}, share "
+                  f"{view.share:.2f}); {others}: it gets more only as their demand falls",
+                  {"queue": job.queue, "share": round(view.share, 6), "resources": data,
+                   "fairerQueues": [e.uid for e in fairer]})
 
 
-def _ahead(run: _Run, job: Job, *, admitted_now: bool, placed_only: bool = False) -> Reason | None:
-    """ORDER: jobs of the same queue ordered first (that took room this session), or queues ordered first."""
+def _ahead(run: _Run, job: Job, *, admitted_now: bool, placed_only: bool = False,
+           waiting_only: bool = False) -> Reason | None:
+    """ORDER: jobs of the same queue ordered first (that took room this session, were admitted this session, or
+    still wait), or queues ordered first."""
     ssn = run.ssn
     entries = ssn.recorded.job_order.get(job.queue, [])
     mine = next((e for e in entries if e.uid == job.uid), None)
@@ -268,12 +274,18 @@ def _ahead(run: _Run, job: Job, *, admitted_now: bool, placed_only: bool = False
         if admitted_now:
             ahead = [e for e in ahead if ssn.jobs[e.uid].phase == "Inqueue" and run.snap.podgroups[e.uid].phase in
                      ("", "Pending")]
+        if waiting_only:
+            ahead = [e for e in ahead if e.uid not in took]
+            if not ahead:
+                return None
         if ahead:
             first = ahead[0]
             return Reason(Kind.ORDER, f"behind {len(ahead)} job(s) of queue {job.queue}: {first.uid} goes first "
                           f"({_why_first(first.key, mine.key)}); it is {_nth(mine.rank)} of {len(entries)}",
                           {"position": mine.rank, "of": len(entries), "ahead": [e.uid for e in ahead],
                            "key": mine.key, "firstKey": first.key})
+    if waiting_only:
+        return None
     queues = ssn.recorded.queue_order
     qmine = next((e for e in queues if e.uid == job.queue), None)
     if qmine is None or qmine.rank == 1:

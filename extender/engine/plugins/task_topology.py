@@ -25,12 +25,10 @@ from typing import Final
 import numpy as np
 
 from extender.engine.arguments import Arguments, ConfError, integer
-from extender.engine.callbacks import EventHandler
-from extender.engine.framework import Fn, register_plugin
+from extender.engine.framework import register_plugin
+from extender.engine.interface import EventHandler, Index, Scores, SessionView
 from extender.engine.model import Job, Task
-from extender.engine.placement import Index, Scores
 from extender.engine.rowmath import NodeRows, Num, Ops
-from extender.engine.session import Session
 from lapilli.resources.vector import TOLERANCE, Vec
 
 AFFINITY: Final = "volcano.sh/task-topology-affinity"
@@ -243,9 +241,9 @@ class TaskTopologyPlugin:
     def __init__(self, args: TopologyArgs) -> None:
         self.weight = args.weight
         self.managers: dict[str, JobManager] = {}
-        self.ssn: Session | None = None
+        self.ssn: SessionView | None = None
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.ssn = ssn
         weight = ssn.dims.zeros()
         for name, per_unit in (("cpu", 1.0), ("memory", 1.0 / (1024 * 1024))):
@@ -266,11 +264,11 @@ class TaskTopologyPlugin:
                 self.managers[uid] = JobManager(job, topo, weight)
         if not self.managers:
             return
-        ssn.add_fn(Fn.TASK_ORDER, self.task_order)
-        ssn.add_fn(Fn.NODE_ORDER, self)
+        ssn.add_task_order(self.task_order)
+        ssn.add_node_order(self)
         ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated))
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         self.managers = {}
         self.ssn = None
 

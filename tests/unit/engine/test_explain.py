@@ -163,3 +163,16 @@ def test_running_job(phase: str) -> None:
     assert e.kind is Kind.RUNNING
     assert e.headline == "running: 2 of 2 pods scheduled"
     assert e.to_json()["kind"] == "Running"
+
+
+def test_not_admitted_behind_a_waiting_higher_priority_job() -> None:
+    # `hi` is admitted but cannot be placed (its pods select no node), so it keeps its reservation; `lo` waits
+    # behind it in the queue's order, and the enqueue numbers say what hi's reservation leaves.
+    hi = gang("u/hi", 4, "lab-a", prio="high", nodeSelector={"nope": "x"})
+    lo = gang("u/lo", 4, "lab-a", phase="Pending")
+    s = scenario(hi, lo, nodes=gpu_nodes(1), queues=[{"name": "lab-a"}],
+                 priorityClasses=[{"name": "high", "value": 1000}])
+    e = why(s, "u/lo")
+    assert e.kind is Kind.ORDER, e.render()
+    assert "u/hi goes first (priority 1000 > 0)" in e.headline
+    assert f"needs {GPU} 4; queue lab-a may use 0 more" in e.render()
