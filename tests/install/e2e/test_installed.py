@@ -306,7 +306,13 @@ async def test_a_volcano_job_runs_through_the_containers_and_the_standbys_take_o
     assert not partial, f"a gang stayed partly bound: {partial}"
     assert await _all_bound(client, "gang-2", 4), "\n".join(p.logs() for p in (sched_b, survivor))
     assert (await holder(client, "lapilli-scheduler")).startswith("sched-b_")
-    assert (await holder(client, "lapilli-controllers")).startswith(f"{survivor.name}_")
+    # The controllers' Lease moves once it expires (15 s after the last renewal); then a new Job is the
+    # survivor's to run (PodGroup, pods) and sched-b's to bind.
+    await _until(lambda: _holder_is(client, "lapilli-controllers", f"{survivor.name}_"), 60,
+                 "the standby lapilli takes the controllers' Lease", [survivor])
+    print(f"controllers' Lease taken over {time.monotonic() - killed_at:.1f}s after the kill")
+    await client.create(VC_JOBS, vcjob("gang-3", 4), JOBS_NS)
+    await _until(lambda: _all_bound(client, "gang-3", 4), 90, "gang-3 run by the standbys", [survivor, sched_b])
 
 
 async def _ready(pod: Pod, port: str, scheme: str = "http") -> bool:
