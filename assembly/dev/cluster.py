@@ -36,14 +36,17 @@ from assembly.dev.kubelet import SimKubelet
 from assembly.dev.nodes import NodeShape, node_name, register_node
 from assembly.dev.pki import StaticUser, new_token, write_service_account_keys, write_token_file
 from assembly.dev.ports import free_ports
-from assembly.dev.schedconfig import config_api_version, render
+from assembly.dev.schedconfig import DEV_PROFILES, config_api_version, render
 from assembly.dev.service import (
+    SERVICE_PID_FILE,
     WEBHOOK_EXEMPT_NAMESPACES,
     ServicePlan,
     exempt_namespace_patch,
     lapilli_argv,
     plan_service,
     service_available,
+    service_pid,
+    supervised,
 )
 from lapilli.kube import KubeClient, load_kubeconfig
 from lapilli.kube.config import write_kubeconfig
@@ -53,7 +56,8 @@ INFO_FILE: Final = "cluster.json"
 KUBELET_READY_FILE: Final = "kubelet.ready"
 # What `up` may remove from a state directory: only what it creates itself.
 _OWNED: Final = ("pki", "logs", "pids", "etcd", "webhook-tls", "kubeconfig", "scheduler.kubeconfig",
-                 "service.kubeconfig", "scheduler-config.yaml", INFO_FILE, KUBELET_READY_FILE)
+                 "service.kubeconfig", "scheduler-config.yaml", "scheduler-default-config.yaml", INFO_FILE,
+                 KUBELET_READY_FILE, SERVICE_PID_FILE)
 _SHM: Final = Path("/dev/shm")
 
 
@@ -117,10 +121,14 @@ class _Ports:
     scheduler_http: int  # kube-scheduler 1.20's plain healthz/metrics listener (see schedconfig.render)
     webhook: int
     extender: int
+    default_scheduler: int  # kube-scheduler for `default-scheduler` pods, when the extender is wired
+    default_scheduler_http: int
 
     def in_use(self, plan: ServicePlan | None) -> dict[str, int]:
         ports = {"etcd": self.etcd, "etcd-peer": self.etcd_peer, "kube-apiserver": self.apiserver,
                  "kube-scheduler": self.scheduler}
+        if plan is not None and plan.extender_url:
+            ports["kube-scheduler-default"] = self.default_scheduler
         if plan is not None:
             ports["lapilli-webhook"] = self.webhook
             if plan.extender_url:
@@ -207,7 +215,7 @@ class DevCluster:
 
     async def _start_all(self) -> ClusterInfo:
         bins = self.binaries = self.binaries or find_binaries()
-        ports = _Ports(*free_ports(7))
+        ports = _Ports(*free_ports(9))
         creds = _write_credentials(self.state_dir / "pki")
         server, ca_pem = await self._start_etcd_and_apiserver(bins, ports, creds)
         write_kubeconfig(self.kubeconfig, server, creds.admin.token, ca_pem)
@@ -263,26 +271,41 @@ class DevCluster:
         return link
 
     async def _start_scheduler(self, kubeconfig: Path, ports: _Ports, plan: ServicePlan | None) -> None:
-        """The Lapilli service first (when wired), then kube-scheduler with or without the extender entries."""
+        """The Lapilli service first (when wired, under a supervisor that restarts it as a Deployment would),
+        then kube-scheduler: with the extender entries, one for `volcano` pods and a second, extender-free one
+        for `default-scheduler` pods, as the shipped configuration runs next to a cluster's own scheduler, so
+        ordinary pods are scheduled while the service is down."""
         assert self.binaries is not None and self.client is not None
         if not self.spec.kube_scheduler:
             return
         if plan is not None:
-            service = self._spawn("lapilli", plan.argv)
+            service = self._spawn("lapilli", supervised(plan.argv, self.state_dir))
             await wait_ready(service, plan.ready_url, timeout_s=60)
             for name in WEBHOOK_EXEMPT_NAMESPACES:
                 await self.client.patch(NAMESPACES, name, exempt_namespace_patch())
             for configuration in plan.webhook_configurations:
                 await create_or_replace(self.client, configuration)
-        config = render(
-            config_api_version(self.binaries.version), kubeconfig=str(kubeconfig),
-            extender_url=self.spec.extender_url or (plan.extender_url if plan is not None else None),
-            insecure_port=ports.scheduler_http,
-        )
-        config_path = self.state_dir / "scheduler-config.yaml"
-        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        scheduler = self._spawn("kube-scheduler", scheduler_argv(self.binaries, config_path, ports.scheduler))
-        await wait_ready(scheduler, f"https://127.0.0.1:{ports.scheduler}/healthz", timeout_s=60)
+        version = config_api_version(self.binaries.version)
+        extender_url = self.spec.extender_url or (plan.extender_url if plan is not None else None)
+        schedulers = [("kube-scheduler", "scheduler-config.yaml", ports.scheduler, render(
+            version, kubeconfig=str(kubeconfig), extender_url=extender_url, insecure_port=ports.scheduler_http,
+            profiles=("volcano",) if extender_url else DEV_PROFILES,
+        ))]
+        if extender_url:
+            schedulers.append(("kube-scheduler-default", "scheduler-default-config.yaml", ports.default_scheduler,
+                               render(version, kubeconfig=str(kubeconfig), profiles=("default-scheduler",),
+                                      insecure_port=ports.default_scheduler_http)))
+        started = []
+        for name, file, port, config in schedulers:
+            config_path = self.state_dir / file
+            config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+            started.append((self._spawn(name, scheduler_argv(self.binaries, config_path, port)), port))
+        for record, port in started:
+            await wait_ready(record, f"https://127.0.0.1:{port}/healthz", timeout_s=60)
+
+    def service_pid(self) -> int | None:
+        """The pid of `lapilli serve` itself (its supervisor's child), or None while it is not running."""
+        return service_pid(self.state_dir)
 
     async def _start_kubelet(self) -> None:
         mode = self.spec.kubelet

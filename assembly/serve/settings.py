@@ -74,6 +74,10 @@ class Settings:
     """Address of plain-HTTP /healthz, /readyz and /metrics while the webhook (their usual port) is disabled."""
     metrics_port: int = flag("--metrics-port", 8081)
     """Port of those, while the webhook is disabled."""
+    leader_identity: str = flag("--leader-identity", "")
+    """Holder identity in the Leases; default $LAPILLI_LEADER_IDENTITY, else <hostname>_<random>. Give the pod's
+    name (downward API): a restarted container then leads again at once instead of waiting out its predecessor's
+    lease. Never share one between live replicas."""
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     extender: ExtenderSettings = field(default_factory=ExtenderSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)

@@ -61,6 +61,7 @@ def podgroup_document(state: JobState) -> dict[str, Any]:
             "namespace": job.namespace,
             "uid": job.key,
             "creationTimestamp": _timestamp(state.submitted or 0.0),
+            "annotations": dict(job.annotations),  # Volcano's job controller copies them (task-topology reads)
         },
         "spec": spec,
         "status": {"phase": state.pg_phase},
@@ -122,7 +123,7 @@ class LapilliScheduler:
                 changed = True
         for key, status in result.podgroups.items():
             state = cluster.jobs.get(key)
-            if state is not None and state.pg_phase != status["phase"]:
-                state.pg_phase = status["phase"]
+            if state is not None and state.pg_phase != status.phase:
+                state.pg_phase = status.phase
                 changed = True
         return changed

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from lapilli.resources import parse_quantity
+from extender.engine.results import QueueResult, resource_amounts
+from lapilli.resources.vector import Dims
 
 _LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 60)
 
@@ -35,6 +35,18 @@ class ExtenderMetrics:
             "lapilli_session_duration_seconds", "Scheduling session duration.", buckets=_LATENCY_BUCKETS,
             registry=registry,
         )
+        self.session_failures = Counter(
+            "lapilli_session_failures_total", "Scheduling sessions that failed.", registry=registry
+        )
+        self.conf_reload_errors = Counter(
+            "lapilli_scheduler_conf_reload_errors_total",
+            "Scheduler configuration reloads refused (the last good configuration keeps running).", registry=registry,
+        )
+        self.conf_stale = Gauge(
+            "lapilli_scheduler_conf_stale",
+            "1 while the scheduler configuration file on disk is not the one in use (it failed to load).",
+            registry=registry,
+        )
         parked_gauge = Gauge("lapilli_gang_permit_waiting_pods", "Pods parked at bind.", registry=registry)
         parked_gauge.set_function(lambda: float(parked()))
         self._restarts = Gauge(
@@ -48,10 +60,11 @@ class ExtenderMetrics:
             "lapilli_queue_allocated", "Queue allocation.", ["queue", "resource"], registry=registry
         )
 
-    def observe_queue(self, name: str, computed: Mapping[str, Any]) -> None:
-        for resource, quantity in (computed.get("deserved") or {}).items():
-            self.queue_deserved.labels(name, resource).set(float(parse_quantity(quantity)))
-        for resource, quantity in (computed.get("allocated") or {}).items():
-            self.queue_allocated.labels(name, resource).set(float(parse_quantity(quantity)))
+    def observe_queue(self, name: str, dims: Dims, queue: QueueResult) -> None:
+        if queue.deserved is not None:
+            for resource, amount in resource_amounts(dims, queue.deserved).items():
+                self.queue_deserved.labels(name, resource).set(amount)
+        for resource, amount in resource_amounts(dims, queue.allocated).items():
+            self.queue_allocated.labels(name, resource).set(amount)
         for resource, count in self._restarts_source().items():
             self._restarts.labels(resource).set(count)

@@ -98,7 +98,7 @@ def _explain(run: _Run, key: str) -> Explanation:
             "created (or the job names another queue)", {"queue": pg.queue})])
     ssn = run.ssn
     job = ssn.jobs[key]
-    phase = str(run.result.podgroups[key]["phase"])
+    phase = run.result.podgroups[key].phase
     out = Explanation(key, job.queue, phase, job.min_member, len(job.tasks), job.counts[TaskStatus.RUNNING])
     scheduled = job.count(SCHEDULED_STATUS)
     if phase in ("Running", "Completed") and not job.pending_tasks():

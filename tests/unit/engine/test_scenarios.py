@@ -38,6 +38,6 @@ def test_scenario(scenario: dict[str, Any]) -> None:
     for key in expect.get("dropped") or []:  # a PodGroup whose queue does not exist leaves the session
         assert key not in result.podgroups, key
     for key, phase in (expect.get("phases") or {}).items():
-        assert result.podgroups[key]["phase"] == phase, key
+        assert result.podgroups[key].phase == phase, key
     for name, deserved in (expect.get("deserved") or {}).items():
-        assert result.queues[name]["deserved"] == deserved, name
+        assert result.to_json()["queues"][name]["deserved"] == deserved, name
