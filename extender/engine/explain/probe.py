@@ -17,7 +17,9 @@ import numpy as np
 
 from extender.engine.conf import SchedulerConf
 from extender.engine.framework import ACTIONS
+from extender.engine.interface import Plugin
 from extender.engine.model import Job, Queue, Task
+from extender.engine.plugins.overcommit import OvercommitPlugin
 from extender.engine.results import Decisions, decisions
 from extender.engine.run import collector_paused
 from extender.engine.session import Session
@@ -86,7 +88,7 @@ class Recorded:
     job_order: dict[str, list[OrderEntry]] = field(default_factory=dict)  # queue -> its waiting jobs in order
 
 
-def plugin(ssn: Session, name: str) -> Any | None:
+def plugin(ssn: Session, name: str) -> Plugin | None:
     for _, option, instance in ssn.plugins:
         if option.name == name:
             return instance
@@ -109,7 +111,7 @@ def quota_views(ssn: Session, queue: str) -> list[QuotaView]:
 
 def cluster_view(ssn: Session) -> ClusterView | None:
     instance = plugin(ssn, "overcommit")
-    if instance is None or not len(getattr(instance, "idle", ())):
+    if not isinstance(instance, OvercommitPlugin) or not len(instance.idle):
         return None
     return ClusterView(float(instance.factor), np.array(instance.idle, copy=True),
                        np.array(instance.inqueue, copy=True))
