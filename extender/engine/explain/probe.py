@@ -9,6 +9,7 @@ the queues themselves had when the session opened.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 from typing import Any, Protocol
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from extender.engine.conf import SchedulerConf
+from extender.engine.explain.fit import GangFit, gang_fit
 from extender.engine.framework import ACTIONS
 from extender.engine.model import Job, Queue, Task
 from extender.engine.results import Decisions, decisions
@@ -84,6 +86,7 @@ class Recorded:
     refused: dict[str, list[QuotaView]] = field(default_factory=dict)  # job uid -> quota numbers when refused
     queue_order: list[OrderEntry] = field(default_factory=list)
     job_order: dict[str, list[OrderEntry]] = field(default_factory=dict)  # queue -> its waiting jobs in order
+    fit_after: dict[str, GangFit] = field(default_factory=dict)  # job uid -> where its pods could go after actions
 
 
 def plugin(ssn: Session, name: str) -> Any | None:
@@ -179,14 +182,19 @@ def _cmp_key(compare: Any) -> Any:
     return cmp_to_key(compare)
 
 
-def probe(snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> tuple[ProbeSession, Decisions]:
-    """Run one session exactly as `run.run_session` does, recording as it goes; the session is returned closed
-    but intact, so its final state can be questioned (where pending tasks could still go)."""
+def probe(snap: Snapshot, conf: SchedulerConf, now: float = 0.0, keys: Iterable[str] | None = None,
+          ) -> tuple[ProbeSession, Decisions]:
+    """Run one session exactly as `run.run_session` does, recording as it goes, and before it closes (the plugins
+    drop their state then) ask where the pending pods of the admitted jobs among `keys` could still go."""
     with collector_paused():
         ssn = ProbeSession(snap, conf, now)
         _record_order(ssn)
         for name in conf.actions:
             ACTIONS[name]().execute(ssn)
+        for key in ssn.jobs if keys is None else keys:
+            job = ssn.jobs.get(key)
+            if job is not None and not job.is_pending() and job.pending_tasks():
+                ssn.recorded.fit_after[key] = gang_fit(ssn, job)
         ssn.close()
         return ssn, decisions(ssn)
 
