@@ -22,6 +22,7 @@ k8s:
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit tests/service
@@ -29,6 +30,7 @@ unit: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	export LAPILLI_K8S_BIN="$$(bash hack/build-k8s.sh | tail -n 1)" && $(BIN)/pytest -q -ra
 
 # The service's container image (Dockerfile) built with podman; prints its name and size. Installs podman, buildah,

@@ -20,7 +20,7 @@ from extender.service.wire import ExtenderArgs, ExtenderBindingArgs, ExtenderPre
 MAX_BODY = 64 * 1024 * 1024  # NodeLists without nodeCacheCapable can be large
 M = TypeVar("M", bound=BaseModel)
 EXTENDER: web.AppKey[Extender] = web.AppKey("extender", Extender)
-IS_LEADER: web.AppKey[Callable[[], bool]] = web.AppKey("is_leader", Callable[[], bool])
+IS_LEADER: web.AppKey[Callable[[], bool]] = web.AppKey("is_leader")
 
 
 class BadRequest(Exception):

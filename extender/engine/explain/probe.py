@@ -19,7 +19,9 @@ import numpy as np
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain.fit import GangFit, gang_fit
 from extender.engine.framework import ACTIONS
+from extender.engine.interface import Plugin
 from extender.engine.model import Job, Queue, Task
+from extender.engine.plugins.overcommit import OvercommitPlugin
 from extender.engine.results import Decisions, decisions
 from extender.engine.run import collector_paused
 from extender.engine.session import Session
@@ -89,7 +91,7 @@ class Recorded:
     fit_after: dict[str, GangFit] = field(default_factory=dict)  # job uid -> where its pods could go after actions
 
 
-def plugin(ssn: Session, name: str) -> Any | None:
+def plugin(ssn: Session, name: str) -> Plugin | None:
     for _, option, instance in ssn.plugins:
         if option.name == name:
             return instance
@@ -112,7 +114,7 @@ def quota_views(ssn: Session, queue: str) -> list[QuotaView]:
 
 def cluster_view(ssn: Session) -> ClusterView | None:
     instance = plugin(ssn, "overcommit")
-    if instance is None or not len(getattr(instance, "idle", ())):
+    if not isinstance(instance, OvercommitPlugin) or not len(instance.idle):
         return None
     return ClusterView(float(instance.factor), np.array(instance.idle, copy=True),
                        np.array(instance.inqueue, copy=True))
