@@ -437,3 +437,14 @@ def test_validator_rejects_what_the_api_server_rejects():
     assert ".spec.minAvaliable: unknown field" in errors
     queue = {"apiVersion": C.SCHEDULING_API_VERSION, "kind": "Queue", "spec": {"capability": {"cpu": "8 cores"}}}
     assert _validate(queue, _schema(Queue)) == [".spec.capability.cpu: '8 cores' does not match the quantity pattern"]
+
+
+def test_empty_priority_class_name_is_refused_as_volcano_refuses_it():
+    # Volcano's Job CRD has carried `maxLength: 253` and the DNS-subdomain pattern on spec.priorityClassName since
+    # v1.14 (kubebuilder markers on JobSpec.PriorityClassName), so "" is refused there too; v1.13 and older took it.
+    job = {"apiVersion": C.BATCH_API_VERSION, "kind": "Job", "metadata": {"name": "j"},
+           "spec": {"priorityClassName": "", "tasks": [{"name": "t", "replicas": 1, "template": {}}]}}
+    errors = _validate(job, _schema(Job))
+    assert len(errors) == 1 and errors[0].startswith(".spec.priorityClassName: ''"), errors
+    job["spec"]["priorityClassName"] = "high-priority"
+    assert _validate(job, _schema(Job)) == []
