@@ -72,9 +72,15 @@ _PATH = click.Path(path_type=Path)
 )
 @click.option("--enable-extender/--disable-extender", default=True, show_default=True,
               help="Serve the scheduler extender and run the scheduling sessions in this process.")
-@click.option("--extender-host", default="0.0.0.0", show_default=True, help="Address the extender listens on.")
+@click.option("--extender-host", default="127.0.0.1", show_default=True,
+              help="Address the extender listens on (loopback: kube-scheduler runs beside it in the pod).")
 @click.option("--extender-port", default=8080, show_default=True,
-              help="Plain-HTTP port of /extender/{filter,prioritize,preempt} and /extender/gang/bind.")
+              help="Port of /extender/{filter,prioritize,preempt} and /extender/gang/bind.")
+@click.option("--extender-tls-cert-file", type=_PATH, default=None,
+              help="Serve the extender port over TLS with this certificate (PEM); reloaded when the file changes.")
+@click.option("--extender-tls-key-file", type=_PATH, default=None, help="Private key of that certificate (PEM).")
+@click.option("--extender-client-ca-file", type=_PATH, default=None,
+              help="Require a client certificate signed by this CA (kube-scheduler's extender tlsConfig.certFile).")
 @click.option("--scheduler-conf", type=_PATH, default=None,
               help="Volcano scheduler configuration (actions, tiers); re-read on change. Default: Volcano's.")
 @click.option("--session-period", default=1.0, show_default=True, help="Seconds between scheduling sessions.")
@@ -115,6 +121,9 @@ def serve(
     enable_extender: bool,
     extender_host: str,
     extender_port: int,
+    extender_tls_cert_file: Path | None,
+    extender_tls_key_file: Path | None,
+    extender_client_ca_file: Path | None,
     scheduler_conf: Path | None,
     session_period: float,
     permit_timeout: float,
@@ -154,6 +163,9 @@ def serve(
         enabled=enable_extender,
         host=extender_host,
         port=extender_port,
+        tls_cert_file=extender_tls_cert_file,
+        tls_key_file=extender_tls_key_file,
+        client_ca_file=extender_client_ca_file,
         scheduler_conf=scheduler_conf,
         session_period_s=session_period,
         permit_timeout_s=permit_timeout,

@@ -38,6 +38,7 @@ from assembly.dev.pki import StaticUser, new_token, write_service_account_keys, 
 from assembly.dev.ports import free_ports
 from assembly.dev.schedconfig import config_api_version, render
 from assembly.dev.service import (
+    EXTENDER_TLS_DIR,
     WEBHOOK_EXEMPT_NAMESPACES,
     ServicePlan,
     exempt_namespace_patch,
@@ -52,7 +53,7 @@ from lapilli.kube.resources import NAMESPACES
 INFO_FILE: Final = "cluster.json"
 KUBELET_READY_FILE: Final = "kubelet.ready"
 # What `up` may remove from a state directory: only what it creates itself.
-_OWNED: Final = ("pki", "logs", "pids", "etcd", "webhook-tls", "kubeconfig", "scheduler.kubeconfig",
+_OWNED: Final = ("pki", "logs", "pids", "etcd", "webhook-tls", EXTENDER_TLS_DIR, "kubeconfig", "scheduler.kubeconfig",
                  "service.kubeconfig", "scheduler-config.yaml", INFO_FILE, KUBELET_READY_FILE)
 _SHM: Final = Path("/dev/shm")
 
@@ -273,6 +274,7 @@ class DevCluster:
             config_api_version(self.binaries.version), kubeconfig=str(kubeconfig),
             extender_url=self.spec.extender_url or (plan.extender_url if plan is not None else None),
             insecure_port=ports.scheduler_http,
+            extender_tls=plan.extender_tls if plan is not None and not self.spec.extender_url else None,
         )
         config_path = self.state_dir / "scheduler-config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
@@ -18,8 +19,9 @@ from prometheus_client import CollectorRegistry
 from assembly.serve.cabundle import CaBundleSync
 from assembly.serve.caches import AdmissionCaches
 from assembly.serve.component import Component, run_components
+from assembly.serve.extender_tls import ExtenderCertReload
 from assembly.serve.ops import Ops
-from assembly.serve.settings import Settings
+from assembly.serve.settings import Settings, extender_tls_context
 from assembly.serve.webhook import Background, WebhookServer
 from controller import Controllers
 from extender.service.component import ExtenderComponent, ExtenderConfig
@@ -63,7 +65,13 @@ def build(settings: Settings, client: KubeClient) -> Service:
     e, c = settings.extender, settings.controllers
     if e.enabled:
         elector = elect(e.lease_namespace, e.lease_name) if e.leader_elect else None
-        service.components.append(ExtenderComponent(_extender_config(settings), client, service.registry, elector))
+        tls = extender_tls_context(e)
+        if tls is not None and e.tls_cert_file is not None and e.tls_key_file is not None:
+            service.components.append(ExtenderCertReload(tls, e.tls_cert_file, e.tls_key_file, service.registry,
+                                                         settings.webhook.tls_reload_interval_s))
+        service.components.append(
+            ExtenderComponent(_extender_config(settings, tls), client, service.registry, elector)
+        )
     if c.enabled:  # after the webhook: the pods they create are admitted by it
         elector = elect(c.lease_namespace, c.lease_name) if c.leader_elect else None
         service.components.append(Controllers(client, c, service.registry, elector))
@@ -82,7 +90,7 @@ class _Electors:
         return elector
 
 
-def _extender_config(settings: Settings) -> ExtenderConfig:
+def _extender_config(settings: Settings, tls: ssl.SSLContext | None) -> ExtenderConfig:
     e = settings.extender
     return ExtenderConfig(
         host=e.host,
@@ -93,6 +101,7 @@ def _extender_config(settings: Settings) -> ExtenderConfig:
         kubeconfig=settings.kubeconfig,
         session_process=e.session_process,
         scheduler_names=settings.controllers.scheduler_names,  # --scheduler-name, as the webhook and controllers
+        ssl_context=tls,
     )
 
 

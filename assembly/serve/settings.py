@@ -17,6 +17,7 @@ from extender.engine.conf import ConfError
 from extender.engine.run import parse_scheduler_conf
 from webhook.context import AdmissionSettings
 from webhook.names import dns1123_label, dns1123_subdomain
+from webhook.tls import server_context
 
 DEFAULT_TLS_DIR: Final = Path("/etc/lapilli/tls")
 
@@ -52,14 +53,22 @@ class WebhookSettings:
 
 @dataclass(frozen=True, slots=True)
 class ExtenderSettings:
-    """The scheduler extender: plain HTTP for kube-scheduler, answered by the Lease holder only."""
+    """The scheduler extender for kube-scheduler (HTTP, or TLS with client certificates), answered by the Lease
+    holder only."""
 
     enabled: bool = True
     """Serve the extender (and run the scheduling session loop) in this process."""
-    host: str = "0.0.0.0"
-    """Address the extender listens on."""
+    host: str = "127.0.0.1"
+    """Address the extender listens on: loopback (kube-scheduler as a sidecar in the same pod) unless set."""
     port: int = 8080
-    """Plain-HTTP port of /extender/{filter,prioritize,preempt} and /extender/gang/bind."""
+    """Port of /extender/{filter,prioritize,preempt} and /extender/gang/bind."""
+    tls_cert_file: Path | None = None
+    """Serving certificate (PEM) of the extender port; with it the port speaks TLS only. Reloaded on change."""
+    tls_key_file: Path | None = None
+    """Its private key (PEM)."""
+    client_ca_file: Path | None = None
+    """CA (PEM) that signs kube-scheduler's client certificate (its extender `tlsConfig.certFile`): with it,
+    every connection must present a certificate this CA signed. Needs the serving pair."""
     scheduler_conf: Path | None = None
     """Volcano scheduler configuration (actions, tiers); re-read when it changes. None: Volcano's default."""
     session_period_s: float = 1.0
@@ -160,10 +169,41 @@ def _lease_problems(e: ExtenderSettings, c: ControllerSettings) -> list[str]:
     return out
 
 
+def _extender_tls_problems(e: ExtenderSettings) -> list[str]:
+    if e.tls_cert_file is None and e.tls_key_file is None:
+        return ["--extender-client-ca-file needs --extender-tls-cert-file and --extender-tls-key-file (client "
+                "certificates are only asked for over TLS)"] if e.client_ca_file is not None else []
+    if e.tls_cert_file is None or e.tls_key_file is None:
+        return ["--extender-tls-cert-file and --extender-tls-key-file go together"]
+    files = (("extender-tls-cert-file", e.tls_cert_file), ("extender-tls-key-file", e.tls_key_file),
+             ("extender-client-ca-file", e.client_ca_file))
+    missing = [f"--{flag} {path}: no such file" for flag, path in files if path is not None and not path.is_file()]
+    if missing:
+        return missing
+    try:
+        extender_tls_context(e)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        return [f"--extender-tls-cert-file/--extender-tls-key-file/--extender-client-ca-file: {exc}"]
+    return []
+
+
+def extender_tls_context(e: ExtenderSettings) -> ssl.SSLContext | None:
+    """The extender port's TLS context (None: plain HTTP): TLS >= 1.2 with the serving pair, and with a client
+    CA every handshake must present a certificate that CA signed (kube-scheduler's `tlsConfig.certFile`)."""
+    if e.tls_cert_file is None or e.tls_key_file is None:
+        return None
+    context = server_context(e.tls_cert_file, e.tls_key_file)
+    if e.client_ca_file is not None:
+        context.load_verify_locations(cafile=e.client_ca_file)
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
 def _extender_problems(e: ExtenderSettings) -> list[str]:
     out: list[str] = []
     if not 0 <= e.port <= 65535:
         out.append(f"--extender-port {e.port} is not a TCP port (0-65535; 0 picks a free one)")
+    out += _extender_tls_problems(e)
     if e.scheduler_conf is not None:
         if not e.scheduler_conf.is_file():
             out.append(f"--scheduler-conf {e.scheduler_conf}: no such file")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import ipaddress
 import logging
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,14 @@ class ExtenderConfig:
     session_process: bool = True
     sync_timeout_s: float = 60.0
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
+    ssl_context: ssl.SSLContext | None = None  # TLS on the extender port (client certificates if it asks)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 class ExtenderComponent:
@@ -107,12 +117,20 @@ class ExtenderComponent:
         app = make_app(self.extender, self.is_leader, self.answering)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.config.host, self.config.port)
+        tls = self.config.ssl_context
+        site = web.TCPSite(self._runner, self.config.host, self.config.port, ssl_context=tls)
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.bound_port = sockets[0].getsockname()[1] if sockets else self.config.port
-        log.info("extender listening on %s:%s", self.config.host, self.bound_port)
+        clients = "any client" if tls is None or tls.verify_mode != ssl.CERT_REQUIRED else "verified client certs"
+        log.info("extender listening on %s:%s (%s, %s)", self.config.host, self.bound_port,
+                 "HTTP" if tls is None else "TLS", clients)
+        if tls is None and not _loopback(self.config.host):
+            log.warning("the extender port %s:%s is plain HTTP off loopback: anything that reaches it may ask for "
+                        "filter answers and binds (each bind is still checked against the cluster); give it "
+                        "--extender-tls-cert-file/--extender-tls-key-file/--extender-client-ca-file",
+                        self.config.host, self.bound_port)
 
     async def stop(self) -> None:
         self.permit.cancel_all("lapilli extender is stopping; nothing was bound")

@@ -6,6 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
+from extender.service.core import Extender
+from extender.service.loop import ConfSource, SessionLoop
+from extender.service.metrics import ExtenderMetrics
+from extender.service.permit import PermitCache
+from extender.service.plan import Plan
 from extender.service.state import ClusterState
 from lapilli.cluster.reflector import object_key
 
@@ -56,3 +63,18 @@ def feed(state: ClusterState, obj: dict) -> None:
     reflector = next(r for r in state.reflectors if r.resource.kind == obj["kind"])
     reflector.store[object_key(obj)] = obj
     state.apply("ADDED", obj)
+
+
+def make_extender(objects: list[dict], client: Any = None, **kwargs: Any) -> Extender:
+    """An `Extender` over `objects` with its permit cache, writing through `client` (a `RecordingClient` by
+    default); its session loop has not run yet (`await extender.loop.run_once()` plans)."""
+    client = client if client is not None else RecordingClient()
+    state = cluster_state(objects)
+    plan = Plan(ttl_s=60)
+    permit: PermitCache
+    metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: permit.parked_count(), restarts=state.restarts)
+    loop = SessionLoop(state, plan, client, ConfSource(None), metrics)
+    extender = Extender(state, plan, loop, None, client, metrics, **kwargs)  # type: ignore[arg-type]
+    permit = PermitCache(extender.bind_now, timeout_s=2)
+    extender.permit = permit
+    return extender
