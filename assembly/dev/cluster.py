@@ -36,7 +36,7 @@ from assembly.dev.kubelet import SimKubelet
 from assembly.dev.nodes import NodeShape, node_name, register_node
 from assembly.dev.pki import StaticUser, new_token, write_service_account_keys, write_token_file
 from assembly.dev.ports import free_ports
-from assembly.dev.schedconfig import config_api_version, render
+from assembly.dev.schedconfig import DEV_PROFILES, config_api_version, render
 from assembly.dev.service import (
     EXTENDER_TLS_DIR,
     WEBHOOK_EXEMPT_NAMESPACES,
@@ -54,7 +54,8 @@ INFO_FILE: Final = "cluster.json"
 KUBELET_READY_FILE: Final = "kubelet.ready"
 # What `up` may remove from a state directory: only what it creates itself.
 _OWNED: Final = ("pki", "logs", "pids", "etcd", "webhook-tls", EXTENDER_TLS_DIR, "kubeconfig", "scheduler.kubeconfig",
-                 "service.kubeconfig", "scheduler-config.yaml", INFO_FILE, KUBELET_READY_FILE)
+                 "service.kubeconfig", "kube-scheduler-config.yaml", "lapilli-scheduler-config.yaml", INFO_FILE,
+                 KUBELET_READY_FILE)
 _SHM: Final = Path("/dev/shm")
 
 
@@ -115,14 +116,18 @@ class _Ports:
     scheduler_http: int  # kube-scheduler 1.20's plain healthz/metrics listener (see schedconfig.render)
     webhook: int
     extender: int
+    lapilli_scheduler: int  # the second kube-scheduler, Volcano's profile with the extender (see _start_scheduler)
+    lapilli_scheduler_http: int
 
-    def in_use(self, plan: ServicePlan | None) -> dict[str, int]:
+    def in_use(self, plan: ServicePlan | None, split: bool) -> dict[str, int]:
         ports = {"etcd": self.etcd, "etcd-peer": self.etcd_peer, "kube-apiserver": self.apiserver,
                  "kube-scheduler": self.scheduler}
         if plan is not None:
             ports["lapilli-webhook"] = self.webhook
             if plan.extender_url:
                 ports["lapilli-extender"] = self.extender
+        if split:
+            ports["lapilli-scheduler"] = self.lapilli_scheduler
         return ports
 
 
@@ -205,7 +210,7 @@ class DevCluster:
 
     async def _start_all(self) -> ClusterInfo:
         bins = self.binaries = self.binaries or find_binaries()
-        ports = _Ports(*free_ports(7))
+        ports = _Ports(*free_ports(9))
         creds = _write_credentials(self.state_dir / "pki")
         server, ca_pem = await self._start_etcd_and_apiserver(bins, ports, creds)
         write_kubeconfig(self.kubeconfig, server, creds.admin.token, ca_pem)
@@ -230,7 +235,7 @@ class DevCluster:
         )
         return ClusterInfo(
             state_dir=str(self.state_dir), kubeconfig=str(self.kubeconfig), server=server,
-            kubernetes=bins.version_text, ports=ports.in_use(plan), service=plan is not None,
+            kubernetes=bins.version_text, ports=ports.in_use(plan, self._split(plan)), service=plan is not None,
             extender=plan is not None and plan.extender_url is not None,
             etcd_data=str((self.state_dir / "etcd").resolve()), nodes=self.spec.nodes,
         )
@@ -260,6 +265,13 @@ class DevCluster:
         link.mkdir(mode=0o700)
         return link
 
+    def _split(self, plan: ServicePlan | None) -> bool:
+        """Whether kube-scheduler runs as two processes: with the service's extender, the `default-scheduler`
+        profile runs alone in a kube-scheduler of its own, as the cluster's scheduler does next to a Lapilli
+        install (extenders are global to a kube-scheduler's profiles, and Lapilli's bind verb binds only the
+        pods of the schedulers it serves). A benchmark's own extender URL keeps one process with both profiles."""
+        return plan is not None and plan.extender_url is not None and not self.spec.extender_url
+
     async def _start_scheduler(self, kubeconfig: Path, ports: _Ports, plan: ServicePlan | None) -> None:
         """The Lapilli service first (when wired), then kube-scheduler with or without the extender entries."""
         assert self.binaries is not None and self.client is not None
@@ -270,16 +282,27 @@ class DevCluster:
                 await self.client.patch(NAMESPACES, name, exempt_namespace_patch())
             for configuration in plan.webhook_configurations:
                 await create_or_replace(self.client, configuration)
-        config = render(
-            config_api_version(self.binaries.version), kubeconfig=str(kubeconfig),
-            extender_url=self.spec.extender_url or (plan.extender_url if plan is not None else None),
-            insecure_port=ports.scheduler_http,
-            extender_tls=plan.extender_tls if plan is not None and not self.spec.extender_url else None,
-        )
-        config_path = self.state_dir / "scheduler-config.yaml"
-        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        scheduler = self._spawn("kube-scheduler", scheduler_argv(self.binaries, config_path, ports.scheduler))
-        await wait_ready(scheduler, f"https://127.0.0.1:{ports.scheduler}/healthz", timeout_s=60)
+        version = config_api_version(self.binaries.version)
+        url = self.spec.extender_url or (plan.extender_url if plan is not None else None)
+        schedulers: list[tuple[str, dict[str, Any], int]] = []
+        if self._split(plan):
+            assert plan is not None
+            schedulers.append(("kube-scheduler", render(
+                version, kubeconfig=str(kubeconfig), profiles=DEV_PROFILES[:1], insecure_port=ports.scheduler_http,
+            ), ports.scheduler))
+            schedulers.append(("lapilli-scheduler", render(
+                version, kubeconfig=str(kubeconfig), extender_url=url, profiles=DEV_PROFILES[1:],
+                insecure_port=ports.lapilli_scheduler_http, extender_tls=plan.extender_tls,
+            ), ports.lapilli_scheduler))
+        else:
+            schedulers.append(("kube-scheduler", render(
+                version, kubeconfig=str(kubeconfig), extender_url=url, insecure_port=ports.scheduler_http,
+            ), ports.scheduler))
+        for name, config, port in schedulers:
+            config_path = self.state_dir / f"{name}-config.yaml"
+            config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+            record = self._spawn(name, scheduler_argv(self.binaries, config_path, port))
+            await wait_ready(record, f"https://127.0.0.1:{port}/healthz", timeout_s=60)
 
     async def _start_kubelet(self) -> None:
         mode = self.spec.kubelet

@@ -15,6 +15,7 @@ from extender.service.permit import PermitCache
 from extender.service.plan import Plan
 from extender.service.state import ClusterState
 from lapilli.cluster.reflector import object_key
+from tests.unit.engine.builders import pod
 
 
 class RecordingClient:
@@ -78,3 +79,10 @@ def make_extender(objects: list[dict], client: Any = None, **kwargs: Any) -> Ext
     permit = PermitCache(extender.bind_now, timeout_s=2)
     extender.permit = permit
     return extender
+
+
+def volcano_pod(spec: dict[str, Any]) -> dict[str, Any]:
+    """The engine tests' pod builder, for Volcano's scheduler (the extender binds only pods of one it serves)."""
+    doc = pod(spec)
+    doc["spec"]["schedulerName"] = "volcano"
+    return doc

@@ -12,7 +12,7 @@ import pytest
 from extender.service.core import Extender
 from extender.service.http import make_app
 from extender.service.wire import ExtenderArgs
-from tests.service.extender_state import RecordingClient, make_extender
+from tests.service.extender_state import RecordingClient, make_extender, volcano_pod
 from tests.unit.engine.builders import node, pod, podgroup, queue
 
 # Fixtures default to the session loop (pyproject), so the tests run on it too.
@@ -25,9 +25,10 @@ def _objects() -> list[dict]:
     docs.append(podgroup({"name": "ml/fits", "min": 2, "phase": "Inqueue"}))
     docs.append(podgroup({"name": "ml/toobig", "min": 4, "phase": "Inqueue"}))
     for i in range(2):
-        docs.append(pod({"name": f"ml/fits-w-{i}", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
+        docs.append(volcano_pod({"name": f"ml/fits-w-{i}", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
     for i in range(4):
-        docs.append(pod({"name": f"ml/toobig-w-{i}", "group": "toobig", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
+        docs.append(volcano_pod({"name": f"ml/toobig-w-{i}", "group": "toobig",
+                                 "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
     return docs
 
 
