@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo venv lint unit e2e k8s bench clean
+.PHONY: test demo venv lint unit e2e k8s bench clean image
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ test: $(STAMP)
 	$(BIN)/lint-imports
 	export LAPILLI_K8S_BIN="$$(bash hack/build-k8s.sh | tail -n 1)" && $(BIN)/pytest -q -ra
 
+# The service's container image (Dockerfile) built with podman; prints its name and size. Installs podman, buildah,
+# runc and mmdebstrap from Debian when missing and makes a Debian base locally when no registry answers.
+IMAGE ?= localhost/lapilli:dev
+image: $(STAMP)
+	IMAGE=$(IMAGE) PYTHON=$(BIN)/python bash hack/image.sh
+
 demo: $(STAMP)
 	bash hack/demo.sh
 
@@ -38,4 +44,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/engine.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) build .pytest_cache .ruff_cache .import_linter_cache

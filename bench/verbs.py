@@ -65,14 +65,14 @@ def _cluster_docs(nodes: int) -> list[dict[str, Any]]:
 
 def _synthetic_state(nodes: int) -> Any:
     from extender.service.state import ClusterState
-    from lapilli.cluster.reflector import object_key
+    from lapilli.meta import key_of
 
     state = ClusterState(client=None)  # type: ignore[arg-type]  # fed directly, no API server
     for reflector in state.reflectors:
         reflector.synced.set()
     for obj in _cluster_docs(nodes):
         reflector = next(r for r in state.reflectors if r.resource.kind == obj["kind"])
-        reflector.store[object_key(obj)] = obj
+        reflector.store[key_of(obj)] = obj
         state.apply("ADDED", obj)
     return state
 

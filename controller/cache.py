@@ -18,31 +18,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
+from lapilli.meta import is_deleting, key_of, revision, uid_of
+
 Obj = dict[str, Any]
 IndexFn = Callable[[Mapping[str, Any]], str | None]
 
 _TOMBSTONE_TTL_S: Final = 600.0  # a confirmation that never comes (missed watch event) is forgotten eventually
-
-
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("metadata")
-    return value if isinstance(value, Mapping) else {}
-
-
-def key_of(obj: Mapping[str, Any]) -> str:
-    """`namespace/name` or `name` (client-go's MetaNamespaceKeyFunc)."""
-    m = meta(obj)
-    return f"{m['namespace']}/{m['name']}" if m.get("namespace") else str(m.get("name", ""))
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("uid") or "")
-
-
-def revision(obj: Mapping[str, Any]) -> int:
-    """The resourceVersion as an integer (etcd revisions are; anything else sorts first)."""
-    text = str(meta(obj).get("resourceVersion") or "")
-    return int(text) if text.isdigit() else -1
 
 
 class Store:
@@ -83,7 +64,7 @@ class Store:
 
     def deleting(self, obj: Mapping[str, Any]) -> bool:
         """Being deleted: it carries a deletionTimestamp, or we deleted it and the watch has not confirmed yet."""
-        return bool(meta(obj).get("deletionTimestamp")) or uid_of(obj) in self._dead
+        return is_deleting(obj) or uid_of(obj) in self._dead
 
     # -- writes from the watch -----------------------------------------------------------------------------
 

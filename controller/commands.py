@@ -16,7 +16,6 @@ from typing import Any, Final, Literal
 
 import aiohttp
 
-from controller.cache import uid_of
 from controller.context import Context
 from controller.jobs.controller import JobController
 from controller.jobs.requests import Request
@@ -26,6 +25,7 @@ from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, QUEUE_KIND, SCHED
 from lapilli.cluster import Event as WatchEvent
 from lapilli.kube import ApiError, Conflict, NotFound
 from lapilli.kube.resources import COMMANDS, VC_JOBS
+from lapilli.meta import uid_of
 
 log = logging.getLogger(__name__)
 

@@ -13,13 +13,13 @@ from controller.settings import ControllerSettings
 from lapilli.api.constants import JOB_NAME_KEY
 from lapilli.kube import KubeClient
 from lapilli.kube.events import EventRecorder
+from lapilli.meta import annotations_of, namespace_of
 
 
 def job_index(pod: Mapping[str, Any]) -> str | None:
     """Pods of a Volcano Job by `namespace/job` (the `volcano.sh/job-name` annotation)."""
-    meta = pod.get("metadata") or {}
-    name = (meta.get("annotations") or {}).get(JOB_NAME_KEY)
-    return f"{meta.get('namespace')}/{name}" if name else None
+    name = annotations_of(pod).get(JOB_NAME_KEY)
+    return f"{namespace_of(pod)}/{name}" if name else None
 
 
 def queue_index(podgroup: Mapping[str, Any]) -> str | None:

@@ -3,35 +3,36 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
-DEFAULT_SCHEDULER_NAMES: Final = ("volcano",)
+from lapilli.api.constants import DEFAULT_SCHEDULER_NAME
+from lapilli.settings import flag
 
 
 @dataclass(frozen=True, slots=True)
 class ControllerSettings:
     """Volcano's vc-controller-manager flags that matter here, plus Lapilli's concurrency knobs."""
 
-    enabled: bool = True
-    """Run the Job, Queue, PodGroup and garbage-collection controllers in this process."""
-    job_workers: int = 8
-    """Jobs synced concurrently (one Job is never synced by two workers at once)."""
-    pod_concurrency: int = 64
+    enabled: bool = flag("--enable-controllers/--disable-controllers", True)
+    """Run the Job, Queue, PodGroup and garbage-collection controllers (Volcano's vc-controller-manager) in this
+    process."""
+    job_workers: int = flag("--controller-workers", 8)
+    """Volcano Jobs synced concurrently (one Job is never synced by two workers at once)."""
+    pod_concurrency: int = flag("--controller-pod-concurrency", 64)
     """Pod creations and deletions in flight at once, across all Jobs."""
-    max_requeue: int = 15
-    """Failed attempts at one request before the Job is terminated (Volcano's `--max-requeue-num`)."""
-    scheduler_names: tuple[str, ...] = DEFAULT_SCHEDULER_NAMES
+    max_requeue: int = flag("--max-requeue-num", 15)
+    """Failed attempts at one Job request before the Job is terminated (-1: retry forever)."""
+    scheduler_names: tuple[str, ...] = flag("--scheduler-name", (DEFAULT_SCHEDULER_NAME,))
     """Plain pods with one of these `schedulerName`s get a PodGroup of their own."""
-    inherit_owner_annotations: bool = True
-    """Auto-created PodGroups copy their pod owner's `volcano.sh/*` annotations."""
+    inherit_owner_annotations: bool = flag("--inherit-owner-annotations/--no-inherit-owner-annotations", True)
+    """PodGroups of plain pods copy the pod owner's `volcano.sh/*` annotations."""
     sync_timeout_s: float = 60.0
     """How long start-up waits for the caches before the workers start anyway (not ready until synced)."""
-    leader_elect: bool = True
+    leader_elect: bool = flag("--leader-elect/--no-leader-elect", True)
     """Run the controllers only while holding a coordination.k8s.io Lease, so one replica of many acts."""
-    lease_namespace: str = "lapilli-system"
+    lease_namespace: str = flag("--lease-namespace", "lapilli-system")
     """Namespace of the Lease (the service's namespace, where the extender's Lease is too)."""
-    lease_name: str = "lapilli-controllers"
-    """Name of the Lease (Volcano's controller manager calls its own `vc-controller-manager`)."""
+    lease_name: str = flag("--controllers-lease-name", "lapilli-controllers")
+    """Name of the controllers' Lease (Volcano's controller manager calls its own `vc-controller-manager`)."""
 
     def problems(self) -> list[str]:
         out: list[str] = []

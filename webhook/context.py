@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lapilli.api.constants import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, ROOT_QUEUE
+from lapilli.settings import flag
 from webhook.listers import JobLister, MemoryJobs, MemoryNamespaces, MemoryQueues, NamespaceLister, QueueLister
+from webhook.names import dns1123_subdomain
 
 __all__ = ["DEFAULT_QUEUE", "ROOT_QUEUE", "AdmissionContext", "AdmissionSettings"]
 
@@ -14,14 +16,25 @@ __all__ = ["DEFAULT_QUEUE", "ROOT_QUEUE", "AdmissionContext", "AdmissionSettings
 class AdmissionSettings:
     """Volcano webhook-manager flags that change admission (`cmd/webhook-manager/app/options`)."""
 
-    scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
-    """`--scheduler-name`: the first is the Job default; pods of any of them are validated."""
-    max_queue_depth: int = 5
-    """`--max-queue-depth`: a queue plus its non-root ancestors."""
-    root_queue_protection: bool = True
-    """`--enable-root-queue-protection`: the root queue's capability/deserved/guarantee are frozen."""
-    queue_allocated_pods_check: bool = False
-    """`--enable-queue-allocated-pods-check`: refuse deleting a queue whose `status.allocated.pods` > 0."""
+    scheduler_names: tuple[str, ...] = flag("--scheduler-name", (DEFAULT_SCHEDULER_NAME,))
+    """Scheduler name(s) of Volcano pods (repeatable): the first is the Job default; pods of any of them are
+    validated, and plain pods of any of them get a PodGroup."""
+    max_queue_depth: int = flag("--max-queue-depth", 5)
+    """Deepest queue hierarchy allowed: a queue plus its non-root ancestors."""
+    root_queue_protection: bool = flag("--enable-root-queue-protection/--disable-root-queue-protection", True)
+    """Refuse changes to the root queue's capability, deserved and guarantee."""
+    queue_allocated_pods_check: bool = flag("--enable-queue-allocated-pods-check", False)
+    """Refuse deleting a queue that still has allocated pods (`status.allocated.pods` > 0)."""
+
+    def problems(self) -> list[str]:
+        """Every reason these settings cannot work (empty when they can)."""
+        out: list[str] = []
+        if not self.scheduler_names:
+            out.append("--scheduler-name must be given at least once")
+        out += [f"--scheduler-name {n!r} is not a valid name" for n in self.scheduler_names if dns1123_subdomain(n)]
+        if self.max_queue_depth < 1:
+            out.append(f"--max-queue-depth {self.max_queue_depth} must be >= 1")
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from lapilli.meta import name_of, namespace_of
+
 Obj = Mapping[str, Any]
 
 
@@ -33,21 +35,11 @@ class NamespaceLister(Protocol):
     def get(self, name: str) -> Obj | None: ...
 
 
-def _name(obj: Obj) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
-
-
-def _namespace(obj: Obj) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("namespace", "")) if isinstance(meta, Mapping) else ""
-
-
 class MemoryQueues:
     """A `QueueLister` over a fixed set of Queue dicts."""
 
     def __init__(self, queues: Iterable[Obj] = ()) -> None:
-        self._by_name = {_name(q): q for q in queues}
+        self._by_name = {name_of(q): q for q in queues}
 
     def get(self, name: str) -> Obj | None:
         return self._by_name.get(name)
@@ -60,7 +52,7 @@ class MemoryJobs:
     """A `JobLister` over a fixed set of Job dicts."""
 
     def __init__(self, jobs: Iterable[Obj] = ()) -> None:
-        self._by_key = {(_namespace(j), _name(j)): j for j in jobs}
+        self._by_key = {(namespace_of(j), name_of(j)): j for j in jobs}
 
     def get(self, namespace: str, name: str) -> Obj | None:
         return self._by_key.get((namespace, name))
@@ -70,7 +62,7 @@ class MemoryNamespaces:
     """A `NamespaceLister` over a fixed set of Namespace dicts."""
 
     def __init__(self, namespaces: Iterable[Obj] = ()) -> None:
-        self._by_name = {_name(n): n for n in namespaces}
+        self._by_name = {name_of(n): n for n in namespaces}
 
     def get(self, name: str) -> Obj | None:
         return self._by_name.get(name)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lapilli.api.constants import QUEUE_NAME_ANNOTATION as NAMESPACE_QUEUE_KEY
+from lapilli.meta import annotations_of
 from webhook.context import DEFAULT_QUEUE, AdmissionContext
 from webhook.decode import DecodeError, element, items, mapping, string
 from webhook.jobs.validate import TOPOLOGY_CONFLICT, topology_conflict
@@ -32,9 +33,7 @@ def mutate_podgroup(request: AdmissionRequest, ctx: AdmissionContext) -> Outcome
     if queue not in ("", DEFAULT_QUEUE):
         return allow()
     namespace = ctx.namespaces.get(request.namespace)
-    meta = namespace.get("metadata") if namespace else None
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    target = annotations.get(NAMESPACE_QUEUE_KEY) if isinstance(annotations, Mapping) else None
+    target = annotations_of(namespace).get(NAMESPACE_QUEUE_KEY)
     if not isinstance(target, str) or not target or target == queue:
         return allow()
     ops: list[dict[str, Any]] = [] if "spec" in request.object else [{"op": "add", "path": "/spec", "value": {}}]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 import jsonpatch
 
@@ -25,6 +25,7 @@ from lapilli.api.constants import (
     TASK_SPEC_KEY,
 )
 from lapilli.jobplugins import apply_plugins
+from lapilli.meta import annotations_of
 from webhook.context import AdmissionContext
 from webhook.outcome import Outcome, allow, deny
 from webhook.review import AdmissionRequest
@@ -33,18 +34,12 @@ JDB_KEYS: Final = (JDB_MIN_AVAILABLE_KEY, JDB_MAX_UNAVAILABLE_KEY)
 _GO_INT: Final = re.compile(r"^[+-]?\d+$")
 
 
-def _annotations(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = pod.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return annotations if isinstance(annotations, Mapping) else {}
-
-
 def mutate_pod(request: AdmissionRequest, ctx: AdmissionContext) -> Outcome:
     """`/pods/mutate`."""
     pod = request.object
     if request.operation != "CREATE" or pod is None:
         return allow()
-    annotations = _annotations(pod)
+    annotations = annotations_of(pod)
     job_name, task, index = (annotations.get(k) for k in (JOB_NAME_KEY, TASK_SPEC_KEY, TASK_INDEX_KEY))
     if not (isinstance(job_name, str) and isinstance(task, str) and isinstance(index, str) and index.isdigit()):
         return allow()
@@ -76,7 +71,7 @@ def validate_pod(request: AdmissionRequest, ctx: AdmissionContext) -> Outcome:
     scheduler = spec.get("schedulerName") if isinstance(spec, Mapping) else None
     if scheduler not in ctx.settings.scheduler_names:
         return allow()
-    annotations = _annotations(pod)
+    annotations = annotations_of(pod)
     present = [k for k in JDB_KEYS if k in annotations]
     for key in present:
         if error := _budget_error(key, str(annotations[key])):

@@ -11,20 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lapilli.meta import name_of, section
 from webhook.listers import QueueLister
 
 
-def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = obj.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def name_of(queue: Mapping[str, Any]) -> str:
-    return str(_section(queue, "metadata").get("name") or "")
-
-
 def spec_of(queue: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _section(queue, "spec")
+    return section(queue, "spec")
 
 
 def parent_of(queue: Mapping[str, Any]) -> str:
@@ -33,7 +25,7 @@ def parent_of(queue: Mapping[str, Any]) -> str:
 
 
 def state_of(queue: Mapping[str, Any]) -> str:
-    state = _section(queue, "status").get("state")
+    state = section(queue, "status").get("state")
     return state if isinstance(state, str) else ""
 
 

@@ -21,6 +21,7 @@ from lapilli.api import Action
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, JOB_TYPE_KEY
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, EVENTS, VC_JOBS
+from lapilli.meta import annotations_of, namespace_of
 
 Obj = Mapping[str, Any]
 COLUMNS: Final = ("Name", "Creation", "Phase", "JobType", "Replicas", "Min", "Pending", "Running", "Succeeded",
@@ -46,7 +47,7 @@ def format_jobs(jobs: list[Obj], *, all_namespaces: bool = False, scheduler: str
     """`PrintJobs`: the Name column as wide as the longest name + 3 (Namespace likewise with
     --all-namespaces), then fixed widths; jobs filtered by scheduler name and a name substring."""
     name_w = max([len("Name"), *(len(j["metadata"]["name"]) for j in jobs)]) + 3
-    ns_w = max([len("Namespace"), *(len(j["metadata"].get("namespace", "")) for j in jobs)]) + 3
+    ns_w = max([len("Namespace"), *(len(namespace_of(j)) for j in jobs)]) + 3
     widths = (name_w, *WIDTHS)
 
     def line(cells: Iterable[Any], namespace: str | None) -> str:
@@ -59,7 +60,7 @@ def format_jobs(jobs: list[Obj], *, all_namespaces: bool = False, scheduler: str
             continue
         if selector not in job["metadata"]["name"]:
             continue
-        out.append(line(job_row(job), job["metadata"].get("namespace", "")))
+        out.append(line(job_row(job), namespace_of(job)))
     return "\n".join(out) + "\n"
 
 
@@ -100,7 +101,7 @@ def _container(out: list[str], c: Obj) -> None:
 
 def _task(out: list[str], task: Obj) -> None:
     template = task.get("template") or {}
-    notes = (template.get("metadata") or {}).get("annotations") or {}
+    notes = annotations_of(template)
     spec = template.get("spec") or {}
     _write(out, 2, f"Name:\t{task.get('name', '')}\n")
     _write(out, 2, f"Replicas:\t{task.get('replicas', 0)}\n")

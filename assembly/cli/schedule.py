@@ -12,7 +12,6 @@ import orjson
 
 from assembly.cli.inputs import fail, load_documents
 from extender.engine.conf import ConfError
-from extender.engine.framework import ArgumentError
 from extender.engine.results import Decisions
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import SnapshotError, build_snapshot
@@ -50,15 +49,14 @@ def schedule(snapshot_file: Path, conf_file: Path | None, output: str) -> None:
     try:
         conf = parse_scheduler_conf(conf_text)
     except ConfError as exc:
-        fail(f"{conf_file}: {exc}")
+        fail(f"scheduler conf {conf_file}: {exc}")
+    for warning in conf.warnings:
+        click.echo(f"warning: scheduler conf {conf_file}: {warning}", err=True)
     try:
         snap = build_snapshot(load_documents(snapshot_file))
     except SnapshotError as exc:
         fail(f"{snapshot_file}: {exc}")
-    try:
-        result = run_session(snap, conf)
-    except ArgumentError as exc:
-        fail(f"{conf_file}: {exc}")
+    result = run_session(snap, conf)
     if output == "json":
         click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode())
     else:

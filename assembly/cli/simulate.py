@@ -29,7 +29,6 @@ from assembly.sim import (
 from assembly.sim import simulate as run_simulation
 from assembly.sim.report import render, render_summary
 from extender.engine.conf import ConfError, SchedulerConf
-from extender.engine.framework import ArgumentError
 
 
 def _conf(conf_file: Path | None) -> SchedulerConf:
@@ -38,9 +37,12 @@ def _conf(conf_file: Path | None) -> SchedulerConf:
     except OSError as exc:
         fail(f"{conf_file}: {exc.strerror}")
     try:
-        return sim_conf(text)
+        conf = sim_conf(text)
     except ConfError as exc:
-        fail(f"{conf_file}: {exc}")
+        fail(f"scheduler conf {conf_file}: {exc}")
+    for warning in conf.warnings:
+        click.echo(f"warning: scheduler conf {conf_file}: {warning}", err=True)
+    return conf
 
 
 def _schedulers(which: str, conf: SchedulerConf) -> list[Scheduler]:
@@ -48,11 +50,8 @@ def _schedulers(which: str, conf: SchedulerConf) -> list[Scheduler]:
     return {"lapilli": [lapilli], "default": [default], "both": [lapilli, default]}[which]
 
 
-def _run(work: Workload, schedulers: list[Scheduler], until: float | None, conf_file: Path | None) -> list[SimResult]:
-    try:
-        return [run_simulation(work, s, until) for s in schedulers]
-    except ArgumentError as exc:
-        fail(f"{conf_file or 'scheduler conf'}: {exc}")
+def _run(work: Workload, schedulers: list[Scheduler], until: float | None) -> list[SimResult]:
+    return [run_simulation(work, s, until) for s in schedulers]
 
 
 def _json(results: list[SimResult]) -> dict[str, Any]:
@@ -96,7 +95,7 @@ def simulate_command(
         fail(f"{workload_file}: {exc}")
     schedulers = _schedulers("both" if compare else scheduler, conf)
     cases = [(f"{n} job{'s' if n > 1 else ''}", work.first_jobs(n)) for n in job_counts] or [("", work)]
-    runs = [(label, _run(case, schedulers, until, conf_file)) for label, case in cases]
+    runs = [(label, _run(case, schedulers, until)) for label, case in cases]
     if output == "json":
         payload = _json(runs[0][1]) if len(runs) == 1 else {label: _json(res) for label, res in runs}
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())

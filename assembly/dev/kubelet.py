@@ -21,9 +21,10 @@ import aiohttp
 
 from assembly.dev.nodes import SIM_SELECTOR, is_ready, make_ready, slim_node
 from assembly.dev.podsim import finished_patch, next_action, outcome, rfc3339, running_patch, slim_pod
-from lapilli.cluster import Event, Reflector, WorkQueue, object_key
+from lapilli.cluster import Event, Reflector, WorkQueue
 from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import NODES, PODS
+from lapilli.meta import key_of, revision, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -86,14 +87,6 @@ class PodIPs:
     def release(self, key: str) -> None:
         if (held := self._of.pop(key, None)) is not None:
             self._used.get(held[0], {}).pop(int(held[1].rsplit(".", 1)[1]), None)
-
-
-def _rv(obj: dict[str, Any]) -> int:
-    # resourceVersions are opaque to clients, but etcd3 revisions are integers; a simulator may compare them.
-    try:
-        return int(obj["metadata"]["resourceVersion"])
-    except (KeyError, ValueError):
-        return 0
 
 
 def _node_ip(node: dict[str, Any]) -> str:
@@ -172,10 +165,10 @@ class SimKubelet:
 
     def _on_pod(self, event: Event) -> None:
         pod = event.obj
-        key = object_key(pod)
+        key = key_of(pod)
         node = pod["spec"]["nodeName"]
         if event.type == "DELETED":
-            self._forget(key, node, pod["metadata"].get("uid", ""))
+            self._forget(key, node, uid_of(pod))
             return
         self._pods_on.setdefault(node, set()).add(key)
         status = pod.get("status") or {}
@@ -225,7 +218,7 @@ class SimKubelet:
         if pod is None:
             return
         node = self.nodes.store.get(pod["spec"]["nodeName"])
-        if node is None or _rv(pod) < self._written.get(key, 0):
+        if node is None or revision(pod) < self._written.get(key, 0):
             return  # not our node, or a view older than our own last write: its newer event is on the way
         meta = pod["metadata"]
         try:
@@ -238,7 +231,7 @@ class SimKubelet:
             ip = self._ips.allocate(node["metadata"]["name"], node["spec"]["podCIDR"], key)
             patch = running_patch(pod, pod_ip=ip, host_ip=_node_ip(node), now=now)
             written = await self.client.patch_status(PODS, meta["name"], patch, meta["namespace"])
-            self._written[key] = _rv(written)
+            self._written[key] = revision(written)
             self._started[meta["uid"]] = now
             self.stats.started += 1
             if (seen := self._first_seen.pop(key, None)) is not None:
@@ -251,7 +244,7 @@ class SimKubelet:
                 return
             patch = finished_patch(pod, exit_code=outcome(pod).exit_code, now=now)
             written = await self.client.patch_status(PODS, meta["name"], patch, meta["namespace"])
-            self._written[key] = _rv(written)
+            self._written[key] = revision(written)
             self._ips.release(key)
             self.stats.finished += 1
         elif action.kind == "delete":

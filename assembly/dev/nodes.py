@@ -16,6 +16,7 @@ from typing import Any, Final
 from assembly.dev.podsim import rfc3339
 from lapilli.kube import AlreadyExists, KubeClient
 from lapilli.kube.resources import NODES
+from lapilli.meta import section
 
 SIM_LABEL: Final = "sim.lapilli.io/simulated"
 SIM_SELECTOR: Final = f"{SIM_LABEL}=true"
@@ -122,7 +123,7 @@ def node_object(name: str, shape: NodeShape, index: int, now: float | None = Non
 
 def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
     """Only what the kubelet reads (a Reflector transform)."""
-    meta, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
+    meta, spec, status = section(node, "metadata"), section(node, "spec"), section(node, "status")
     return {
         "metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta},
         "spec": {k: spec[k] for k in ("podCIDR", "taints") if k in spec},

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+from lapilli.meta import annotations_of, is_deleting, section
+
 DURATION_ANNOTATION: Final = "sim.lapilli.io/duration"
 EXIT_CODE_ANNOTATION: Final = "sim.lapilli.io/exit-code"
 _GO_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -55,7 +57,7 @@ def parse_duration(text: str) -> float:
 
 def slim_pod(pod: Obj) -> dict[str, Any]:
     """Only what the kubelet reads (a Reflector transform): keeps a 10,000-pod store small for the GC."""
-    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    meta, spec, status = section(pod, "metadata"), section(pod, "spec"), section(pod, "status")
     notes = meta.get("annotations") or {}
     slim_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp") if k in meta}
     slim_meta["annotations"] = {k: v for k, v in notes.items() if k in (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION)}
@@ -80,7 +82,7 @@ class Outcome:
 
 def outcome(pod: Obj) -> Outcome:
     """Read the simulation annotations; raises ValueError on malformed values."""
-    notes = (pod.get("metadata") or {}).get("annotations") or {}
+    notes = annotations_of(pod)
     raw_duration, raw_code = notes.get(DURATION_ANNOTATION), notes.get(EXIT_CODE_ANNOTATION)
     code = int(raw_code) if raw_code not in (None, "") else 0
     if raw_duration not in (None, ""):
@@ -102,7 +104,7 @@ NOTHING: Final = Action("none")
 def next_action(pod: Obj, started_at: float | None = None) -> Action:
     """What the kubelet does next. `started_at` is the precise local start time if known (status.startTime
     has whole seconds only)."""
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+    if is_deleting(pod):
         return Action("delete")
     status = pod.get("status") or {}
     phase = status.get("phase") or "Pending"

@@ -7,8 +7,9 @@ extender and controllers are added as further `Component`s.
 
 from assembly.serve.app import Service, build, serve
 from assembly.serve.component import Component, run_components
-from assembly.serve.settings import ExtenderSettings, Settings, SettingsError, WebhookSettings
+from assembly.serve.settings import Settings, SettingsError, WebhookSettings
 from controller.settings import ControllerSettings
+from extender.service.settings import ExtenderSettings
 
 __all__ = [
     "Component",

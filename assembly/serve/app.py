@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
@@ -21,10 +20,10 @@ from assembly.serve.caches import AdmissionCaches
 from assembly.serve.component import Component, run_components
 from assembly.serve.extender_tls import ExtenderCertReload
 from assembly.serve.ops import Ops
-from assembly.serve.settings import Settings, extender_tls_context
+from assembly.serve.settings import Settings
 from assembly.serve.webhook import Background, WebhookServer
 from controller import Controllers
-from extender.service.component import ExtenderComponent, ExtenderConfig
+from extender.service.component import ExtenderComponent
 from lapilli.cluster import LeaderGauge, LeaseElector, default_identity
 from lapilli.kube import KubeClient, load_config
 from webhook.context import AdmissionContext
@@ -65,13 +64,11 @@ def build(settings: Settings, client: KubeClient) -> Service:
     e, c = settings.extender, settings.controllers
     if e.enabled:
         elector = elect(e.lease_namespace, e.lease_name) if e.leader_elect else None
-        tls = extender_tls_context(e)
-        if tls is not None and e.tls_cert_file is not None and e.tls_key_file is not None:
-            service.components.append(ExtenderCertReload(tls, e.tls_cert_file, e.tls_key_file, service.registry,
-                                                         settings.webhook.tls_reload_interval_s))
-        service.components.append(
-            ExtenderComponent(_extender_config(settings, tls), client, service.registry, elector)
-        )
+        extender = ExtenderComponent(e, client, service.registry, elector, kubeconfig=settings.kubeconfig)
+        if extender.tls is not None and e.tls_cert_file is not None and e.tls_key_file is not None:
+            service.components.append(ExtenderCertReload(extender.tls, e.tls_cert_file, e.tls_key_file,
+                                                         service.registry, settings.webhook.tls_reload_interval_s))
+        service.components.append(extender)
     if c.enabled:  # after the webhook: the pods they create are admitted by it
         elector = elect(c.lease_namespace, c.lease_name) if c.leader_elect else None
         service.components.append(Controllers(client, c, service.registry, elector))
@@ -88,21 +85,6 @@ class _Electors:
         elector = LeaseElector(self.client, namespace, name, identity=self.identity)
         self.gauge.track(elector)
         return elector
-
-
-def _extender_config(settings: Settings, tls: ssl.SSLContext | None) -> ExtenderConfig:
-    e = settings.extender
-    return ExtenderConfig(
-        host=e.host,
-        port=e.port,
-        scheduler_conf=e.scheduler_conf,
-        session_period_s=e.session_period_s,
-        permit_timeout_s=e.permit_timeout_s,
-        kubeconfig=settings.kubeconfig,
-        session_process=e.session_process,
-        scheduler_names=settings.controllers.scheduler_names,  # --scheduler-name, as the webhook and controllers
-        ssl_context=tls,
-    )
 
 
 async def serve(settings: Settings, stop: asyncio.Event) -> None:

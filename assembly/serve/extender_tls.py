@@ -1,6 +1,6 @@
 """The extender port's certificate reload, as a component next to the extender (the webhook has its own).
 
-The extender's TLS context is built from `ExtenderSettings` (`settings.extender_tls_context`); this keeps its
+The extender's TLS context is built from `ExtenderSettings` (`ExtenderSettings.tls_context`); this keeps its
 serving pair equal to the files on disk, as the webhook's does, so a rotated certificate is served without a
 restart. The client CA is read once at start: a new CA means a new kube-scheduler configuration anyway.
 """

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from extender.engine.snapshot import Snapshot, add_object
 from lapilli.api import Job, TaskSpec, parse_duration, parse_object
 from lapilli.api.constants import DEFAULT_QUEUE
+from lapilli.meta import describe
 from lapilli.resources.units import MEMORY, PODS, Units, pod_request
 
 SUBMIT_AT: Final = "sim.lapilli.io/submit-at"
@@ -108,9 +109,7 @@ def parse_seconds(value: Any) -> float:
 
 
 def _describe(index: int, doc: Mapping[str, Any]) -> str:
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
-    ns = meta.get("namespace")
-    return f"document {index} ({doc.get('kind', '?')} {f'{ns}/' if ns else ''}{meta.get('name', '?')})"
+    return f"document {index} ({describe(doc)})"
 
 
 def _validation_message(exc: ValidationError) -> str:

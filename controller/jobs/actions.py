@@ -27,6 +27,7 @@ from lapilli.api import Job, JobEvent, JobPhase, TaskSpec
 from lapilli.api.constants import CONTROLLER_OUT_OF_SYNC_KEY, JOB_FORWARDING_KEY
 from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS
+from lapilli.meta import uid_of
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +215,7 @@ class JobActions:
         except NotFound:
             answer = None
         for gone in (current, answer):
-            if gone is not None and (gone.get("metadata") or {}).get("uid"):
+            if gone is not None and uid_of(gone):
                 self.ctx.podgroups.deleted(gone, linger=False)
 
     # -- status ----------------------------------------------------------------------------------------------

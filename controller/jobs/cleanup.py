@@ -14,7 +14,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from controller.cache import uid_of
 from controller.context import Context
 from controller.jobs.podgroup import podgroup_name
 from controller.jobs.requests import job_owner
@@ -22,6 +21,7 @@ from controller.jobs.resources import NETWORK_POLICIES, PVCS, PluginResources, p
 from lapilli.api import Job
 from lapilli.kube import ApiError, Conflict, NotFound
 from lapilli.kube.resources import CONFIG_MAPS, PODGROUPS, PODS, SECRETS, SERVICES, VC_JOBS, Resource
+from lapilli.meta import uid_of
 
 log = logging.getLogger(__name__)
 

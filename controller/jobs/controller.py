@@ -21,7 +21,6 @@ from typing import Any, Final
 import aiohttp
 import pydantic
 
-from controller.cache import uid_of
 from controller.context import Context
 from controller.jobs.actions import ActionError, JobActions, StaleJob
 from controller.jobs.delays import DelayedActions
@@ -35,6 +34,7 @@ from lapilli.api.constants import JOB_NAME_KEY
 from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import WorkQueue
 from lapilli.kube import ApiError
+from lapilli.meta import annotations_of, key_of, name_of, namespace_of, owner_references, resource_version, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +87,7 @@ class JobController:
         self.queue.add(req.key)
 
     def on_job(self, event: WatchEvent) -> None:
-        meta = event.obj["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
+        key = key_of(event.obj)
         if event.type == "DELETED":
             self.delays.forget_job(key)
             self._requests.pop(key, None)
@@ -100,15 +99,13 @@ class JobController:
         old = event.old
         if old is not None and old.get("spec") == event.obj.get("spec") and _phase(old) == _phase(event.obj):
             return  # only the status moved (our own write, mostly): nothing to reconcile
-        self.submit(Request(meta["namespace"], meta["name"], event=Event.OUT_OF_SYNC))
+        self.submit(Request(namespace_of(event.obj), name_of(event.obj), event=Event.OUT_OF_SYNC))
 
     def on_pod(self, event: WatchEvent) -> None:
         pod = event.obj
-        meta = pod.get("metadata") or {}
-        notes = meta.get("annotations") or {}
         if job_owner(pod) is None:
             return
-        job_key = f"{meta.get('namespace')}/{notes.get(JOB_NAME_KEY)}"
+        job_key = f"{namespace_of(pod)}/{annotations_of(pod).get(JOB_NAME_KEY)}"
         task = pod_task(pod)
         siblings = [p for p in self.ctx.pods.by_index("job", job_key) if pod_task(p) == task]
         uid = uid_of(pod)
@@ -124,10 +121,9 @@ class JobController:
 
     def on_podgroup(self, event: WatchEvent, *, deleted_by_us: bool) -> None:
         pg = event.obj
-        meta = pg.get("metadata") or {}
-        owner = next((o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Job"), None)
-        job_name = str((owner or {}).get("name") or meta.get("name"))
-        namespace = str(meta.get("namespace"))
+        owner = next((o for o in owner_references(pg) if o.get("kind") == "Job"), None)
+        job_name = str((owner or {}).get("name") or name_of(pg))
+        namespace = namespace_of(pg)
         if event.type == "DELETED":
             if not deleted_by_us and owner is not None and f"{namespace}/{job_name}" in self.ctx.jobs:
                 self.submit(Request(namespace, job_name, event=Event.OUT_OF_SYNC))  # someone removed the gang
@@ -155,7 +151,7 @@ class JobController:
         doc = self.ctx.jobs.get(key)
         if doc is None:
             return None
-        cache_key = (uid_of(doc), str(doc["metadata"].get("resourceVersion")))
+        cache_key = (uid_of(doc), resource_version(doc))
         job = self._parsed.get(cache_key)
         if job is None:
             try:

@@ -44,6 +44,7 @@ from lapilli.api.constants import (
 )
 from lapilli.jobplugins import apply_plugins, make_pod_name
 from lapilli.jobplugins.naming import job_shape, owner_reference
+from lapilli.meta import annotations_of, labels_of
 
 _ANNOTATIONS_FROM_JOB = (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY, REVOCABLE_ZONE_KEY)
 _LABELS_FROM_JOB = (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY)
@@ -102,13 +103,12 @@ def render_pod(
 ) -> dict[str, Any]:
     """Replica `index` of `task`, ready to create (`job_doc`: the same Job as a dict, for the plugins)."""
     template = copy.deepcopy(task.template)
-    tmeta = template.get("metadata") or {}
     pod: dict[str, Any] = {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
             "name": make_pod_name(job.name, task.name, index), "namespace": job.namespace,
             "ownerReferences": [owner_reference(job_shape(job_doc))],
-            "labels": dict(tmeta.get("labels") or {}), "annotations": dict(tmeta.get("annotations") or {}),
+            "labels": dict(labels_of(template)), "annotations": dict(annotations_of(template)),
         },
         "spec": template.get("spec") or {},
     }

@@ -23,6 +23,7 @@ from lapilli.api.constants import (
     PARTITION_ID_KEY,
     TASK_SPEC_KEY,
 )
+from lapilli.meta import annotations_of, is_deleting, labels_of, name_of, namespace_of, owner_references, uid_of
 
 Obj = Mapping[str, Any]
 
@@ -59,16 +60,6 @@ class Request:
         return replace(self, action=action, delayed=True)
 
 
-def _meta(obj: Obj | None) -> Obj:
-    value = (obj or {}).get("metadata")
-    return value if isinstance(value, Mapping) else {}
-
-
-def _annotations(obj: Obj | None) -> Obj:
-    value = _meta(obj).get("annotations")
-    return value if isinstance(value, Mapping) else {}
-
-
 def _phase(pod: Obj | None) -> str:
     status = (pod or {}).get("status")
     return str(status.get("phase") or "") if isinstance(status, Mapping) else ""
@@ -76,8 +67,8 @@ def _phase(pod: Obj | None) -> str:
 
 def job_owner(obj: Obj) -> Obj | None:
     """The controller ownerReference of `obj` if it is a Volcano Job."""
-    for ref in _meta(obj).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") == JOB_KIND and (
+    for ref in owner_references(obj):
+        if ref.get("controller") and ref.get("kind") == JOB_KIND and (
             ref.get("apiVersion") == BATCH_API_VERSION
         ):
             return ref
@@ -86,7 +77,7 @@ def job_owner(obj: Obj) -> Obj | None:
 
 def out_of_sync(pod: Obj | None) -> bool:
     """The controller marked this pod just before deleting it: its events are not policy events."""
-    return _annotations(pod).get(CONTROLLER_OUT_OF_SYNC_KEY) == "true"
+    return annotations_of(pod).get(CONTROLLER_OUT_OF_SYNC_KEY) == "true"
 
 
 def exit_code(pod: Obj) -> int:
@@ -136,16 +127,14 @@ def task_failed(job: Obj | None, task: str, task_pods: Iterable[Obj]) -> bool:
 def base_request(pod: Obj) -> Request | None:
     """The request skeleton for a pod of a Volcano Job, or None if the pod is not one."""
     owner = job_owner(pod)
-    notes = _annotations(pod)
+    notes = annotations_of(pod)
     job_name, version, task = notes.get(JOB_NAME_KEY), notes.get(JOB_VERSION_KEY), notes.get(TASK_SPEC_KEY)
     if owner is None or not job_name or task is None or not str(version or "").isdigit():
         return None
-    m = _meta(pod)
-    labels = m.get("labels") or {}
     return Request(
-        namespace=str(m.get("namespace") or ""), job_name=str(job_name), job_uid=str(owner.get("uid") or ""),
-        task=str(task), pod_name=str(m.get("name") or ""), pod_uid=str(m.get("uid") or ""),
-        partition=str(labels.get(PARTITION_ID_KEY) or ""), job_version=int(str(version)),
+        namespace=namespace_of(pod), job_name=str(job_name), job_uid=str(owner.get("uid") or ""),
+        task=str(task), pod_name=name_of(pod), pod_uid=uid_of(pod),
+        partition=str(labels_of(pod).get(PARTITION_ID_KEY) or ""), job_version=int(str(version)),
     )
 
 
@@ -160,7 +149,7 @@ def pod_request(
     base = base_request(pod)
     if base is None:
         return None
-    if event_type == "DELETED" or _meta(pod).get("deletionTimestamp"):
+    if event_type == "DELETED" or is_deleting(pod):
         evicted = first_deletion and not out_of_sync(pod) and not (event_type == "DELETED" and old is None)
         return replace(base, event=Event.POD_EVICTED if evicted else Event.OUT_OF_SYNC)
     if event_type == "ADDED" or old is None:

@@ -21,6 +21,7 @@ from lapilli.jobplugins import KNOWN_PLUGINS, SSHKeyPair, generate_keypair, job_
 from lapilli.jobplugins.naming import job_shape, owner_reference
 from lapilli.kube import AlreadyExists, KubeClient, NotFound
 from lapilli.kube.resources import CONFIG_MAPS, SECRETS, SERVICES, VC_JOBS, Resource
+from lapilli.meta import owner_references
 
 NETWORK_POLICIES: Final = Resource("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy")
 PVCS: Final = Resource("v1", "persistentvolumeclaims", "PersistentVolumeClaim")
@@ -98,8 +99,7 @@ class PluginResources:
             current = await self._client.get(res, name, namespace)
         except NotFound:
             return
-        owners = (current.get("metadata") or {}).get("ownerReferences") or []
-        if owner_uid and not any(o.get("uid") == owner_uid for o in owners):
+        if owner_uid and not any(o.get("uid") == owner_uid for o in owner_references(current)):
             return
         with contextlib.suppress(NotFound):
             await self._client.delete(res, name, namespace, uid=current["metadata"]["uid"])

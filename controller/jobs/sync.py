@@ -23,14 +23,11 @@ from controller.jobs.state import Counts
 from lapilli.api import Iteration, Job, TaskSpec
 from lapilli.api.constants import DEFAULT_TASK_SPEC, PARTITION_ID_KEY, TASK_SPEC_KEY
 from lapilli.jobplugins import make_pod_name
+from lapilli.meta import annotations_of, labels_of, name_of
 
 Obj = Mapping[str, Any]
 IsDeleting = Callable[[Obj], bool]
 PHASES = ("Pending", "Running", "Succeeded", "Failed")
-
-
-def _meta(pod: Obj) -> Mapping[str, Any]:
-    return pod.get("metadata") or {}
 
 
 def pod_phase(pod: Obj) -> str:
@@ -38,7 +35,7 @@ def pod_phase(pod: Obj) -> str:
 
 
 def pod_task(pod: Obj) -> str:
-    return str((_meta(pod).get("annotations") or {}).get(TASK_SPEC_KEY) or DEFAULT_TASK_SPEC)
+    return str(annotations_of(pod).get(TASK_SPEC_KEY) or DEFAULT_TASK_SPEC)
 
 
 class Tally:
@@ -69,7 +66,7 @@ class SyncPlan:
 
 
 def by_name(pods: Sequence[Obj]) -> dict[str, Obj]:
-    return {str(_meta(p).get("name")): p for p in pods}
+    return {name_of(p): p for p in pods}
 
 
 def _ready(pod: Obj) -> bool:
@@ -139,10 +136,10 @@ class Target:
 
     def hits(self, pod: Obj) -> bool:
         if self.pod:
-            return str(_meta(pod).get("name")) == self.pod
+            return name_of(pod) == self.pod
         if pod_task(pod) != self.task:
             return False
-        return not self.partition or (_meta(pod).get("labels") or {}).get(PARTITION_ID_KEY) == self.partition
+        return not self.partition or labels_of(pod).get(PARTITION_ID_KEY) == self.partition
 
 
 def plan_kill(

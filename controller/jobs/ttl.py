@@ -17,12 +17,12 @@ from typing import Any
 
 import aiohttp
 
-from controller.cache import uid_of
 from controller.jobs.state import FINISHED
 from controller.jobs.status import parse_rfc3339
 from lapilli.api import JobPhase
 from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import VC_JOBS
+from lapilli.meta import key_of, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +51,7 @@ class TTLCollector:
         self.deleted = 0
 
     def observe(self, event_type: str, job: Mapping[str, Any]) -> None:
-        meta = job.get("metadata") or {}
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        key = key_of(job)
         if (old := self._timers.pop(key, None)) is not None:
             old.cancel()
         due = None if event_type == "DELETED" else expires_at(job)

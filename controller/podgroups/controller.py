@@ -22,6 +22,7 @@ from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import WorkQueue
 from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, Resource
+from lapilli.meta import annotations_of, key_of, namespace_of, owner_references, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +38,12 @@ class PodGroupController:
 
     def on_pod(self, event: WatchEvent) -> None:
         pod = event.obj
-        meta = pod.get("metadata") or {}
         if event.type == "DELETED":
-            notes = meta.get("annotations") or {}
-            if notes.get(GROUP_NAME_ANNOTATION) == f"podgroup-{meta.get('uid')}":
-                self.queue.add(("gone", f"{meta.get('namespace')}/{meta.get('uid')}"))
+            if annotations_of(pod).get(GROUP_NAME_ANNOTATION) == f"podgroup-{uid_of(pod)}":
+                self.queue.add(("gone", f"{namespace_of(pod)}/{uid_of(pod)}"))
             return
         if wants_podgroup(pod, self.ctx.settings.scheduler_names):
-            self.queue.add(("pod", f"{meta.get('namespace')}/{meta.get('name')}"))
+            self.queue.add(("pod", key_of(pod)))
 
     async def run_worker(self) -> None:
         while True:
@@ -96,7 +95,7 @@ class PodGroupController:
         except ApiError as exc:  # gone, or not ours to read: the defaults apply, as when it has no annotation
             log.debug("owner %s %s of pod %s unreadable: %s", kind, owner.get("name"), pod["metadata"]["name"], exc)
             return {}
-        return dict((found.get("metadata") or {}).get("annotations") or {})
+        return dict(annotations_of(found))
 
     async def _collect(self, ident: str) -> None:
         namespace, uid = ident.split("/", 1)
@@ -104,8 +103,7 @@ class PodGroupController:
         current = self.ctx.podgroups.get(f"{namespace}/{name}")
         if current is None:
             return
-        owners = (current.get("metadata") or {}).get("ownerReferences") or []
-        if not any(o.get("kind") == "Pod" and o.get("uid") == uid for o in owners):
+        if not any(o.get("kind") == "Pod" and o.get("uid") == uid for o in owner_references(current)):
             return
         with contextlib.suppress(NotFound, Conflict):
             await self.ctx.client.delete(PODGROUPS, name, namespace, uid=current["metadata"]["uid"])

@@ -25,6 +25,7 @@ from lapilli.api.constants import (
     REVOCABLE_ZONE_KEY,
     SCHEDULING_API_VERSION,
 )
+from lapilli.meta import annotations_of, is_deleting, meta, owner_references
 
 Obj = Mapping[str, Any]
 _FROM_POD: Final = (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY, REVOCABLE_ZONE_KEY, JDB_MIN_AVAILABLE_KEY,
@@ -33,18 +34,13 @@ _PLURALS: Final = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets", "
                    "DaemonSet": "daemonsets", "Job": "jobs", "ReplicationController": "replicationcontrollers"}
 
 
-def _meta(obj: Obj | None) -> Obj:
-    return (obj or {}).get("metadata") or {}
-
-
 def controller_owner(pod: Obj) -> Obj | None:
-    return next((o for o in _meta(pod).get("ownerReferences") or [] if o.get("controller")), None)
+    return next((o for o in owner_references(pod) if o.get("controller")), None)
 
 
 def wants_podgroup(pod: Obj, scheduler_names: Collection[str]) -> bool:
     """A live pod for one of our schedulers that belongs to no PodGroup yet."""
-    meta = _meta(pod)
-    if meta.get("deletionTimestamp") or (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION):
+    if is_deleting(pod) or annotations_of(pod).get(GROUP_NAME_ANNOTATION):
         return False
     if str((pod.get("status") or {}).get("phase") or "") in ("Succeeded", "Failed"):
         return False
@@ -53,7 +49,7 @@ def wants_podgroup(pod: Obj, scheduler_names: Collection[str]) -> bool:
 
 def podgroup_name_for(pod: Obj) -> str:
     owner = controller_owner(pod)
-    return f"podgroup-{(owner or _meta(pod)).get('uid')}"
+    return f"podgroup-{owner.get('uid') if owner else meta(pod).get('uid')}"
 
 
 def owner_plural(kind: str) -> str:
@@ -71,22 +67,20 @@ def min_member(owner_annotations: Mapping[str, str]) -> int:
 
 
 def _owner_references(pod: Obj) -> list[dict[str, Any]]:
-    owners = [dict(o) for o in _meta(pod).get("ownerReferences") or [] if o.get("controller")]
+    owners = [dict(o) for o in owner_references(pod) if o.get("controller")]
     if owners:
         return owners
-    meta = _meta(pod)
-    return [{"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"), "uid": meta.get("uid"),
-             "controller": True}]
+    m = meta(pod)
+    return [{"apiVersion": "v1", "kind": "Pod", "name": m.get("name"), "uid": m.get("uid"), "controller": True}]
 
 
 def build_podgroup(pod: Obj, owner_annotations: Mapping[str, str], *, inherit: bool) -> dict[str, Any]:
-    meta = _meta(pod)
     spec = pod.get("spec") or {}
     members = min_member(owner_annotations)
     annotations = {k: v for k, v in owner_annotations.items() if inherit and k.startswith("volcano.sh/")}
-    pod_notes = meta.get("annotations") or {}
+    pod_notes = annotations_of(pod)
     annotations.update({k: pod_notes[k] for k in _FROM_POD if k in pod_notes})
-    pg_meta: dict[str, Any] = {"name": podgroup_name_for(pod), "namespace": meta.get("namespace"),
+    pg_meta: dict[str, Any] = {"name": podgroup_name_for(pod), "namespace": meta(pod).get("namespace"),
                                "ownerReferences": _owner_references(pod)}
     if annotations:
         pg_meta["annotations"] = annotations

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lapilli.api import Action, QueueState
+from lapilli.meta import name_of
 
 
 def next_state(current: str, action: Action, podgroups: int) -> str:
@@ -36,5 +37,5 @@ def status_patch(status: Mapping[str, Any], state: str) -> dict[str, Any] | None
 
 def needs_root_parent(queue: Mapping[str, Any]) -> bool:
     """Every queue but `root` hangs under `root` when it names no parent."""
-    name = (queue.get("metadata") or {}).get("name")
+    name = name_of(queue)
     return name != "root" and not (queue.get("spec") or {}).get("parent")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from extender.engine.conf import PluginOption, SchedulerConf
-from extender.engine.framework import FLAG_OF, PERMIT, PLUGINS, REJECT, Fn, KeyedOrder, Plugin
+from extender.engine.framework import FLAG_OF, PERMIT, REJECT, Fn, KeyedOrder, Plugin
 from extender.engine.model import Job, Queue, Task
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class Callbacks:
     def _open_plugins(self, ssn: Session) -> None:
         for ti, tier in enumerate(self.conf.tiers):
             for option in tier.plugins:
-                self.plugins.append((ti, option, PLUGINS[option.name](option.arguments)))
+                self.plugins.append((ti, option, option.build()))
         for ti, option, plugin in self.plugins:
             self._current, self._current_tier = option, ti
             plugin.on_session_open(ssn)

@@ -1,18 +1,30 @@
-"""Volcano's scheduler configuration, parsed verbatim (`pkg/scheduler/conf/scheduler_conf.go`).
+"""Volcano's scheduler configuration, validated when it is loaded (`pkg/scheduler/conf/scheduler_conf.go`).
 
-`actions: "enqueue, allocate, backfill"`, `tiers: [{plugins: [{name, arguments, enableXxx…}]}]` and
-`configurations: [{name: <action>, arguments}]`. Every `enableXxx` flag omitted in a file defaults to true
-(`plugins/defaults.go`); `false` removes that plugin's callback of that kind. Unknown actions, plugins or flags and
-`drf` with `enableHierarchy` next to `proportion` in one tier are rejected with a readable `ConfError`.
+`actions: "enqueue, allocate, backfill"` and `tiers: [{plugins: [{name, arguments, enableXxx…}]}]`. Every
+`enableXxx` flag omitted in a file defaults to true (`plugins/defaults.go`); `false` removes that plugin's callback
+of that kind. Each plugin's `arguments` are parsed here by the parser the plugin registered (`arguments.py`), into a
+frozen value its builder keeps, as scheduler-plugins validates args when a plugin is built.
+
+Refused with one readable `ConfError` line: a file that is empty or not YAML, a malformed `actions`/`tiers`, an
+unknown `enableXxx` field, a flag that is not true/false, an argument that cannot be read (`plugin binpack:
+argument binpack.weight: "abc" is not a number`), and `drf` with `enableHierarchy` next to `proportion` in one tier.
+An action or plugin name that is not offered is left out with a warning (`SchedulerConf.warnings`), and the rest
+runs, as Volcano's scheduler logs "Failed to find Action" / "Failed to get plugin" and goes on.
+
+`configurations` (per-action arguments) is accepted and not read: Volcano's actions read it for options Lapilli's
+actions do not have (topology-aware preemption, candidate-node limits, the predicate error cache).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 import yaml
+
+from extender.engine.arguments import NO_ARGUMENTS, Arguments, ConfError
+from extender.engine.framework import PluginBuilder, PluginLoader
 
 # The flag keys exactly as spelled in Volcano's YAML.
 FLAGS: Final = (
@@ -43,8 +55,6 @@ FLAGS: Final = (
     "enabledHyperNodeGradient",
 )
 
-KNOWN_ACTIONS: Final = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
-
 DEFAULT_CONF: Final = """
 actions: "enqueue, allocate, backfill"
 tiers:
@@ -61,14 +71,13 @@ tiers:
 """
 
 
-class ConfError(ValueError):
-    """A scheduler configuration that cannot be used as written."""
-
-
 @dataclass(frozen=True, slots=True)
 class PluginOption:
+    """One plugin entry of a tier: its flags, its arguments as written, and its builder (arguments parsed)."""
+
     name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    build: PluginBuilder
+    arguments: Arguments = field(default_factory=dict)
     flags: Mapping[str, bool] = field(default_factory=dict)
 
     def enabled(self, flag: str) -> bool:
@@ -84,16 +93,22 @@ class Tier:
 class SchedulerConf:
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
-    configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # What was left out (unknown action or plugin names), one line each, for the loader to report once.
+    warnings: tuple[str, ...] = ()
 
     def plugin_names(self) -> list[str]:
         return [p.name for t in self.tiers for p in t.plugins]
 
-    def action_arguments(self, action: str) -> Mapping[str, Any]:
-        return self.configurations.get(action, {})
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    """What a conf may name: the plugin loaders and action names registered by the engine."""
+
+    plugins: Mapping[str, PluginLoader]
+    actions: Collection[str]
 
 
-def _bool(value: Any, where: str) -> bool:
+def _bool(value: object, where: str) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
@@ -101,68 +116,88 @@ def _bool(value: Any, where: str) -> bool:
     raise ConfError(f"{where}: expected true or false, got {value!r}")
 
 
-def _plugin(raw: Any, where: str, known_plugins: frozenset[str]) -> PluginOption:
+def _plugin(raw: object, where: str, registry: Registry, warnings: list[str]) -> PluginOption | None:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
         raise ConfError(f"{where}: a plugin needs a `name`")
-    name = raw["name"]
-    if name not in known_plugins:
-        raise ConfError(f"{where}: unknown plugin {name!r} (known: {', '.join(sorted(known_plugins))})")
+    name: str = raw["name"]
     flags: dict[str, bool] = {}
-    arguments: Mapping[str, Any] = {}
+    arguments: Arguments = NO_ARGUMENTS
     for key, value in raw.items():
         if key == "name":
             continue
         if key == "arguments":
             if value is None:
                 continue
-            if not isinstance(value, Mapping):
+            if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
                 raise ConfError(f"{where} ({name}): `arguments` must be a mapping")
             arguments = dict(value)
         elif key in FLAGS:
             flags[key] = _bool(value, f"{where} ({name}).{key}")
         else:
             raise ConfError(f"{where} ({name}): unknown field {key!r}")
-    return PluginOption(name=name, arguments=arguments, flags=flags)
+    loader = registry.plugins.get(name)
+    if loader is None:
+        known = ", ".join(sorted(registry.plugins))
+        warnings.append(f"{where}: unknown plugin {name!r} left out (known: {known})")
+        return None
+    try:
+        build = loader(arguments)
+    except ConfError as exc:
+        raise ConfError(f"plugin {name}: {exc}") from exc
+    return PluginOption(name=name, build=build, arguments=arguments, flags=flags)
 
 
-def parse_conf(raw: Any, known_plugins: frozenset[str]) -> SchedulerConf:
-    """Validate a decoded configuration document. `known_plugins` comes from the plugin registry."""
-    if not isinstance(raw, Mapping):
-        raise ConfError("configuration: expected a mapping with `actions` and `tiers`")
-    actions_raw = raw.get("actions", "")
-    if not isinstance(actions_raw, str):
+def _actions(raw: object, registry: Registry, warnings: list[str]) -> tuple[str, ...]:
+    if not isinstance(raw, str):
         raise ConfError("actions: expected a comma-separated string such as \"enqueue, allocate, backfill\"")
-    actions = tuple(a.strip() for a in actions_raw.split(",") if a.strip())
-    for action in actions:
-        if action not in KNOWN_ACTIONS:
-            raise ConfError(f"actions: unknown action {action!r} (known: {', '.join(KNOWN_ACTIONS)})")
-    tiers_raw = raw.get("tiers") or []
-    if not isinstance(tiers_raw, list):
+    actions = []
+    for action in (a.strip() for a in raw.split(",")):
+        if not action:
+            continue
+        if action in registry.actions:
+            actions.append(action)
+        else:
+            known = ", ".join(sorted(registry.actions))
+            warnings.append(f"actions: unknown action {action!r} left out (known: {known})")
+    return tuple(actions)
+
+
+def _tiers(raw: object, registry: Registry, warnings: list[str]) -> tuple[Tier, ...]:
+    if not isinstance(raw, list):
         raise ConfError("tiers: expected a list of {plugins: [...]}")
     tiers: list[Tier] = []
-    for ti, tier in enumerate(tiers_raw):
+    for ti, tier in enumerate(raw):
         plugins_raw = tier.get("plugins") if isinstance(tier, Mapping) else None
         if not isinstance(plugins_raw, list):
             raise ConfError(f"tiers[{ti}]: expected `plugins: [...]`")
-        plugins = tuple(_plugin(p, f"tiers[{ti}].plugins[{pi}]", known_plugins) for pi, p in enumerate(plugins_raw))
+        options = (_plugin(p, f"tiers[{ti}].plugins[{pi}]", registry, warnings) for pi, p in enumerate(plugins_raw))
+        plugins = tuple(p for p in options if p is not None)
         names = {p.name for p in plugins}
         if "proportion" in names and any(p.name == "drf" and p.flags.get("enableHierarchy") for p in plugins):
             raise ConfError(f"tiers[{ti}]: drf with enableHierarchy and proportion cannot be in the same tier")
         tiers.append(Tier(plugins=plugins))
-    configurations: dict[str, Mapping[str, Any]] = {}
-    for ci, item in enumerate(raw.get("configurations") or []):
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            raise ConfError(f"configurations[{ci}]: expected {{name: <action>, arguments: {{...}}}}")
-        configurations[item["name"]] = dict(item.get("arguments") or {})
-    return SchedulerConf(actions=actions, tiers=tuple(tiers), configurations=configurations)
+    return tuple(tiers)
 
 
-def load_conf(text: str | None, known_plugins: frozenset[str]) -> SchedulerConf:
-    """Parse YAML text; None or blank means Volcano's default configuration."""
-    if text is None or not text.strip():
+def parse_conf(raw: object, registry: Registry) -> SchedulerConf:
+    """Validate a decoded configuration document against the registered plugins and actions."""
+    if not isinstance(raw, Mapping):
+        raise ConfError("configuration: expected a mapping with `actions` and `tiers`")
+    warnings: list[str] = []
+    actions = _actions(raw.get("actions", ""), registry, warnings)
+    tiers = _tiers(raw.get("tiers") or [], registry, warnings)
+    return SchedulerConf(actions=actions, tiers=tiers, warnings=tuple(warnings))
+
+
+def load_conf(text: str | None, registry: Registry) -> SchedulerConf:
+    """Parse YAML text; None means Volcano's default configuration, and an empty document is refused (a conf file
+    that lost its contents must not silently become the default)."""
+    if text is None:
         text = DEFAULT_CONF
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfError(f"configuration is not valid YAML: {exc}") from exc
-    return parse_conf(raw, known_plugins)
+        raise ConfError(f"configuration is not valid YAML: {' '.join(str(exc).split())}") from exc
+    if raw is None:
+        raise ConfError("configuration is empty: give `actions` and `tiers` (without a conf, Volcano's default runs)")
+    return parse_conf(raw, registry)

@@ -7,10 +7,13 @@ plugin's `enableXxx` flag for each kind and combines the callbacks tier by tier.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
+
+from extender.engine.arguments import Arguments
 
 if TYPE_CHECKING:
     from extender.engine.session import Session
@@ -95,18 +98,35 @@ class Action(Protocol):
     def execute(self, ssn: Session) -> None: ...
 
 
-PluginFactory = Callable[[Mapping[str, Any]], Plugin]
+# A plugin's arguments are parsed once, when the conf is loaded (`conf.py`); what the parser returns is frozen and
+# handed to the plugin's constructor for every session, so a bad argument is refused before any session runs.
+PluginBuilder = Callable[[], Plugin]
+PluginLoader = Callable[[Arguments], PluginBuilder]
 
-PLUGINS: dict[str, PluginFactory] = {}
+PLUGINS: dict[str, PluginLoader] = {}
 ACTIONS: dict[str, Callable[[], Action]] = {}
 
+A = TypeVar("A")
 
-def register_plugin(name: str) -> Callable[[PluginFactory], PluginFactory]:
-    def deco(factory: PluginFactory) -> PluginFactory:
-        PLUGINS[name] = factory
-        return factory
 
-    return deco
+def _load(parse: Callable[[Arguments], A], build: Callable[[A], Plugin], arguments: Arguments) -> PluginBuilder:
+    # partials of module-level callables, so a loaded conf pickles (it crosses the session process pipe).
+    return partial(build, parse(arguments))
+
+
+def _load_plain(build: Callable[[], Plugin], arguments: Arguments) -> PluginBuilder:
+    return build
+
+
+def register_plugin(name: str, parse: Callable[[Arguments], A], build: Callable[[A], Plugin]) -> None:
+    """Offer plugin `name`: `parse` validates its conf `arguments` (raising `ConfError`) into a frozen value,
+    `build` makes a fresh plugin from that value for each session."""
+    PLUGINS[name] = partial(_load, parse, build)
+
+
+def register_plain_plugin(name: str, build: Callable[[], Plugin]) -> None:
+    """Offer plugin `name` that takes no arguments (what it is given is ignored, as by Volcano's plugins)."""
+    PLUGINS[name] = partial(_load_plain, build)
 
 
 def register_action(name: str) -> Callable[[Callable[[], Action]], Callable[[], Action]]:
@@ -115,16 +135,3 @@ def register_action(name: str) -> Callable[[Callable[[], Action]], Callable[[], 
         return factory
 
     return deco
-
-
-class ArgumentError(ValueError):
-    """A plugin or action argument that cannot be used."""
-
-
-def float_arg(args: Mapping[str, Any], key: str, default: float) -> float:
-    if key not in args or args[key] is None:
-        return default
-    try:
-        return float(args[key])
-    except (TypeError, ValueError) as exc:
-        raise ArgumentError(f"argument {key}: expected a number, got {args[key]!r}") from exc

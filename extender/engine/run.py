@@ -8,20 +8,23 @@ from contextlib import contextmanager
 
 from extender.engine import actions as _actions  # noqa: F401  (registers every action)
 from extender.engine import plugins as _plugins  # noqa: F401  (registers every plugin)
-from extender.engine.conf import SchedulerConf, load_conf
+from extender.engine.conf import Registry, SchedulerConf, load_conf
 from extender.engine.framework import ACTIONS, PLUGINS
 from extender.engine.results import Decisions, decisions
 from extender.engine.session import Session
 from extender.engine.snapshot import Snapshot
 
 
-def known_plugins() -> frozenset[str]:
-    return frozenset(PLUGINS)
+def registry() -> Registry:
+    """Every plugin and action the engine offers (importing this module registers them)."""
+    return Registry(plugins=PLUGINS, actions=frozenset(ACTIONS))
 
 
 def parse_scheduler_conf(text: str | None) -> SchedulerConf:
-    """Volcano's scheduler configuration (YAML text); None means Volcano's default."""
-    return load_conf(text, known_plugins())
+    """The one way to load a scheduler conf: Volcano's YAML `text` (None means Volcano's default conf), validated
+    whole, plugin arguments included. Raises `ConfError` (one line) for what cannot run; names that are not offered
+    are left out and listed in the result's `warnings`, which the caller reports once."""
+    return load_conf(text, registry())
 
 
 def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> Session:

@@ -19,6 +19,7 @@ from lapilli.api.constants import (
     TASK_PRIORITY_ANNOTATION,
     TASK_SPEC_KEY,
 )
+from lapilli.meta import describe, name_of, namespace_of, section
 from lapilli.resources.units import Units, pod_request, resource_list_units
 
 
@@ -143,7 +144,7 @@ def _int(value: Any, what: str) -> int:
 
 
 def _node(doc: Mapping[str, Any]) -> NodeRecord:
-    meta, spec, status = doc.get("metadata") or {}, doc.get("spec") or {}, doc.get("status") or {}
+    meta, spec, status = section(doc, "metadata"), section(doc, "spec"), section(doc, "status")
     conditions = status.get("conditions") or []
     ready_conditions = [c for c in conditions if c.get("type") == "Ready"]
     # A node without any Ready condition is taken as ready (hand-written snapshots); an explicit False or Unknown
@@ -179,7 +180,7 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
 
 
 def _pod(doc: Mapping[str, Any]) -> PodRecord:
-    meta, spec, status = doc.get("metadata") or {}, doc.get("spec") or {}, doc.get("status") or {}
+    meta, spec, status = section(doc, "metadata"), section(doc, "spec"), section(doc, "status")
     annotations = meta.get("annotations") or {}
     labels = meta.get("labels") or {}
     try:
@@ -223,7 +224,7 @@ def scheduler_resources(quota: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _podgroup(doc: Mapping[str, Any]) -> PodGroupRecord:
-    meta, spec, status = doc.get("metadata") or {}, doc.get("spec") or {}, doc.get("status") or {}
+    meta, spec, status = section(doc, "metadata"), section(doc, "spec"), section(doc, "status")
     min_resources = spec.get("minResources")
     try:
         min_units = resource_list_units(scheduler_resources(min_resources)) if min_resources is not None else None
@@ -247,7 +248,7 @@ def _podgroup(doc: Mapping[str, Any]) -> PodGroupRecord:
 
 
 def _queue(doc: Mapping[str, Any]) -> QueueRecord:
-    meta, spec, status = doc.get("metadata") or {}, doc.get("spec") or {}, doc.get("status") or {}
+    meta, spec, status = section(doc, "metadata"), section(doc, "spec"), section(doc, "status")
     units: dict[str, Units | None] = {}
     for name, raw in (
         ("capability", spec.get("capability")),
@@ -279,10 +280,7 @@ def _queue(doc: Mapping[str, Any]) -> QueueRecord:
 
 
 def _describe(index: int, doc: Mapping[str, Any]) -> str:
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
-    name = meta.get("name", "?")
-    ns = meta.get("namespace")
-    return f"document {index} ({doc.get('kind', '?')} {f'{ns}/' if ns else ''}{name})"
+    return f"document {index} ({describe(doc)})"
 
 
 _KINDS: Final = {
@@ -304,7 +302,7 @@ def add_object(snap: Snapshot, doc: Mapping[str, Any]) -> None:
     if (doc.get("apiVersion"), kind) not in _KINDS:
         known = ", ".join(f"{a} {k}" for a, k in sorted(_KINDS))
         raise ValueError(f"kind: unknown kind {doc.get('apiVersion')!s}/{kind!s} (expected one of: {known})")
-    if not isinstance(doc.get("metadata"), Mapping) or not doc["metadata"].get("name"):
+    if not name_of(doc):
         raise ValueError("metadata.name: missing")
     if kind == "Node":
         node = _node(doc)
@@ -327,8 +325,7 @@ def add_object(snap: Snapshot, doc: Mapping[str, Any]) -> None:
 
 def remove_object(snap: Snapshot, doc: Mapping[str, Any]) -> None:
     """Forget one object (a watch DELETED event); unknown objects are ignored."""
-    meta = doc.get("metadata") or {}
-    name, namespace = meta.get("name", ""), meta.get("namespace") or "default"
+    name, namespace = name_of(doc), namespace_of(doc) or "default"
     kind = doc.get("kind")
     if kind == "Node":
         snap.nodes.pop(name, None)

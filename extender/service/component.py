@@ -8,7 +8,6 @@ import gc
 import ipaddress
 import logging
 import ssl
-from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
@@ -21,26 +20,12 @@ from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
 from extender.service.plan import Plan
 from extender.service.runner import ProcessRunner
+from extender.service.settings import ExtenderSettings
 from extender.service.state import ClusterState
-from lapilli.api.constants import DEFAULT_SCHEDULER_NAME
 from lapilli.cluster.leader import LeaseElector
 from lapilli.kube import KubeClient
 
 log = logging.getLogger("lapilli.extender")
-
-
-@dataclass(frozen=True, slots=True)
-class ExtenderConfig:
-    host: str
-    port: int
-    scheduler_conf: Path | None
-    session_period_s: float
-    permit_timeout_s: float
-    kubeconfig: Path | None = None
-    session_process: bool = True
-    sync_timeout_s: float = 60.0
-    scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
-    ssl_context: ssl.SSLContext | None = None  # TLS on the extender port (client certificates if it asks)
 
 
 def _loopback(host: str) -> bool:
@@ -54,33 +39,37 @@ class ExtenderComponent:
     name = "extender"
 
     def __init__(
-        self, config: ExtenderConfig, client: KubeClient, registry: CollectorRegistry,
-        elector: LeaseElector | None = None,
+        self, settings: ExtenderSettings, client: KubeClient, registry: CollectorRegistry,
+        elector: LeaseElector | None = None, kubeconfig: Path | None = None,
     ) -> None:
-        """`elector`: the extender's Lease (None: this replica answers the verbs unconditionally)."""
-        self.config = config
+        """`elector`: the extender's Lease (None: this replica answers the verbs unconditionally); `kubeconfig`:
+        what the session process reaches the API server with (None: as `load_config` finds it)."""
+        self.settings = settings
         self.elector = elector
         # The cluster is read through `client`; binds, evictions, status and events are written through a client
         # fenced by the Lease, so a replica past its renew deadline cannot write on from a verb or session that
         # started while it led.
         writer = client if elector is None else elector.fence(client, "the extender's")
         self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled)
-        self.plan = Plan(ttl_s=config.permit_timeout_s * 2)
+        self.plan = Plan(ttl_s=settings.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
                                        restarts=self.state.restarts)
         self.loop = SessionLoop(
-            self.state, self.plan, writer, ConfSource(config.scheduler_conf), self.metrics,
-            period_s=config.session_period_s, is_leader=self.is_leader,
+            self.state, self.plan, writer, ConfSource(settings.scheduler_conf), self.metrics,
+            period_s=settings.session_period_s, is_leader=self.is_leader,
         )
-        self.permit = PermitCache(self._bind_now, config.permit_timeout_s, on_timeout=self._timed_out)
+        self.permit = PermitCache(self._bind_now, settings.permit_timeout_s, on_timeout=self._timed_out)
         self.extender = Extender(self.state, self.plan, self.loop, self.permit, writer, self.metrics,
-                                 scheduler_names=config.scheduler_names)
-        self.runner = ProcessRunner(config.kubeconfig) if config.session_process else None
+                                 scheduler_names=settings.scheduler_names)
+        self.runner = ProcessRunner(kubeconfig) if settings.session_process else None
         if self.runner is not None:
             self.loop.runner = self.runner
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
         self.bound_port: int | None = None
+        # TLS on the extender port (client certificates verified with a client CA); the assembly keeps its
+        # serving pair in step with the files.
+        self.tls: ssl.SSLContext | None = settings.tls_context()
 
     def _settled(self, pod_key: str) -> None:
         self.plan.forget_pod(pod_key)
@@ -105,9 +94,9 @@ class ExtenderComponent:
         if self.runner is not None:
             self.runner.start()
         await self.state.start()
-        if not await self.state.wait_synced(self.config.sync_timeout_s):
+        if not await self.state.wait_synced(self.settings.sync_timeout_s):
             log.warning("extender caches not synced after %.0fs; filter answers with an error until they are",
-                        self.config.sync_timeout_s)
+                        self.settings.sync_timeout_s)
         # The listed cluster is long-lived: keep it out of every later full collection, whose pauses would
         # otherwise land on the verbs.
         gc.freeze()
@@ -117,20 +106,21 @@ class ExtenderComponent:
         app = make_app(self.extender, self.is_leader, self.answering)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        tls = self.config.ssl_context
-        site = web.TCPSite(self._runner, self.config.host, self.config.port, ssl_context=tls)
+        host, tls = self.settings.host, self.tls
+        site = web.TCPSite(self._runner, host, self.settings.port, ssl_context=tls)
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
-        self.bound_port = sockets[0].getsockname()[1] if sockets else self.config.port
-        clients = "any client" if tls is None or tls.verify_mode != ssl.CERT_REQUIRED else "verified client certs"
-        log.info("extender listening on %s:%s (%s, %s)", self.config.host, self.bound_port,
-                 "HTTP" if tls is None else "TLS", clients)
-        if tls is None and not _loopback(self.config.host):
+        self.bound_port = sockets[0].getsockname()[1] if sockets else self.settings.port
+        clients = "verified client certificates" if tls is not None and tls.verify_mode == ssl.CERT_REQUIRED else (
+            "any client")
+        log.info("extender listening on %s:%s (%s, %s)", host, self.bound_port, "HTTP" if tls is None else "TLS",
+                 clients)
+        if tls is None and not _loopback(host):
             log.warning("the extender port %s:%s is plain HTTP off loopback: anything that reaches it may ask for "
                         "filter answers and binds (each bind is still checked against the cluster); give it "
                         "--extender-tls-cert-file/--extender-tls-key-file/--extender-client-ca-file",
-                        self.config.host, self.bound_port)
+                        host, self.bound_port)
 
     async def stop(self) -> None:
         self.permit.cancel_all("lapilli extender is stopping; nothing was bound")

@@ -48,6 +48,7 @@ from lapilli.api.constants import (
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODS
+from lapilli.meta import annotations_of, meta, name_of, namespace_of, resource_version, uid_of
 from lapilli.resources.units import GPU, pod_request, to_units
 from lapilli.resources.vector import TOLERANCE
 
@@ -58,10 +59,9 @@ BINPACK_WEIGHTS: Mapping[str, float] = {"cpu": 1.0, "memory": 1.0, GPU: 10.0}
 
 
 def _meta(pod: Mapping[str, Any]) -> tuple[str, str, str | None]:
-    meta = pod.get("metadata") or {}
-    namespace = meta.get("namespace") or "default"
-    group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
-    return namespace, str(meta.get("name", "")), f"{namespace}/{group}" if group else None
+    namespace = namespace_of(pod) or "default"
+    group = annotations_of(pod).get(GROUP_NAME_ANNOTATION)
+    return namespace, name_of(pod), f"{namespace}/{group}" if group else None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -145,8 +145,7 @@ class Extender:
         untouched after the queue checks, with the queue its PodGroup will have; pods of other schedulers pass."""
         if (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
             return None
-        annotations = (pod.get("metadata") or {}).get("annotations") or {}
-        return self._queue_refusal(str(annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE), pod)
+        return self._queue_refusal(str(annotations_of(pod).get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE), pod)
 
     def _queue_refusal(self, name: str, pod: Mapping[str, Any]) -> str | None:
         """Why `pod` may not start in queue `name` now (None: it may). Enqueue's check, for one pod: the queue
@@ -178,8 +177,7 @@ class Extender:
     def _units(self, pod: Mapping[str, Any]) -> Mapping[str, float]:
         """The pod's request in Volcano units. Filter and prioritize ask about the same pod (same uid and
         resourceVersion) one after the other, and parsing quantities exactly is the costly part."""
-        meta = pod.get("metadata") or {}
-        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        key = (uid_of(pod), resource_version(pod))
         if not key[0] or not key[1]:
             return pod_request(pod.get("spec") or {})
         units = self._units_cache.get(key)
@@ -301,7 +299,7 @@ class Extender:
                 return self._refused(Refusal("pod-not-found", f"pod {key} not found"))
             except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
                 return self._refused(Refusal("pod-lookup-failed", f"looking up pod {key}: {_one_line(exc)}"))
-        if (pod.get("metadata") or {}).get("uid") == uid and (current := (pod.get("spec") or {}).get("nodeName")):
+        if meta(pod).get("uid") == uid and (current := (pod.get("spec") or {}).get("nodeName")):
             if current == node:  # idempotent: kube-scheduler may repeat a bind whose answer it missed
                 return self._bound("")
             return self._refused(Refusal("already-bound", f"pod {key} is already bound to {current}"))
@@ -311,7 +309,10 @@ class Extender:
         )
         _, _, gang = _meta(pod)
         podgroup = self.state.snapshot.podgroups.get(gang) if gang else None
-        in_gang = gang is not None and podgroup is not None and podgroup.min_member > 1
+        # The plan's quorum: minMember, or fewer when the session counted BestEffort members as ready.
+        planned = self.plan.gangs.get(gang) if gang else None
+        quorum = planned.min_member if planned is not None else podgroup.min_member if podgroup else 0
+        in_gang = gang is not None and podgroup is not None and quorum > 1
         if refusal is None and in_gang:
             refusal = self._plan_refusal(pod, key, node, str(gang))
         if refusal is None:
@@ -325,10 +326,8 @@ class Extender:
                 return self._bound(await self.bind_now(namespace, name, node, uid))
             finally:
                 self._inflight.pop(key, None)
-        assert gang is not None and podgroup is not None
-        error = await self.permit.park(
-            gang, podgroup.min_member, self.state.bound_members(gang), namespace, name, uid, node
-        )
+        assert gang is not None
+        error = await self.permit.park(gang, quorum, self.state.bound_members(gang), namespace, name, uid, node)
         return self._bound(error)
 
     def _plan_refusal(self, pod: Mapping[str, Any], key: str, node: str, gang: str) -> Refusal | None:

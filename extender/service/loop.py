@@ -51,8 +51,14 @@ class ConfSource:
         self.path = path
         self._mtime: float | None = None
         self.conf: SchedulerConf = parse_scheduler_conf(path.read_text() if path else None)
+        self._warn(self.conf)
         if path is not None:
             self._mtime = path.stat().st_mtime
+
+    def _warn(self, conf: SchedulerConf) -> None:
+        """Each load reports what it left out once (unknown action or plugin names), as Volcano logs them."""
+        for warning in conf.warnings:
+            log.warning("scheduler configuration %s: %s", self.path or "(default)", warning)
 
     def refresh(self) -> SchedulerConf:
         if self.path is None:
@@ -64,6 +70,7 @@ class ConfSource:
                 try:
                     self.conf = parse_scheduler_conf(self.path.read_text())
                     log.info("scheduler configuration %s reloaded", self.path)
+                    self._warn(self.conf)
                 except ConfError as exc:
                     log.error("keeping the previous scheduler configuration: %s: %s", self.path, exc)
         return self.conf
@@ -134,6 +141,7 @@ class SessionLoop:
         for gang, (min_member, nodes) in outcome.new_plans.items():
             if gang in self.plan.gangs:
                 self.plan.gangs[gang].nodes.update(nodes)
+                self.plan.gangs[gang].min_member = min_member
                 for pod in nodes:
                     self.plan.gang_of_pod[pod] = gang
                 self.plan.version += 1

@@ -32,6 +32,7 @@ from extender.service.status import (
     unschedulable_message,
 )
 from lapilli.kube.events import EventType
+from lapilli.meta import uid_of
 from lapilli.resources.vector import Dims
 
 _UNREADY = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
@@ -67,6 +68,18 @@ def short_reason(status: dict[str, object], min_member: int, queue: str) -> str:
     return "waiting for a scheduling session"
 
 
+def bind_quorum(ssn: Session, gang: str, min_member: int) -> int:
+    """How many members must be bound or at bind together before the permit cache lets any of them go.
+
+    `minMember`, unless the session committed the gang with fewer: Volcano counts pending BestEffort tasks as ready
+    (`IsReady`), so a gang whose tasks request nothing binds what backfill placed, and waiting at bind for
+    members no session planned would hold the placed ones until the permit times out, every time. The members
+    the session sees ready are the bound ones, the planned ones still on their way and the ones it just planned.
+    """
+    job = ssn.jobs.get(gang)
+    return min_member if job is None else min(min_member, job.ready_num())
+
+
 class CurrentStatus(Protocol):
     """The stored objects' statuses, to write only what changed (a reflector store fits)."""
 
@@ -96,7 +109,9 @@ def run(
         pod = snap.pods[pod_key]
         gang = f"{pod.namespace}/{pod.group}"
         if pod.group and gang in snap.podgroups:
-            new_plans.setdefault(gang, (snap.podgroups[gang].min_member, {}))[1][pod_key] = node
+            new_plans.setdefault(gang, (bind_quorum(ssn, gang, snap.podgroups[gang].min_member), {}))[1][
+                pod_key
+            ] = node
     planned = {f"{snap.pods[p].namespace}/{snap.pods[p].group}" for p in placements if p in snap.pods}
     planned |= set(new_plans)
     reasons, writes, events = _podgroups(ssn, result.podgroups, podgroups, planned, pacer, now)
@@ -151,7 +166,7 @@ def _podgroups(
             continue
         event = _podgroup_event(ssn, key, phase, new is not None, pacer, now)
         if event is not None:
-            uid = str((stored.get("metadata") or {}).get("uid") or "")
+            uid = uid_of(stored)
             events.append((key, uid, *event))
     return reasons, writes, events
 

@@ -19,6 +19,7 @@ from lapilli.cluster import Reflector
 from lapilli.cluster.reflector import Event
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.meta import annotations_of, is_deleting, name_of, namespace_of, uid_of
 
 log = logging.getLogger("lapilli.extender")
 
@@ -28,12 +29,11 @@ WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSE
 def _pod_matters(event_type: str, pod: Mapping[str, Any]) -> bool:
     """Whether a pod event can change what a session would plan: a gang member waiting for a node, or room
     coming free (a pod deleted, finishing or terminating). Bound pods changing status do not."""
-    meta = pod.get("metadata") or {}
-    if event_type == "DELETED" or meta.get("deletionTimestamp"):
+    if event_type == "DELETED" or is_deleting(pod):
         return True
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return True
-    return not (pod.get("spec") or {}).get("nodeName") and GROUP_NAME_ANNOTATION in (meta.get("annotations") or {})
+    return not (pod.get("spec") or {}).get("nodeName") and GROUP_NAME_ANNOTATION in annotations_of(pod)
 
 
 def _settled(event_type: str, pod: Mapping[str, Any]) -> bool:
@@ -81,26 +81,23 @@ class ClusterState:
                 add_object(self.snapshot, obj)
         except (ValueError, KeyError, TypeError) as exc:
             self.rejected += 1
-            meta = obj.get("metadata") or {}
-            log.warning("ignoring %s %s/%s: %s", obj.get("kind"), meta.get("namespace", ""), meta.get("name"), exc)
+            log.warning("ignoring %s %s/%s: %s", obj.get("kind"), namespace_of(obj), name_of(obj), exc)
             remove_object(self.snapshot, obj)
         relevant = True
         if obj.get("kind") == "Pod":
             self._index_pod(event_type, obj)
             relevant = _pod_matters(event_type, obj)
             if self._on_pod_settled is not None and _settled(event_type, obj):
-                meta = obj.get("metadata") or {}
-                self._on_pod_settled(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+                self._on_pod_settled(f"{namespace_of(obj) or 'default'}/{name_of(obj)}")
         self.generation += 1
         if relevant and self._on_change is not None:
             self._on_change()
 
     def _index_pod(self, event_type: str, obj: Mapping[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        namespace = meta.get("namespace") or "default"
-        key = f"{namespace}/{meta.get('name')}"
-        uid = str(meta.get("uid") or "")
-        group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+        namespace = namespace_of(obj) or "default"
+        key = f"{namespace}/{name_of(obj)}"
+        uid = uid_of(obj)
+        group = annotations_of(obj).get(GROUP_NAME_ANNOTATION)
         node = None if event_type == "DELETED" else (obj.get("spec") or {}).get("nodeName")
         if self._node_of.get(key) != node:
             old = self._node_of.pop(key, None)

@@ -10,6 +10,8 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lapilli.meta import name_of, uid_of
+
 
 class _Wire(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
@@ -25,7 +27,7 @@ class ExtenderArgs(_Wire):
         if self.node_names is not None:
             return self.node_names
         items = (self.nodes or {}).get("items") or []
-        return [str((n.get("metadata") or {}).get("name", "")) for n in items]
+        return [name_of(n) for n in items]
 
 
 class ExtenderFilterResult(TypedDict):
@@ -82,7 +84,7 @@ class ExtenderPreemptionArgs(_Wire):
             return {node: [p.uid for p in v.pods] for node, v in self.node_to_meta_victims.items()}
         out: dict[str, list[str]] = {}
         for node, victims in (self.node_to_victims or {}).items():
-            out[node] = [str((p.get("metadata") or {}).get("uid", "")) for p in victims.get("Pods") or []]
+            out[node] = [uid_of(p) for p in victims.get("Pods") or []]
         return out
 
 

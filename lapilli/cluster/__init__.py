@@ -2,7 +2,7 @@
 election that decides which replica acts on it (kernel)."""
 
 from lapilli.cluster.leader import LeaderGauge, LeaseElector, default_identity
-from lapilli.cluster.reflector import Backoff, Event, EventHandler, Reflector, diff, object_key, watch_timeout
+from lapilli.cluster.reflector import Backoff, Event, EventHandler, Reflector, diff, watch_timeout
 from lapilli.cluster.workqueue import WorkQueue
 
 __all__ = [
@@ -15,6 +15,5 @@ __all__ = [
     "WorkQueue",
     "default_identity",
     "diff",
-    "object_key",
     "watch_timeout",
 ]

@@ -27,6 +27,7 @@ import aiohttp
 from lapilli.kube.client import KubeClient
 from lapilli.kube.errors import ApiError, Gone
 from lapilli.kube.resources import Resource
+from lapilli.meta import key_of, resource_version, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -51,21 +52,6 @@ class EventHandler(Protocol):
     def __call__(self, event: Event, /) -> Awaitable[None] | None: ...
 
 
-def object_key(obj: Mapping[str, Any]) -> str:
-    """`namespace/name`, or `name` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc)."""
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace")
-    return f"{ns}/{meta['name']}" if ns else str(meta["name"])
-
-
-def _rv(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
-
-
-def _uid(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid", ""))
-
-
 def diff(store: Mapping[str, Obj], items: Iterable[Obj]) -> tuple[dict[str, Obj], list[Event]]:
     """Compare a fresh list with the store: the new store and the synthetic events that lead to it.
 
@@ -78,15 +64,15 @@ def diff(store: Mapping[str, Obj], items: Iterable[Obj]) -> tuple[dict[str, Obj]
     changes: list[Event] = []
     replaced: list[Event] = []
     for obj in items:
-        key = object_key(obj)
+        key = key_of(obj)
         fresh[key] = obj
         old = store.get(key)
         if old is None:
             changes.append(Event("ADDED", obj, None, True))
-        elif _uid(old) and _uid(obj) and _uid(old) != _uid(obj):
+        elif uid_of(old) and uid_of(obj) and uid_of(old) != uid_of(obj):
             replaced.append(Event("DELETED", old, old, True))
             changes.append(Event("ADDED", obj, None, True))
-        elif _rv(old) != _rv(obj):
+        elif resource_version(old) != resource_version(obj):
             changes.append(Event("MODIFIED", obj, old, True))
     gone = [Event("DELETED", old, old, True) for key, old in store.items() if key not in fresh]
     return fresh, gone + replaced + changes
@@ -205,7 +191,7 @@ class Reflector:
                 continue
             if self.transform is not None:
                 obj = self.transform(obj)
-            key = object_key(obj)
+            key = key_of(obj)
             if event.type == "DELETED":
                 await self._dispatch(Event("DELETED", obj, self.store.pop(key, None)))
             else:
@@ -221,4 +207,4 @@ class Reflector:
                     await result
             except Exception:
                 # A handler bug must not stop the stream for every other handler; it is logged loudly.
-                log.exception("%s: handler %r failed on %s %s", self.name, handler, event.type, object_key(event.obj))
+                log.exception("%s: handler %r failed on %s %s", self.name, handler, event.type, key_of(event.obj))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND
+from lapilli.meta import meta
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,6 @@ def _str(value: object) -> str:
 
 def job_shape(job: Mapping[str, Any]) -> JobShape:
     """Read a Job dict; wrong-typed fields read as empty (the validating webhook reports them, not us)."""
-    meta = _map(job.get("metadata"))
     spec = _map(job.get("spec"))
     tasks = []
     raw_tasks = spec.get("tasks")
@@ -73,9 +73,9 @@ def job_shape(job: Mapping[str, Any]) -> JobShape:
         )
     plugins = {str(k): (v if isinstance(v, list) else []) for k, v in _map(spec.get("plugins")).items()}
     return JobShape(
-        name=_str(meta.get("name")),
-        namespace=_str(meta.get("namespace")),
-        uid=_str(meta.get("uid")),
+        name=_str(meta(job).get("name")),
+        namespace=_str(meta(job).get("namespace")),
+        uid=_str(meta(job).get("uid")),
         tasks=tuple(tasks),
         plugins=plugins,
     )

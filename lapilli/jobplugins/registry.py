@@ -20,6 +20,7 @@ from lapilli.jobplugins.ray import RayPlugin
 from lapilli.jobplugins.ssh import SSHKeyPair, SshPlugin
 from lapilli.jobplugins.svc import SvcPlugin
 from lapilli.jobplugins.tensorflow import TensorflowPlugin
+from lapilli.meta import name_of
 
 _BUILDERS: Final[dict[str, Callable[[Sequence[object]], JobPlugin]]] = {
     "env": EnvPlugin.build,
@@ -68,9 +69,7 @@ def apply_plugins(job: Mapping[str, Any], task_name: str, index: int, pod: Mappi
     """
     shape = job_shape(job)
     out = copy.deepcopy(dict(pod))
-    meta = out.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    ctx = PodContext(shape, task_name, index, name or make_pod_name(shape.name, task_name, index))
+    ctx = PodContext(shape, task_name, index, name_of(out) or make_pod_name(shape.name, task_name, index))
     for plugin in build_plugins(shape.plugins):
         plugin.on_pod(ctx, out)
     return out

@@ -19,6 +19,7 @@ from lapilli.kube.config import KubeConfig, load_config
 from lapilli.kube.errors import Fenced, Gone, NotFound, error_from_response
 from lapilli.kube.resources import PODS, Resource
 from lapilli.kube.watch import LineSplitter, WatchEvent, decode_event
+from lapilli.meta import meta, namespace_of
 
 PatchType = Literal["merge", "strategic", "json", "apply"]
 PATCH_CONTENT_TYPES: Final[dict[str, str]] = {
@@ -138,23 +139,22 @@ class KubeClient:
                 items, cont, params["limit"] = [], None, None
                 continue
             items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
-            cont = meta.get("continue") or None
+            list_meta = meta(page)
+            cont = list_meta.get("continue") or None
             if cont is None:
                 kind = res.kind
                 for item in items:  # list items carry no kind; callers hand these to code expecting objects
                     item.setdefault("kind", kind)
                     item.setdefault("apiVersion", res.api_version)
-                return ObjectList(items, str(meta.get("resourceVersion", "")))
+                return ObjectList(items, str(list_meta.get("resourceVersion", "")))
 
     async def create(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
-        ns = namespace or obj.get("metadata", {}).get("namespace")
+        ns = namespace or namespace_of(obj)
         return await self.request("POST", res.path(ns if res.namespaced else None), body=obj)
 
     async def replace(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
-        meta = obj["metadata"]
-        ns = namespace or meta.get("namespace")
-        return await self.request("PUT", res.path(ns if res.namespaced else None, meta["name"]), body=obj)
+        ns = namespace or namespace_of(obj)
+        return await self.request("PUT", res.path(ns if res.namespaced else None, obj["metadata"]["name"]), body=obj)
 
     async def patch(
         self, res: Resource, name: str, patch: Any, namespace: str | None = None, *,

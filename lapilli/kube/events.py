@@ -24,6 +24,7 @@ import aiohttp
 from lapilli.kube.client import KubeClient
 from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.resources import EVENTS
+from lapilli.meta import meta, name_of, namespace_of, resource_version, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +43,17 @@ def event_object(
     obj: Mapping[str, Any], type_: EventType, reason: str, message: str, now: float, component: str
 ) -> dict[str, Any]:
     """A fresh core/v1 Event about `obj` (cluster-scoped objects' events live in `default`, as client-go's)."""
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace") or "default"
+    namespace = namespace_of(obj) or "default"
     involved = {
-        "apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "name": meta.get("name", ""),
-        "uid": meta.get("uid", ""), "resourceVersion": meta.get("resourceVersion", ""),
+        "apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "name": name_of(obj),
+        "uid": uid_of(obj), "resourceVersion": resource_version(obj),
     }
-    if meta.get("namespace"):
-        involved["namespace"] = meta["namespace"]
+    if namespace_of(obj):
+        involved["namespace"] = namespace_of(obj)
     stamp = _rfc3339(now)
     return {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{meta.get('name', '')}.{time.time_ns():x}", "namespace": namespace},
+        "metadata": {"name": f"{name_of(obj)}.{time.time_ns():x}", "namespace": namespace},
         "involvedObject": involved, "reason": reason, "message": message, "type": type_,
         "source": {"component": component}, "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
         "reportingComponent": component, "reportingInstance": component,
@@ -86,8 +86,7 @@ class EventRecorder:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def _write(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
-        meta = obj.get("metadata") or {}
-        key = (str(meta.get("uid") or meta.get("name")), type_, reason, message)
+        key = (uid_of(obj) or name_of(obj), type_, reason, message)
         now = time.time()
         async with self._gate:
             try:
@@ -105,14 +104,14 @@ class EventRecorder:
                 self.written += 1
             except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
                 self._seen.pop(key, None)
-                log.debug("event %s %s on %s not written: %s", type_, reason, meta.get("name"), exc)
+                log.debug("event %s %s on %s not written: %s", type_, reason, name_of(obj), exc)
 
     async def _create(
         self, key: _Key, obj: Mapping[str, Any], type_: EventType, reason: str, message: str, now: float
     ) -> None:
         event = event_object(obj, type_, reason, message, now, self.component)
         created = await self._client.create(EVENTS, event)
-        cm = created.get("metadata") or event["metadata"]
+        cm = meta(created) or event["metadata"]
         self._remember(key, (cm["name"], cm["namespace"], 1, now))
 
     def _remember(self, key: _Key, value: tuple[str, str, int, float]) -> None:

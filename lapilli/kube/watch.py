@@ -13,6 +13,7 @@ from typing import Any, Literal
 import orjson
 
 from lapilli.kube.errors import error_from_status
+from lapilli.meta import resource_version
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 
@@ -26,7 +27,7 @@ class WatchEvent:
 
     @property
     def resource_version(self) -> str:
-        return str(self.object.get("metadata", {}).get("resourceVersion", ""))
+        return resource_version(self.object)
 
 
 class LineSplitter:

@@ -14,7 +14,7 @@ from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
 from extender.service.plan import Plan
 from extender.service.state import ClusterState
-from lapilli.cluster.reflector import object_key
+from lapilli.meta import key_of
 from tests.unit.engine.builders import pod
 
 
@@ -62,7 +62,7 @@ def cluster_state(objects: list[dict]) -> ClusterState:
 def feed(state: ClusterState, obj: dict) -> None:
     """What a reflector does with an added or modified object: keep it in its store, then hand the event on."""
     reflector = next(r for r in state.reflectors if r.resource.kind == obj["kind"])
-    reflector.store[object_key(obj)] = obj
+    reflector.store[key_of(obj)] = obj
     state.apply("ADDED", obj)
 
 

@@ -11,8 +11,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from assembly.serve.settings import ExtenderSettings, Settings, extender_tls_context
+from assembly.serve.settings import Settings
 from extender.service.http import make_app
+from extender.service.settings import ExtenderSettings
 from tests.service.extender_state import make_extender
 from tests.unit.engine.builders import node, queue
 from webhook.certs import generate, generate_ca, issue_client_cert
@@ -52,7 +53,7 @@ async def served(pki: dict[str, Path]):
     await extender.loop.run_once()
     runner = web.AppRunner(make_app(extender, lambda: True, lambda: True))
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, 0, ssl_context=extender_tls_context(settings))
+    site = web.TCPSite(runner, settings.host, 0, ssl_context=settings.tls_context())
     await site.start()
     port = runner.addresses[0][1]
     yield f"https://127.0.0.1:{port}"
@@ -98,7 +99,7 @@ async def test_plain_http_gets_no_answer(served):
 
 def test_defaults_listen_on_loopback_over_plain_http():
     assert ExtenderSettings().host == "127.0.0.1"
-    assert extender_tls_context(ExtenderSettings()) is None
+    assert ExtenderSettings().tls_context() is None
 
 
 def test_tls_settings_are_checked_together(pki, tmp_path):

@@ -1,5 +1,6 @@
 """`lapilli serve` settings are checked once, at start, with every problem listed."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,31 @@ def test_the_extender_and_the_controllers_need_leases_of_their_own(tmp_path: Pat
                    controllers=ControllerSettings(lease_namespace="Lapilli", lease_name="x_y"))
     assert bad.problems() == ["--lease-namespace 'Lapilli' is not a valid namespace name",
                               "--controllers-lease-name 'x_y' is not a valid name"]
+
+
+def test_serve_flags_are_the_settings_fields(tmp_path: Path):
+    """`lapilli serve` offers one option per flag field (shared ones once) and builds `Settings` from them."""
+    from click.testing import CliRunner
+
+    from assembly.cli.serve import serve
+    from lapilli.settings import flag_fields, from_flags
+
+    fields = flag_fields(Settings)
+    names = {f.flag.name for f in fields}
+    assert len(names) < len(fields)  # --scheduler-name, --leader-elect, --lease-namespace feed two groups
+    usage = CliRunner().invoke(serve, ["--help"], terminal_width=200).output
+    assert names <= set(re.findall(r"--[a-z-]+", usage.split("Options:")[1]))
+    assert all(f.doc for f in fields)  # every flag has its help
+
+    argv = ["--scheduler-name", "a", "--scheduler-name", "b", "--no-leader-elect", "--webhook-port", "9443",
+            "--kubeconfig", str(tmp_path / "kc"), "--enable-queue-allocated-pods-check", "--session-thread",
+            "--controllers-lease-name", "c"]
+    settings = from_flags(Settings, serve.make_context("serve", argv).params)
+    assert settings.webhook.admission.scheduler_names == ("a", "b") == settings.controllers.scheduler_names
+    assert settings.extender.scheduler_names == ("a", "b")
+    assert not settings.extender.leader_elect and not settings.controllers.leader_elect
+    assert settings.webhook.port == 9443 and settings.kubeconfig == tmp_path / "kc"
+    assert settings.webhook.admission.queue_allocated_pods_check and not settings.extender.session_process
+    assert settings.controllers.lease_name == "c" and settings.extender.lease_name == "lapilli-extender"
+    # Every field left alone keeps the dataclass default: the flags' defaults are the fields'.
+    assert from_flags(Settings, serve.make_context("serve", []).params) == Settings()

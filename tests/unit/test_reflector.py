@@ -12,11 +12,12 @@ from typing import Any
 import aiohttp
 import pytest
 
-from lapilli.cluster import Backoff, Event, Reflector, diff, object_key, watch_timeout
+from lapilli.cluster import Backoff, Event, Reflector, diff, watch_timeout
 from lapilli.kube import Gone
 from lapilli.kube.client import ObjectList
 from lapilli.kube.resources import NODES, PODS
 from lapilli.kube.watch import WatchEvent
+from lapilli.meta import key_of as object_key
 
 
 def obj(name: str, rv: int, uid: str | None = None, ns: str | None = "ns", **extra: Any) -> dict[str, Any]:

@@ -327,5 +327,6 @@ def test_bad_node_quantity_and_missing_file(tmp_path):
 def test_bad_until_and_conf(tmp_path):
     assert "--until" in _error_line(_run(str(SEED), "--until", "soon"))
     conf = tmp_path / "conf.yaml"
-    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: nosuchplugin\n")
-    assert str(conf) in _error_line(_run(str(SEED), "--conf", str(conf)))
+    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - {name: overcommit, arguments: {overcommit-factor: lots}}\n")
+    line = _error_line(_run(str(SEED), "--conf", str(conf)))
+    assert str(conf) in line and "overcommit-factor" in line

@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from lapilli.meta import name_of
 from webhook.context import ROOT_QUEUE, AdmissionContext
 from webhook.queues.resources import Resources, add, parsed, show, show_list
 from webhook.queues.validate import allocated_pods
-from webhook.queueview import children, name_of, not_found, parent_of, spec_of
+from webhook.queueview import children, not_found, parent_of, spec_of
 
 Queue = Mapping[str, Any]
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from lapilli.api.constants import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
+from lapilli.meta import meta
 from webhook.context import AdmissionContext
 from webhook.decode import DecodeError, boolean, integer, mapping, string_map
 from webhook.outcome import Outcome, PatchOp, allow, deny, escape
@@ -38,8 +39,7 @@ def _annotation_ops(meta: Mapping[str, Any], warnings: list[str]) -> list[PatchO
 
 def queue_patch(obj: Mapping[str, Any]) -> tuple[list[PatchOp], list[str]]:
     warnings: list[str] = []
-    meta = obj.get("metadata")
-    ops = _annotation_ops(meta if isinstance(meta, Mapping) else {}, warnings)
+    ops = _annotation_ops(meta(obj), warnings)
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         ops.append({"op": "add", "path": "/spec", "value": {}})

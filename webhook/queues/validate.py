@@ -20,10 +20,11 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from lapilli.api.constants import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
+from lapilli.meta import annotations_of, name_of
 from lapilli.resources import QuantityError, parse_quantity
 from webhook.context import DEFAULT_QUEUE, ROOT_QUEUE, AdmissionContext
 from webhook.queues.resources import parsed, quantity_errors, raw_list
-from webhook.queueview import children, name_of, not_found, spec_of, state_of
+from webhook.queueview import children, not_found, spec_of, state_of
 
 HIERARCHY: Final = HIERARCHY_ANNOTATION
 HIERARCHY_WEIGHTS: Final = HIERARCHY_WEIGHTS_ANNOTATION
@@ -74,9 +75,7 @@ def _go_float(text: str) -> float | None:
 
 
 def hierarchy_annotation_error(queue: Mapping[str, Any], ctx: AdmissionContext) -> str:
-    meta = queue.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    annotations = annotations if isinstance(annotations, Mapping) else {}
+    annotations = annotations_of(queue)
     hierarchy, weights = str(annotations.get(HIERARCHY) or ""), str(annotations.get(HIERARCHY_WEIGHTS) or "")
     if not hierarchy and not weights:
         return ""
@@ -91,9 +90,7 @@ def hierarchy_annotation_error(queue: Mapping[str, Any], ctx: AdmissionContext) 
         if value <= 0 and not math.isnan(value):
             return _invalid(path, weights, f"{weight} in the {weights} must be larger than 0")
     for other in ctx.queues.list():
-        other_meta = other.get("metadata")
-        other_annotations = other_meta.get("annotations") if isinstance(other_meta, Mapping) else None
-        theirs = str((other_annotations or {}).get(HIERARCHY) or "") if isinstance(other_annotations, Mapping) else ""
+        theirs = str(annotations_of(other).get(HIERARCHY) or "")
         if theirs and name_of(other) != name_of(queue) and theirs.startswith(hierarchy + "/"):
             detail = f"{hierarchy} is not allowed to be in the sub path of {theirs} of queue {name_of(other)}"
             return _invalid(path, hierarchy, detail)

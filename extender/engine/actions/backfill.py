@@ -1,4 +1,9 @@
-"""backfill: place BestEffort tasks (no requests but `pods`) wherever they fit (Volcano's `actions/backfill`)."""
+"""backfill: place BestEffort tasks (no requests but `pods`) wherever they fit (Volcano's `actions/backfill`).
+
+A BestEffort task that preempt or reclaim pipelined (it fits without evicting anything, so it "waits" on a node
+that already has room) is taken back to Pending and placed here like the others, as Volcano's `UnPipeline` does:
+otherwise a BestEffort gang stays pipelined, never binds, and every session pipelines it again.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +41,8 @@ class Backfill:
         for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
             if job.is_pending() or ssn.job_valid(job) is not None:
                 continue
+            for task in [t for t in job.tasks.values() if t.best_effort and t.status is TaskStatus.PIPELINED]:
+                ssn.unplace(task)
             best_effort = [t for t in job.pending_tasks() if t.best_effort]
             if not best_effort:
                 continue

@@ -8,13 +8,13 @@ not fit), score = 100·W·Σ s_r / Σ w_r. Arguments: `binpack.weight` (W, 1), `
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.engine.framework import Fn, float_arg, register_plugin
+from extender.engine.arguments import Arguments, number, text
+from extender.engine.framework import Fn, register_plugin
 from extender.engine.model import Task
 from extender.engine.rowmath import Bool, NodeRows, Num, Ops
 from extender.engine.session import Index, Session
@@ -22,25 +22,32 @@ from lapilli.resources.units import CPU, MEMORY
 from lapilli.resources.vector import TOLERANCE, Vec
 
 
-def parse_weights(arguments: Mapping[str, Any]) -> tuple[float, dict[str, float]]:
-    weight = float_arg(arguments, "binpack.weight", 1)
-    weights = {CPU: float_arg(arguments, "binpack.cpu", 1), MEMORY: float_arg(arguments, "binpack.memory", 1)}
-    for name in (arguments.get("binpack.resources") or "").split(","):
+@dataclass(frozen=True, slots=True)
+class BinpackArgs:
+    """The plugin weight W and the weight of each resource (cpu and memory always; then `binpack.resources`)."""
+
+    weight: float = 1.0
+    weights: tuple[tuple[str, float], ...] = ((CPU, 1.0), (MEMORY, 1.0))
+
+
+def parse_arguments(arguments: Arguments) -> BinpackArgs:
+    weights = {CPU: number(arguments, "binpack.cpu", 1), MEMORY: number(arguments, "binpack.memory", 1)}
+    for name in text(arguments, "binpack.resources", "").split(","):
         name = name.strip()
         if not name:
             continue
-        value = float_arg(arguments, f"binpack.resources.{name}", 1)
+        value = number(arguments, f"binpack.resources.{name}", 1)
         weights[name] = 1.0 if value < 0 else value
     if weights[CPU] < 0:
         weights[CPU] = 1.0
     if weights[MEMORY] < 0:
         weights[MEMORY] = 1.0
-    return weight, weights
+    return BinpackArgs(weight=number(arguments, "binpack.weight", 1), weights=tuple(weights.items()))
 
 
 class BinpackScorer:
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.weight, self.weights = parse_weights(arguments)
+    def __init__(self, args: BinpackArgs) -> None:
+        self.weight, self.weights = args.weight, dict(args.weights)
         self.ssn: Session | None = None
         # Per request vector: [(column, requested amount, weight)] and 100·W/Σw, or None when the score is 0.
         self._classes: dict[bytes, tuple[list[tuple[int, float, float]], float] | None] = {}
@@ -99,8 +106,8 @@ class BinpackScorer:
 class BinpackPlugin:
     name = "binpack"
 
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.scorer = BinpackScorer(arguments)
+    def __init__(self, args: BinpackArgs) -> None:
+        self.scorer = BinpackScorer(args)
 
     def on_session_open(self, ssn: Session) -> None:
         self.scorer.open(ssn)
@@ -110,4 +117,4 @@ class BinpackPlugin:
         self.scorer.ssn = None
 
 
-register_plugin("binpack")(BinpackPlugin)
+register_plugin("binpack", parse_arguments, BinpackPlugin)

@@ -14,13 +14,13 @@ whether a queue may reclaim, and spare victims whose ancestors there are not abo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.engine.framework import PERMIT, REJECT, ArgumentError, Fn, register_plugin
+from extender.engine.arguments import Arguments, integer
+from extender.engine.framework import PERMIT, REJECT, Fn, register_plugin
 from extender.engine.model import Job, Queue, Task
 from extender.engine.plugins.capacity_queues import ROOT, QueueAttr, build_flat, build_tree, update_share
 from extender.engine.session import EventHandler, QueueReport, Session
@@ -31,19 +31,21 @@ Mask = npt.NDArray[np.bool_]
 QUOTA_MESSAGE = "queue resource quota insufficient"
 
 
+@dataclass(frozen=True, slots=True)
+class CapacityArgs:
+    ancestor_level: int = 0
+
+
+def parse_arguments(arguments: Arguments) -> CapacityArgs:
+    # Volcano warns and falls back to 0 for a negative level.
+    return CapacityArgs(ancestor_level=max(integer(arguments, "ancestorReclaimLevel", 0), 0))
+
+
 class CapacityPlugin:
     name = "capacity"
 
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        raw = arguments.get("ancestorReclaimLevel", 0)
-        if isinstance(raw, bool) or not isinstance(raw, int | str):
-            raise ArgumentError(f"argument ancestorReclaimLevel: expected an integer, got {raw!r}")
-        try:
-            level = int(raw)
-        except ValueError as exc:
-            raise ArgumentError(f"argument ancestorReclaimLevel: expected an integer, got {raw!r}") from exc
-        # Volcano warns and falls back to 0 for a negative level.
-        self.ancestor_level = max(level, 0)
+    def __init__(self, args: CapacityArgs) -> None:
+        self.ancestor_level = args.ancestor_level
         self.hierarchy = False
         self.ready = True
         self.attrs: dict[str, QueueAttr] = {}
@@ -320,4 +322,4 @@ def _partly_at_most(used: Vec, limit: Vec, request: Vec, pods: int) -> bool:
     return bool(np.any(used[mask] < limit[mask] + TOLERANCE))
 
 
-register_plugin("capacity")(CapacityPlugin)
+register_plugin("capacity", parse_arguments, CapacityPlugin)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
-from extender.engine.framework import Fn, register_plugin
+from extender.engine.framework import Fn, register_plain_plugin
 from extender.engine.model import Task
 from extender.engine.session import Session
 
@@ -19,9 +18,6 @@ def evictable(_actor: Task, candidates: list[Task]) -> list[Task]:
 class ConformancePlugin:
     name = "conformance"
 
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.arguments = arguments
-
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_fn(Fn.PREEMPTABLE, evictable)
         ssn.add_fn(Fn.RECLAIMABLE, evictable)
@@ -30,4 +26,4 @@ class ConformancePlugin:
         return None
 
 
-register_plugin("conformance")(ConformancePlugin)
+register_plain_plugin("conformance", ConformancePlugin)

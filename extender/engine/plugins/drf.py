@@ -7,12 +7,9 @@ With `enableHierarchy: true` queues are ordered by hierarchical DRF (`drf_hierar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 
-from extender.engine.framework import Fn, KeyedOrder, register_plugin
+from extender.engine.framework import Fn, KeyedOrder, register_plain_plugin
 from extender.engine.model import Task
 from extender.engine.plugins.drf_hierarchy import Hierarchy, dominant_share
 from extender.engine.session import EventHandler, Session
@@ -24,8 +21,7 @@ SHARE_DELTA = 1e-6
 class DrfPlugin:
     name = "drf"
 
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.arguments = arguments
+    def __init__(self) -> None:
         self.hierarchy: Hierarchy | None = None
         self.shares: dict[str, float] = {}
         # Volcano's drf counts pipelined tasks too, so it keeps its own allocation per job.
@@ -95,5 +91,5 @@ class DrfPlugin:
         self.stale.clear()
 
 
-register_plugin("drf")(DrfPlugin)
+register_plain_plugin("drf", DrfPlugin)
 

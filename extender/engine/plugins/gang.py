@@ -7,10 +7,9 @@ session close every job gets an `Unschedulable` or `Scheduled` condition.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from extender.engine.framework import PERMIT, REJECT, Fn, KeyedOrder, register_plugin
+from extender.engine.framework import PERMIT, REJECT, Fn, KeyedOrder, register_plain_plugin
 from extender.engine.model import READY_STATUS, VALID_STATUS, Job, Task, TaskStatus
 from extender.engine.session import Session, ValidateResult
 
@@ -37,9 +36,6 @@ def task_pipelined(job: Job) -> bool:
 
 class GangPlugin:
     name = "gang"
-
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.arguments = arguments
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_fn(Fn.JOB_VALID, self._valid)
@@ -93,4 +89,4 @@ class GangPlugin:
             ssn.set_condition(job, "Unschedulable", NOT_ENOUGH_RESOURCES, message)
 
 
-register_plugin("gang")(GangPlugin)
+register_plain_plugin("gang", GangPlugin)

@@ -11,12 +11,14 @@ not evaluated (their weights are accepted and have no effect).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.engine.framework import Fn, float_arg, register_plugin
+from extender.engine.arguments import Arguments, number
+from extender.engine.framework import Fn, register_plugin
 from extender.engine.model import Node, Task
 from extender.engine.rowmath import NodeRows, Num, Ops
 from extender.engine.selectors import node_selector_terms_match, tolerates
@@ -31,13 +33,29 @@ MAX_SCORE: Final = 100.0
 Scores = npt.NDArray[np.float64]
 
 
+@dataclass(frozen=True, slots=True)
+class NodeOrderArgs:
+    least: float = 1.0
+    most: float = 0.0
+    affinity: float = 2.0
+    balanced: float = 1.0
+    taint: float = 3.0
+
+
+def parse_arguments(arguments: Arguments) -> NodeOrderArgs:
+    return NodeOrderArgs(
+        least=number(arguments, "leastrequested.weight", 1),
+        most=number(arguments, "mostrequested.weight", 0),
+        affinity=number(arguments, "nodeaffinity.weight", 2),
+        balanced=number(arguments, "balancedresource.weight", 1),
+        taint=number(arguments, "tainttoleration.weight", 3),
+    )
+
+
 class NodeOrderScorer:
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.least = float_arg(arguments, "leastrequested.weight", 1)
-        self.most = float_arg(arguments, "mostrequested.weight", 0)
-        self.affinity = float_arg(arguments, "nodeaffinity.weight", 2)
-        self.balanced = float_arg(arguments, "balancedresource.weight", 1)
-        self.taint = float_arg(arguments, "tainttoleration.weight", 3)
+    def __init__(self, args: NodeOrderArgs) -> None:
+        self.least, self.most, self.affinity = args.least, args.most, args.affinity
+        self.balanced, self.taint = args.balanced, args.taint
         self.ssn: Session | None = None
         # Raw NodeAffinity / TaintToleration counts over all nodes, per pod template (predicate key).
         self._raw_affinity: dict[str, Scores] = {}
@@ -172,8 +190,8 @@ def _prefer_no_schedule(task: Task, node: Node) -> float:
 class NodeOrderPlugin:
     name = "nodeorder"
 
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.scorer = NodeOrderScorer(arguments)
+    def __init__(self, args: NodeOrderArgs) -> None:
+        self.scorer = NodeOrderScorer(args)
 
     def on_session_open(self, ssn: Session) -> None:
         self.scorer.open(ssn)
@@ -183,4 +201,4 @@ class NodeOrderPlugin:
         self.scorer.ssn = None
 
 
-register_plugin("nodeorder")(NodeOrderPlugin)
+register_plugin("nodeorder", parse_arguments, NodeOrderPlugin)

@@ -11,12 +11,13 @@ any factor below 1 falls back to 1.2.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 
-from extender.engine.framework import PERMIT, REJECT, ArgumentError, Fn, float_arg, register_plugin
+from extender.engine.arguments import Arguments, ConfError, number
+from extender.engine.framework import PERMIT, REJECT, Fn, register_plugin
 from extender.engine.model import ALLOCATED_STATUS, Job
 from extender.engine.session import Session
 from lapilli.resources.vector import Vec, less_equal_on
@@ -27,24 +28,35 @@ DEFAULT_FACTOR: Final = 1.2
 OVERUSED_MESSAGE: Final = "resource in cluster is overused"
 
 
-def _factor(arguments: Mapping[str, Any], key: str) -> float:
-    value = float_arg(arguments, key, DEFAULT_FACTOR)
+def _factor(arguments: Arguments, key: str) -> float:
+    value = number(arguments, key, DEFAULT_FACTOR)
     # Volcano logs and falls back rather than failing: a factor below 1 would shrink the cluster.
     return value if value >= 1.0 else DEFAULT_FACTOR
+
+
+@dataclass(frozen=True, slots=True)
+class OvercommitArgs:
+    factor: float = DEFAULT_FACTOR
+    resource_factors: tuple[tuple[str, float], ...] = ()
+
+
+def parse_arguments(arguments: Arguments) -> OvercommitArgs:
+    resource_factors: dict[str, float] = {}
+    for key in arguments:
+        if key.startswith(FACTOR_PREFIX):
+            resource = key[len(FACTOR_PREFIX) :]
+            if not resource:
+                raise ConfError(f"argument {key}: names no resource")
+            resource_factors[resource] = _factor(arguments, key)
+    return OvercommitArgs(factor=_factor(arguments, FACTOR_KEY), resource_factors=tuple(resource_factors.items()))
 
 
 class OvercommitPlugin:
     name = "overcommit"
 
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.factor = _factor(arguments, FACTOR_KEY)
-        self.resource_factors: dict[str, float] = {}
-        for key in arguments:
-            if key.startswith(FACTOR_PREFIX):
-                resource = key[len(FACTOR_PREFIX) :]
-                if not resource:
-                    raise ArgumentError(f"argument {key}: names no resource")
-                self.resource_factors[resource] = _factor(arguments, key)
+    def __init__(self, args: OvercommitArgs) -> None:
+        self.factor = args.factor
+        self.resource_factors = dict(args.resource_factors)
         self.idle: Vec = np.zeros(0)
         self.inqueue: Vec = np.zeros(0)
         # PodGroup events this plugin raised, when the session has no event hook of its own.
@@ -88,4 +100,4 @@ class OvercommitPlugin:
         self.inqueue = np.zeros(0)
 
 
-register_plugin("overcommit")(OvercommitPlugin)
+register_plugin("overcommit", parse_arguments, OvercommitPlugin)

@@ -10,11 +10,13 @@ Arguments `predicate.NodeAffinityEnable`, `predicate.NodePortsEnable`, `predicat
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 
-from extender.engine.framework import ArgumentError, Fn, register_plugin
+from extender.engine.arguments import Arguments, boolean
+from extender.engine.framework import Fn, register_plugin
 from extender.engine.model import Node, Task
 from extender.engine.selectors import node_selector_terms_match, tolerates
 from extender.engine.session import Index, Mask, Session
@@ -26,13 +28,19 @@ REASON_TAINT: Final = "node(s) had untolerated taint"
 REASON_PORTS: Final = "node(s) didn't have free ports for the requested pod ports"
 
 
-def _flag(args: Mapping[str, Any], key: str) -> bool:
-    value = args.get(key, True)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise ArgumentError(f"argument {key}: expected true or false, got {value!r}")
+@dataclass(frozen=True, slots=True)
+class PredicatesArgs:
+    affinity: bool = True
+    taints: bool = True
+    ports: bool = True
+
+
+def parse_arguments(arguments: Arguments) -> PredicatesArgs:
+    return PredicatesArgs(
+        affinity=boolean(arguments, "predicate.NodeAffinityEnable", True),
+        taints=boolean(arguments, "predicate.TaintTolerationEnable", True),
+        ports=boolean(arguments, "predicate.NodePortsEnable", True),
+    )
 
 
 def matches_affinity(spec: Mapping[str, Any], node: Node) -> bool:
@@ -108,12 +116,8 @@ class NodeFilters:
 class PredicatesPlugin:
     name = "predicates"
 
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.filters = NodeFilters(
-            affinity=_flag(arguments, "predicate.NodeAffinityEnable"),
-            taints=_flag(arguments, "predicate.TaintTolerationEnable"),
-            ports=_flag(arguments, "predicate.NodePortsEnable"),
-        )
+    def __init__(self, args: PredicatesArgs) -> None:
+        self.filters = NodeFilters(affinity=args.affinity, taints=args.taints, ports=args.ports)
 
     def on_session_open(self, ssn: Session) -> None:
         self.filters.nodes = ssn.nodes
@@ -123,4 +127,4 @@ class PredicatesPlugin:
         return None
 
 
-register_plugin("predicates")(PredicatesPlugin)
+register_plugin("predicates", parse_arguments, PredicatesPlugin)

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from extender.engine.framework import Fn, KeyedOrder, register_plugin
+from extender.engine.framework import Fn, KeyedOrder, register_plain_plugin
 from extender.engine.model import Job, Task
 from extender.engine.session import Session
 
 
 class PriorityPlugin:
     name = "priority"
-
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.arguments = arguments
 
     def on_session_open(self, ssn: Session) -> None:
         # Higher priority first.
@@ -43,4 +37,4 @@ class PriorityPlugin:
         return None
 
 
-register_plugin("priority")(PriorityPlugin)
+register_plain_plugin("priority", PriorityPlugin)

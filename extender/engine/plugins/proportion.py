@@ -8,13 +8,11 @@ within deserved on the dimensions the task asks for; reclaim takes from queues a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from extender.engine.framework import PERMIT, REJECT, Fn, KeyedOrder, register_plugin
+from extender.engine.framework import PERMIT, REJECT, Fn, KeyedOrder, register_plain_plugin
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task, TaskStatus
 from extender.engine.session import EventHandler, QueueReport, Session
 from lapilli.resources.vector import TOLERANCE, Dims, Vec, exceeded_part, is_empty, less_equal, less_equal_on
@@ -99,8 +97,7 @@ def elastic(job: Job) -> Vec:
 class ProportionPlugin:
     name = "proportion"
 
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.arguments = arguments
+    def __init__(self) -> None:
         self.attrs: dict[str, QueueAttr] = {}
 
     def _build(self, ssn: Session) -> None:
@@ -189,8 +186,9 @@ class ProportionPlugin:
             for task in candidates:
                 attr = attrs[ssn.jobs[task.job].queue]
                 allocated = running.setdefault(attr.name, attr.allocated.copy())
-                if bool(np.any(allocated < reclaimer.resreq)):
-                    continue  # this queue cannot free enough for the reclaimer
+                # Volcano's current rule: any task of a queue above its deserved share is a victim, even when that
+                # queue alone could not free the whole request (the node's idle room and other queues' victims
+                # make up the rest; reclaim_test "Node available resources should be included").
                 if not less_equal(allocated, attr.deserved):
                     allocated -= task.resreq
                     chosen.append(task)
@@ -226,7 +224,8 @@ class ProportionPlugin:
         ssn.add_fn(Fn.QUEUE_ORDER, KeyedOrder(queue_order))
         ssn.add_fn(Fn.OVERUSED, overused)
         ssn.add_fn(Fn.ALLOCATABLE, allocatable)
-        ssn.add_fn(Fn.PREEMPTIVE, lambda queue, task: fits(queue, task.resreq))
+        # Volcano's queueAllocatable: a queue that is not Open reclaims nothing either.
+        ssn.add_fn(Fn.PREEMPTIVE, lambda queue, task: queue.state == "Open" and fits(queue, task.resreq))
         ssn.add_fn(Fn.RECLAIMABLE, reclaimable)
         ssn.add_fn(Fn.JOB_ENQUEUEABLE, enqueueable)
         ssn.add_fn(Fn.JOB_ENQUEUED, enqueued)
@@ -238,4 +237,4 @@ class ProportionPlugin:
         self.attrs = {}
 
 
-register_plugin("proportion")(ProportionPlugin)
+register_plain_plugin("proportion", ProportionPlugin)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.engine.conf import parse_conf
+from extender.engine.conf import FLAGS, parse_conf
 from extender.engine.results import Decisions
-from extender.engine.run import known_plugins, run_session
+from extender.engine.run import registry, run_session
 from extender.engine.snapshot import build_snapshot
 
 
@@ -43,7 +43,7 @@ def pod(spec: dict[str, Any]) -> dict[str, Any]:
     if "ports" in spec:
         container["ports"] = [{"containerPort": p, "hostPort": p} for p in spec["ports"]]
     pod_spec: dict[str, Any] = {"containers": [container]}
-    for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName", "priority"):
+    for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName", "priority", "preemptionPolicy"):
         if key in spec:
             pod_spec[key] = spec[key]
     if spec.get("node"):
@@ -106,6 +106,17 @@ def documents(scenario: dict[str, Any]) -> list[dict[str, Any]]:
     return docs
 
 
+def go_tiers(conf: dict[str, Any]) -> dict[str, Any]:
+    """`conf` with every flag a plugin entry leaves out set to false: Volcano's unit tests build their tiers in Go,
+    where an omitted flag is false (conf files default them to true). Ported rows say `flags: go`."""
+    tiers = [
+        {"plugins": [{**{flag: False for flag in FLAGS}, **plugin} for plugin in tier["plugins"]]}
+        for tier in conf.get("tiers") or []
+    ]
+    return {**conf, "tiers": tiers}
+
+
 def run(scenario: dict[str, Any]) -> Decisions:
-    conf = parse_conf(scenario["conf"], known_plugins())
+    raw = go_tiers(scenario["conf"]) if scenario.get("flags") == "go" else scenario["conf"]
+    conf = parse_conf(raw, registry())
     return run_session(build_snapshot(documents(scenario)), conf)

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import yaml
 
+from extender.engine.arguments import ConfError
 from extender.engine.conf import parse_conf
-from extender.engine.framework import ArgumentError
-from extender.engine.plugins.capacity import CapacityPlugin
-from extender.engine.run import known_plugins, open_session
+from extender.engine.plugins.capacity import CapacityPlugin, parse_arguments
+from extender.engine.run import open_session, registry
 from extender.engine.snapshot import build_snapshot
 from tests.unit.engine.builders import documents, run
 
@@ -174,7 +174,7 @@ def test_enqueue_rejection_records_an_event() -> None:
         "podgroups": [{"name": "ns/a", "queue": "q1", "min": 1, "phase": "Pending", "minResources": {"cpu": "3"}}],
         "pods": _pending("ns/a", 1),
     }
-    ssn = open_session(build_snapshot(documents(scenario)), parse_conf(scenario["conf"], known_plugins()))
+    ssn = open_session(build_snapshot(documents(scenario)), parse_conf(scenario["conf"], registry()))
     assert not ssn.job_enqueueable(ssn.jobs["ns/a"])
     assert ("ns/a", "Normal", "Unschedulable", "queue resource quota insufficient: insufficient cpu") in (
         ssn.records.events
@@ -261,7 +261,7 @@ def test_tree_attributes() -> None:
         "podgroups": [{"name": "ns/job", "queue": "a2", "min": 0}],
         "pods": _running("ns/job", 1, "n1"),
     }
-    ssn = open_session(build_snapshot(documents(scenario)), parse_conf(scenario["conf"], known_plugins()))
+    ssn = open_session(build_snapshot(documents(scenario)), parse_conf(scenario["conf"], registry()))
     plugin = next(p for _, _, p in ssn.plugins if isinstance(p, CapacityPlugin))
     cpu = ssn.dims.index["cpu"]
     attrs = plugin.attrs
@@ -343,6 +343,7 @@ def test_victims_above_deserved_only() -> None:
 
 
 def test_ancestor_reclaim_level_must_be_an_integer() -> None:
-    with pytest.raises(ArgumentError):
-        CapacityPlugin({"ancestorReclaimLevel": "x"})
-    assert CapacityPlugin({"ancestorReclaimLevel": -2}).ancestor_level == 0
+    with pytest.raises(ConfError) as caught:
+        parse_conf(_conf("reclaim", ancestorReclaimLevel="x"), registry())
+    assert str(caught.value) == 'plugin capacity: argument ancestorReclaimLevel: "x" is not an integer'
+    assert CapacityPlugin(parse_arguments({"ancestorReclaimLevel": -2})).ancestor_level == 0

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from extender.engine.arguments import ConfError
 from extender.engine.conf import parse_conf
-from extender.engine.framework import ArgumentError
-from extender.engine.plugins.overcommit import OVERUSED_MESSAGE, OvercommitPlugin
-from extender.engine.run import known_plugins, open_session
+from extender.engine.plugins.overcommit import OVERUSED_MESSAGE, OvercommitPlugin, parse_arguments
+from extender.engine.run import open_session, registry
 from extender.engine.session import Session
 from extender.engine.snapshot import build_snapshot
 from tests.unit.engine.builders import documents, run
@@ -50,7 +50,7 @@ def _phases(scenario: dict[str, Any]) -> dict[str, str]:
 
 
 def _session(scenario: dict[str, Any]) -> Session:
-    return open_session(build_snapshot(documents(scenario)), parse_conf(scenario["conf"], known_plugins()))
+    return open_session(build_snapshot(documents(scenario)), parse_conf(scenario["conf"], registry()))
 
 
 def test_default_factor_admits_up_to_one_point_two_times_the_cluster() -> None:
@@ -67,14 +67,15 @@ def test_larger_factor_admits_more() -> None:
 
 @pytest.mark.parametrize("factor", [0.5, 0.99])
 def test_factor_below_one_falls_back_to_default(factor: float) -> None:
-    assert OvercommitPlugin({"overcommit-factor": factor}).factor == 1.2
+    assert OvercommitPlugin(parse_arguments({"overcommit-factor": factor})).factor == 1.2
     groups = [_job("ns/a", "6"), _job("ns/b", "6"), _job("ns/c", "1")]
     assert _phases(_scenario(groups, **{"overcommit-factor": factor}))["ns/c"] == "Pending"
 
 
-def test_factor_must_be_a_number() -> None:
-    with pytest.raises(ArgumentError):
-        OvercommitPlugin({"overcommit-factor": "lots"})
+def test_factor_must_be_a_number_when_the_conf_is_loaded() -> None:
+    with pytest.raises(ConfError) as caught:
+        parse_conf(_conf(**{"overcommit-factor": "lots"}), registry())
+    assert str(caught.value) == 'plugin overcommit: argument overcommit-factor: "lots" is not a number'
 
 
 def test_used_resources_count_against_idle() -> None:

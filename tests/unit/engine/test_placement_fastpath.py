@@ -21,7 +21,7 @@ from extender.engine.placement import NO_NODE
 from extender.engine.plugins.binpack import BinpackScorer
 from extender.engine.plugins.nodeorder import NodeOrderScorer
 from extender.engine.rowmath import SCALAR, VECTOR, ScalarRow, VectorRows
-from extender.engine.run import known_plugins, open_session
+from extender.engine.run import open_session, registry
 from extender.engine.session import Session
 from extender.engine.snapshot import build_snapshot
 from lapilli.resources.vector import less_equal_rows
@@ -178,7 +178,7 @@ def _check(ssn: Session) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster=clusters(), data=st.data())
 def test_fast_path_matches_vectorised_computation(cluster: dict[str, Any], data: st.DataObject) -> None:
-    ssn = open_session(build_snapshot(documents(cluster)), parse_conf(cluster["conf"], known_plugins()))
+    ssn = open_session(build_snapshot(documents(cluster)), parse_conf(cluster["conf"], registry()))
     tasks = sorted(ssn.tasks.values(), key=lambda t: t.uid)
     # Refresh changed rows over Python floats (the default) or in one numpy pass.
     ssn.placement.scalar_refresh_max = data.draw(st.sampled_from([24, 0]))

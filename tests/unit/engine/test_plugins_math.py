@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from extender.engine.conf import parse_conf
-from extender.engine.plugins.binpack import parse_weights
+from extender.engine.plugins.binpack import parse_arguments
 from extender.engine.plugins.proportion import QueueAttr, water_fill
-from extender.engine.run import known_plugins, open_session
+from extender.engine.run import open_session, registry
 from extender.engine.snapshot import build_snapshot
 from lapilli.resources.vector import Dims
 from tests.unit.engine.builders import documents
@@ -44,7 +44,7 @@ def test_binpack_scores_match_volcano(args, expect):
         "pods": PODS,
     }
     conf = parse_conf({"actions": "allocate", "tiers": [{"plugins": [{"name": "binpack", "arguments": args}]}]},
-                      known_plugins())
+                      registry())
     ssn = open_session(build_snapshot(documents(scenario)), conf)
     idx = np.arange(len(ssn.nodes))
     for pod_name, scores in expect.items():
@@ -53,7 +53,7 @@ def test_binpack_scores_match_volcano(args, expect):
 
 
 def test_binpack_negative_resource_weight_becomes_one():
-    _, weights = parse_weights({"binpack.resources": "example.com/foo", "binpack.resources.example.com/foo": -3})
+    weights = dict(parse_arguments({"binpack.resources": "example.com/foo", "binpack.resources.example.com/foo": -3}).weights)
     assert weights["example.com/foo"] == 1
 
 

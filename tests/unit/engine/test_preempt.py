@@ -12,7 +12,7 @@ import yaml
 
 from extender.engine.conf import parse_conf
 from extender.engine.results import Decisions
-from extender.engine.run import known_plugins, run_session
+from extender.engine.run import registry, run_session
 from extender.engine.snapshot import build_snapshot
 from tests.unit.engine.builders import documents, run
 
@@ -328,7 +328,7 @@ def _run_patched(scenario: dict[str, Any], pod: str, **spec: Any) -> Decisions:
     for doc in docs:
         if doc["kind"] == "Pod" and f"{doc['metadata']['namespace']}/{doc['metadata']['name']}" == pod:
             doc["spec"].update(spec)
-    return run_session(build_snapshot(docs), parse_conf(scenario["conf"], known_plugins()))
+    return run_session(build_snapshot(docs), parse_conf(scenario["conf"], registry()))
 
 
 def test_preemption_policy_never_does_not_preempt() -> None:

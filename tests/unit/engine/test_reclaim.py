@@ -166,7 +166,7 @@ def test_gang_min_member_protects_reclaimees() -> None:
 
 def test_preemption_policy_never_is_respected() -> None:
     from extender.engine.conf import parse_conf
-    from extender.engine.run import known_plugins, run_session
+    from extender.engine.run import registry, run_session
     from extender.engine.snapshot import build_snapshot
     from tests.unit.engine.builders import documents
 
@@ -175,5 +175,5 @@ def test_preemption_policy_never_is_respected() -> None:
     for doc in docs:
         if doc["kind"] == "Pod" and doc["metadata"]["name"].startswith("hungry"):
             doc["spec"]["preemptionPolicy"] = "Never"
-    result = run_session(build_snapshot(docs), parse_conf(scenario["conf"], known_plugins()))
+    result = run_session(build_snapshot(docs), parse_conf(scenario["conf"], registry()))
     assert result.evictions == []

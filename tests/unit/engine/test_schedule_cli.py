@@ -76,11 +76,33 @@ def test_pod_naming_a_missing_podgroup(tmp_path):
     assert "ns/pg-w-0" in line and "group-name" in line and "ns/pg" in line
 
 
-def test_conf_naming_an_unknown_plugin(tmp_path):
+def test_conf_naming_an_unknown_plugin_or_action_warns_once_and_runs_the_rest(tmp_path):
+    # Volcano's scheduler logs "Failed to get plugin" / "Failed to find Action" and goes on (e.g. numa-aware).
     conf = tmp_path / "conf.yaml"
-    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: nosuch\n")
+    conf.write_text("actions: enqueue, nosuchaction, allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: nosuch\n")
+    result = CliRunner().invoke(main, ["schedule", str(_write(tmp_path, documents(SCENARIO))), "--conf", str(conf),
+                                       "-o", "json"])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 2, warnings
+    assert "unknown action 'nosuchaction'" in warnings[0]
+    assert "tiers[0].plugins[1]" in warnings[1] and "nosuch" in warnings[1]
+    assert json.loads(result.stdout)["binds"] == {"ns/pg-w-0": "n1", "ns/pg-w-1": "n1"}
+
+
+def test_conf_with_an_unreadable_argument_is_refused_naming_plugin_argument_and_value(tmp_path):
+    conf = tmp_path / "conf.yaml"
+    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: binpack\n    arguments:\n"
+                    "      binpack.weight: abc\n")
     line = _error_line(_run("schedule", str(_write(tmp_path, documents(SCENARIO))), "--conf", str(conf)))
-    assert "tiers[0].plugins[1]" in line and "nosuch" in line
+    assert line == f'error: scheduler conf {conf}: plugin binpack: argument binpack.weight: "abc" is not a number'
+
+
+def test_empty_conf_file_is_refused(tmp_path):
+    conf = tmp_path / "conf.yaml"
+    conf.write_text("\n")
+    line = _error_line(_run("schedule", str(_write(tmp_path, documents(SCENARIO))), "--conf", str(conf)))
+    assert "empty" in line
 
 
 def test_conf_rejects_hierarchical_drf_next_to_proportion(tmp_path):

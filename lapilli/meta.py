@@ -1,0 +1,94 @@
+"""Reading `metadata` of a Kubernetes object held as a raw JSON dict (what the watch, the API and admission give).
+
+Counterpart: apimachinery's `meta.Accessor` and client-go's `MetaNamespaceKeyFunc`. Every reader is defensive:
+a missing, null or wrongly typed `metadata` (or field inside it) reads as empty, never raises, so the same
+accessors serve the watch cache (well-formed objects) and admission (whatever a client sent). Pure: the engine
+may use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "annotations_of",
+    "describe",
+    "is_deleting",
+    "key_of",
+    "labels_of",
+    "meta",
+    "name_of",
+    "namespace_of",
+    "owner_references",
+    "resource_version",
+    "revision",
+    "section",
+    "uid_of",
+]
+
+
+def section(obj: Mapping[str, Any] | None, key: str) -> Mapping[str, Any]:
+    """A top-level object of `obj` (`metadata`, `spec`, `status`...); absent, null or not an object: empty."""
+    value = obj.get(key) if obj is not None else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """`obj.metadata`, empty when there is none."""
+    return section(obj, "metadata")
+
+
+def name_of(obj: Mapping[str, Any] | None) -> str:
+    return str(meta(obj).get("name") or "")
+
+
+def namespace_of(obj: Mapping[str, Any] | None) -> str:
+    return str(meta(obj).get("namespace") or "")
+
+
+def uid_of(obj: Mapping[str, Any] | None) -> str:
+    return str(meta(obj).get("uid") or "")
+
+
+def key_of(obj: Mapping[str, Any] | None) -> str:
+    """`namespace/name`, or `name` for a cluster-scoped object (client-go's MetaNamespaceKeyFunc)."""
+    m = meta(obj)
+    name = str(m.get("name") or "")
+    return f"{m['namespace']}/{name}" if m.get("namespace") else name
+
+
+def resource_version(obj: Mapping[str, Any] | None) -> str:
+    return str(meta(obj).get("resourceVersion") or "")
+
+
+def revision(obj: Mapping[str, Any] | None) -> int:
+    """The resourceVersion as an integer (etcd revisions are; anything else sorts first, as -1)."""
+    text = resource_version(obj)
+    return int(text) if text.isdigit() else -1
+
+
+def labels_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return section(meta(obj), "labels")
+
+
+def annotations_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return section(meta(obj), "annotations")
+
+
+def owner_references(obj: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """`metadata.ownerReferences`, keeping only the entries that are objects."""
+    refs = meta(obj).get("ownerReferences")
+    return [r for r in refs if isinstance(r, Mapping)] if isinstance(refs, list) else []
+
+
+def describe(obj: Mapping[str, Any] | None) -> str:
+    """`Kind namespace/name` (`?` for what is missing), for messages about a document a user wrote."""
+    kind = (obj or {}).get("kind") or "?"
+    ns = namespace_of(obj)
+    return f"{kind} {f'{ns}/' if ns else ''}{name_of(obj) or '?'}"
+
+
+def is_deleting(obj: Mapping[str, Any] | None) -> bool:
+    """The object carries a `deletionTimestamp`: it is going, finalizers permitting."""
+    return bool(meta(obj).get("deletionTimestamp"))
