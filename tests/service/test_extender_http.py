@@ -164,7 +164,7 @@ async def test_bad_bodies_get_a_400_with_a_reason(served, body, expect):
 async def test_wrong_content_type_is_refused(served):
     http, _, _ = served
     resp = await http.post("/extender/filter", data=b"{}", headers={"Content-Type": "text/plain"})
-    assert resp.status == 400 and "application/json" in (await resp.json())["Error"]
+    assert resp.status == 415 and "application/json" in (await resp.json())["Error"]
 
 
 async def test_not_synced_means_an_error_not_a_guess(served):
