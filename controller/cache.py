@@ -59,9 +59,6 @@ class Store:
     def count(self, index: str, value: str) -> int:
         return sum(1 for k in self._indexes[index].get(value, ()) if k in self._objects)
 
-    def index_values(self, index: str) -> list[str]:
-        return [v for v, keys in self._indexes[index].items() if keys]
-
     def deleting(self, obj: Mapping[str, Any]) -> bool:
         """Being deleted: it carries a deletionTimestamp, or we deleted it and the watch has not confirmed yet."""
         return is_deleting(obj) or uid_of(obj) in self._dead

@@ -23,9 +23,10 @@ from controller.queues.controller import QueueController
 from lapilli.api import Action, Event, JobEvent
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, QUEUE_KIND, SCHEDULING_API_VERSION
 from lapilli.cluster import Event as WatchEvent
+from lapilli.cluster import RateLimiter
 from lapilli.kube import ApiError, Conflict, NotFound
 from lapilli.kube.resources import COMMANDS, VC_JOBS
-from lapilli.meta import uid_of
+from lapilli.meta import key_of, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,8 @@ class CommandRouter:
     def __init__(self, ctx: Context, jobs: JobController, queues: QueueController) -> None:
         self.ctx, self.jobs, self.queues = ctx, jobs, queues
         self._tasks: set[asyncio.Task[None]] = set()
+        # Taking a Command, or reading its Job, is retried after 0.2 s doubling to 30 s.
+        self._retries: RateLimiter[str] = RateLimiter(0.2, 30.0)
         self.taken = 0
 
     def on_command(self, event: WatchEvent) -> None:
@@ -62,19 +65,20 @@ class CommandRouter:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def take(self, cmd: Mapping[str, Any], attempt: int = 0) -> None:
-        meta = cmd["metadata"]
-        try:
-            await self.ctx.client.delete(COMMANDS, meta["name"], meta["namespace"], uid=uid_of(cmd) or None)
-        except (NotFound, Conflict):
-            return  # taken by someone else (or re-created under the same name): not ours to run
-        except _RETRYABLE as exc:
-            delay = min(30.0, 0.2 * 2**attempt)
-            log.warning("command %s/%s: cannot take it (%s); retrying in %.1fs", meta["namespace"], meta["name"],
-                        exc, delay)
-            await asyncio.sleep(delay)
-            await self.take(cmd, attempt + 1)
-            return
+    async def take(self, cmd: Mapping[str, Any]) -> None:
+        meta, key = cmd["metadata"], f"command {key_of(cmd)}"
+        while True:
+            try:
+                await self.ctx.client.delete(COMMANDS, meta["name"], meta["namespace"], uid=uid_of(cmd) or None)
+                break
+            except (NotFound, Conflict):
+                self._retries.forget(key)
+                return  # taken by someone else (or re-created under the same name): not ours to run
+            except _RETRYABLE as exc:
+                delay = self._retries.when(key)
+                log.warning("%s: cannot take it (%s); retrying in %.1fs", key, exc, delay)
+                await asyncio.sleep(delay)
+        self._retries.forget(key)
         self.taken += 1
         await self._dispatch(cmd)
 
@@ -100,18 +104,22 @@ class CommandRouter:
 
     async def _fetch_job(self, namespace: str, name: str) -> dict[str, Any] | None:
         """A Job just created may not have reached our watch yet: ask the API server before giving up."""
-        for attempt in range(5):
-            try:
-                job = await self.ctx.client.get(VC_JOBS, name, namespace)
-            except NotFound:
-                return None
-            except _RETRYABLE as exc:  # the Command is already ours: try hard not to drop it
-                log.warning("command for Job %s/%s: cannot read the Job (%s)", namespace, name, exc)
-                await asyncio.sleep(0.2 * 2**attempt)
-                continue
-            self.ctx.jobs.wrote(job)
-            return job
-        return None
+        key = f"job {namespace}/{name}"
+        try:
+            while self._retries.num_requeues(key) < 5:
+                try:
+                    job = await self.ctx.client.get(VC_JOBS, name, namespace)
+                except NotFound:
+                    return None
+                except _RETRYABLE as exc:  # the Command is already ours: try hard not to drop it
+                    log.warning("command for Job %s/%s: cannot read the Job (%s)", namespace, name, exc)
+                    await asyncio.sleep(self._retries.when(key))
+                    continue
+                self.ctx.jobs.wrote(job)
+                return job
+            return None
+        finally:
+            self._retries.forget(key)
 
     def stop(self) -> None:
         for task in self._tasks:

@@ -2,8 +2,9 @@
 
 * `/podgroups/mutate` (CREATE): a PodGroup in the `default` queue moves to the queue its Namespace names in the
   `scheduling.volcano.sh/queue-name` annotation.
-* `/podgroups/validate` (CREATE): the queue must exist and be Open (403 otherwise); `highestTierAllowed` and
-  `highestTierName` are exclusive in `networkTopology` and in each `subGroupPolicy`. Errors are joined by `; `.
+* `/podgroups/validate` (CREATE): the queue must exist and be Open (403 otherwise); `highestTierAllowed` (set
+  at all, even to 0) and `highestTierName` are exclusive in `networkTopology` and in the `subGroupPolicy`
+  entries (the first conflicting one is named). The queue and topology messages are joined by `; `.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from lapilli.api.constants import QUEUE_NAME_ANNOTATION as NAMESPACE_QUEUE_KEY
 from lapilli.meta import annotations_of
 from webhook.context import DEFAULT_QUEUE, AdmissionContext
 from webhook.decode import DecodeError, element, items, mapping, string
-from webhook.jobs.validate import TOPOLOGY_CONFLICT, topology_conflict
+from webhook.jobs.topology import TOPOLOGY_CONFLICT, topology_conflict
 from webhook.outcome import Outcome, allow, deny
 from webhook.queueview import is_open, not_found, state_of
 from webhook.review import AdmissionRequest
@@ -42,15 +43,18 @@ def mutate_podgroup(request: AdmissionRequest, ctx: AdmissionContext) -> Outcome
     return allow(ops, [note])
 
 
-def _topology_errors(spec: Mapping[str, Any]) -> list[str]:
+def _topology_message(spec: Mapping[str, Any]) -> str:
+    """Volcano's `validateNetworkTopology` for PodGroups: sentences joined by a space, the first conflicting
+    subGroupPolicy only."""
     errors = []
     if topology_conflict(spec.get("networkTopology")):
-        errors.append(TOPOLOGY_CONFLICT)
+        errors.append(f"{TOPOLOGY_CONFLICT}.")
     for i, raw in enumerate(items(spec, "subGroupPolicy", "spec")):
         policy = element(raw, f"spec.subGroupPolicy[{i}]")
         if topology_conflict(policy.get("networkTopology")):
-            errors.append(f"in subGroupPolicy '{policy.get('name', '')}': {TOPOLOGY_CONFLICT}")
-    return errors
+            errors.append(f"in subGroupPolicy '{policy.get('name', '')}': {TOPOLOGY_CONFLICT}.")
+            break
+    return " ".join(errors)
 
 
 def validate_podgroup(request: AdmissionRequest, ctx: AdmissionContext) -> Outcome:
@@ -60,7 +64,7 @@ def validate_podgroup(request: AdmissionRequest, ctx: AdmissionContext) -> Outco
     try:
         spec = mapping(request.object or {}, "spec", "")
         queue_name = string(spec, "queue", "spec")
-        errors = _topology_errors(spec)
+        topology_message = _topology_message(spec)
     except DecodeError as exc:
         return deny(str(exc))
     queue_error = ""
@@ -71,7 +75,7 @@ def validate_podgroup(request: AdmissionRequest, ctx: AdmissionContext) -> Outco
         elif not is_open(queue):
             queue_error = (
                 f"can only submit PodGroup to queue with state `Open`, queue `{queue_name}` status is "
-                f"`{state_of(queue)}`"
+                f"`{state_of(queue)}`."
             )
-    message = "; ".join(([queue_error] if queue_error else []) + errors)
-    return deny(message, forbidden=not errors) if message else allow()
+    message = "; ".join(m for m in (queue_error, topology_message) if m)
+    return deny(message, forbidden=not topology_message) if message else allow()

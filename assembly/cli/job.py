@@ -17,11 +17,13 @@ import click
 import yaml
 
 from assembly.cli.vcctl import connection_options, make_command, resource_list, run_with_client, since
+from extender.engine.conf import ConfError
 from lapilli.api import Action
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, JOB_TYPE_KEY
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, EVENTS, VC_JOBS
 from lapilli.meta import annotations_of, namespace_of
+from lapilli.times import parse_rfc3339_datetime
 
 Obj = Mapping[str, Any]
 COLUMNS: Final = ("Name", "Creation", "Phase", "JobType", "Replicas", "Min", "Pending", "Running", "Succeeded",
@@ -68,7 +70,7 @@ def _go_time(stamp: str | None) -> str:
     """metav1.Time as Go prints it: `2006-01-02 15:04:05 +0000 UTC`."""
     if not stamp:
         return "0001-01-01 00:00:00 +0000 UTC"
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+    return parse_rfc3339_datetime(stamp).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
 
 
 def _map(value: Mapping[str, str] | None) -> str:
@@ -330,3 +332,39 @@ def delete(master: str, kubeconfig: Path | None, namespace: str, name: str) -> N
 
     run_with_client(kubeconfig, master, work)
     click.echo(f"delete job {name} successfully")
+
+
+@job.command("why")
+@connection_options
+@click.option("-n", "--namespace", default="default", show_default=True, help="the namespace of the job")
+@click.argument("name", required=False, default="")
+@click.option("--podgroup", default="", help="explain this PodGroup (a bare PodGroup, e.g. made by an operator)")
+@click.option("--conf", "conf_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="scheduler conf to use [default: the cluster's, see README]")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def why(master: str, kubeconfig: Path | None, namespace: str, name: str, podgroup: str, conf_file: Path | None,
+        output: str) -> None:
+    """Why is a job pending? Each reason that applies, most important first, from the scheduler's own engine."""
+    from assembly.why.answer import WhyError, podgroup_of_job
+    from assembly.why.answer import why as explain_pg
+    from assembly.why.gather import closed_by, read_cluster, read_conf, read_queue_events
+
+    if bool(name) == bool(podgroup):
+        raise click.UsageError("name a job (NAME) or a PodGroup (--podgroup PG), not both")
+
+    async def work(client: KubeClient) -> str:
+        view, source = await read_cluster(client), await read_conf(client, conf_file)
+        if podgroup:
+            key = f"{namespace}/{podgroup}"
+        else:
+            key = podgroup_of_job(view, namespace, await client.get(VC_JOBS, name, namespace))
+        closers = closed_by(view.objects.get("Queue", {}).values(), await read_queue_events(client))
+        answer = explain_pg(view, source.conf, key, closers)
+        if output == "json":
+            return json.dumps({**answer.to_json(), "job": name or None, "conf": source.where}, indent=2) + "\n"
+        return answer.render(f"{namespace}/{name}" if name else "") + f"(scheduler conf: {source.where})\n"
+
+    try:
+        click.echo(run_with_client(kubeconfig, master, work), nl=False)
+    except (WhyError, ConfError, OSError) as exc:
+        raise click.ClickException(str(exc).strip("'\"")) from None

@@ -37,16 +37,19 @@ def podgroup_stats(podgroups: Iterable[Obj]) -> dict[str, dict[str, int]]:
     return stats
 
 
-def format_queues(queues: Iterable[Obj], stats: Mapping[str, Mapping[str, int]]) -> str:
-    """`PrintQueues`: `%-25s%-8s...` header and one row per queue."""
-    lines = ["".join(f"{h:<{25 if i == 0 else 8}}" for i, h in enumerate(HEADER))]
+def format_queues(queues: Iterable[Obj], stats: Mapping[str, Mapping[str, int]],
+                  shares: Mapping[str, float] | None = None) -> str:
+    """`PrintQueues`: `%-25s%-8s...` header and one row per queue (PodGroups per phase: the queue's jobs), then
+    Lapilli's column: the queue's share (allocated / deserved) as the scheduler computes it now, `-` unknown."""
+    lines = ["".join(f"{h:<{25 if i == 0 else 8}}" for i, h in enumerate(HEADER)) + " Share"]
     for queue in queues:
         name = queue["metadata"]["name"]
         per = stats.get(name) or dict.fromkeys(_PHASES, 0)
         weight = int((queue.get("spec") or {}).get("weight") or 0)
         state = str((queue.get("status") or {}).get("state") or "")
         counts = "".join(f"{per[p]:<8}" for p in _PHASES)
-        lines.append(f"{name:<25}{weight:<8}{state:<8}{counts}")
+        share = (shares or {}).get(name)
+        lines.append(f"{name:<25}{weight:<8}{state:<8}{counts}  {'-' if share is None else f'{share:.2f}'}")
     return "\n".join(lines) + "\n"
 
 
@@ -89,6 +92,15 @@ async def _stats(client: KubeClient) -> dict[str, dict[str, int]]:
     return podgroup_stats((await client.list(PODGROUPS)).items)
 
 
+async def _shares(client: KubeClient) -> dict[str, float]:
+    """Each queue's share from one session of the scheduler's engine over the cluster, with the cluster's conf."""
+    from assembly.why.gather import read_cluster, read_conf
+    from extender.engine.run import run_session
+
+    view, source = await read_cluster(client), await read_conf(client, None)
+    return {name: float(q["share"]) for name, q in run_session(view.snapshot, source.conf).queues.items()}
+
+
 @queue.command("list")
 @connection_options
 def list_(master: str, kubeconfig: Path | None) -> None:
@@ -98,7 +110,7 @@ def list_(master: str, kubeconfig: Path | None) -> None:
         queues = (await client.list(QUEUES)).items
         if not queues:
             return "No resources found\n"
-        return format_queues(queues, await _stats(client))
+        return format_queues(queues, await _stats(client), await _shares(client))
 
     click.echo(run_with_client(kubeconfig, master, work), nl=False)
 
@@ -112,7 +124,7 @@ def get(master: str, kubeconfig: Path | None, name: str) -> None:
         raise click.UsageError("name is mandatory to get the particular queue details")
 
     async def work(client: KubeClient) -> str:
-        return format_queues([await client.get(QUEUES, name)], await _stats(client))
+        return format_queues([await client.get(QUEUES, name)], await _stats(client), await _shares(client))
 
     click.echo(run_with_client(kubeconfig, master, work), nl=False)
 

@@ -18,6 +18,7 @@ from extender.engine.snapshot import SnapshotError, build_snapshot
 
 
 def render_table(result: Decisions) -> str:
+    data = result.to_json()  # quantities as the JSON output spells them
     lines = ["BINDS"]
     lines += [f"  {pod:<40} -> {node}" for pod, node in sorted(result.binds.items())] or ["  (none)"]
     lines.append("EVICTIONS")
@@ -25,11 +26,11 @@ def render_table(result: Decisions) -> str:
     lines.append("PIPELINED")
     lines += [f"  {pod:<40} -> {node}" for pod, node in sorted(result.pipelined.items())] or ["  (none)"]
     lines.append(f"{'PODGROUP':<40} {'PHASE':<10} CONDITION")
-    for key, status in sorted(result.podgroups.items()):
+    for key, status in data["podgroups"].items():
         cond = status["conditions"][-1] if status["conditions"] else {}
         lines.append(f"{key:<40} {status['phase']:<10} {cond.get('type', '')} {cond.get('message', '')}".rstrip())
     lines.append(f"{'QUEUE':<20} {'SHARE':>8}  DESERVED / ALLOCATED")
-    for name, queue in sorted(result.queues.items()):
+    for name, queue in data["queues"].items():
         deserved = ",".join(f"{k}={v}" for k, v in (queue["deserved"] or {}).items()) or "-"
         allocated = ",".join(f"{k}={v}" for k, v in queue["allocated"].items()) or "-"
         lines.append(f"{name:<20} {queue['share']:>8.3f}  {deserved} / {allocated}")

@@ -23,12 +23,12 @@ from assembly.sim import (
     Workload,
     WorkloadError,
     load_workload,
-    parse_seconds,
     sim_conf,
 )
 from assembly.sim import simulate as run_simulation
 from assembly.sim.report import render, render_summary
 from extender.engine.conf import ConfError, SchedulerConf
+from lapilli.times import parse_seconds
 
 
 def _conf(conf_file: Path | None) -> SchedulerConf:

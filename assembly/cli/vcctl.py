@@ -19,6 +19,7 @@ from lapilli.api.constants import DEFAULT_QUEUE
 from lapilli.kube import ApiError, ConfigError, KubeClient, load_config
 from lapilli.kube.resources import COMMANDS
 from lapilli.resources import QuantityError, parse_quantity
+from lapilli.times import parse_rfc3339_datetime
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -127,6 +128,6 @@ def since(timestamp: str | None, now: datetime | None = None) -> str:
     """`translateTimestampSince`: "<unknown>" for a missing time."""
     if not timestamp:
         return "<unknown>"
-    then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    then = parse_rfc3339_datetime(timestamp)
     return human_duration(((now or datetime.now(UTC)) - then).total_seconds())
 

@@ -20,11 +20,12 @@ from typing import Any, Literal
 import aiohttp
 
 from assembly.dev.nodes import SIM_SELECTOR, is_ready, make_ready, slim_node
-from assembly.dev.podsim import finished_patch, next_action, outcome, rfc3339, running_patch, slim_pod
+from assembly.dev.podsim import finished_patch, next_action, outcome, running_patch, slim_pod
 from lapilli.cluster import Event, Reflector, WorkQueue
 from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import NODES, PODS
 from lapilli.meta import key_of, revision, uid_of
+from lapilli.times import rfc3339
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from assembly.dev.podsim import rfc3339
 from lapilli.kube import AlreadyExists, KubeClient
 from lapilli.kube.resources import NODES
 from lapilli.meta import section
+from lapilli.times import rfc3339
 
 SIM_LABEL: Final = "sim.lapilli.io/simulated"
 SIM_SELECTOR: Final = f"{SIM_LABEL}=true"

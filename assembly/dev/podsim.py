@@ -11,48 +11,17 @@ containers have stopped; that is also how evictions end.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from lapilli.meta import annotations_of, is_deleting, section
+from lapilli.times import parse_rfc3339, parse_seconds, rfc3339
 
 DURATION_ANNOTATION: Final = "sim.lapilli.io/duration"
 EXIT_CODE_ANNOTATION: Final = "sim.lapilli.io/exit-code"
-_GO_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_GO_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 
 Obj = Mapping[str, Any]
-
-
-def rfc3339(ts: float) -> str:
-    """A metav1.Time string (second precision, UTC)."""
-    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def parse_duration(text: str) -> float:
-    """Seconds from "30", "2.5" or a Go duration ("1m30s", "500ms", "2h")."""
-    text = text.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        pos, seconds = 0, 0.0
-        for match in _GO_PART.finditer(text):
-            if match.start() != pos:
-                break
-            seconds += float(match[1]) * _GO_UNITS[match[2]]
-            pos = match.end()
-        if pos != len(text) or not text:
-            raise ValueError(f"not a duration: {text!r} (seconds, or a Go duration like 30s or 1m30s)") from None
-    if seconds < 0:
-        raise ValueError(f"negative duration: {text!r}")
-    return seconds
 
 
 def slim_pod(pod: Obj) -> dict[str, Any]:
@@ -86,7 +55,7 @@ def outcome(pod: Obj) -> Outcome:
     raw_duration, raw_code = notes.get(DURATION_ANNOTATION), notes.get(EXIT_CODE_ANNOTATION)
     code = int(raw_code) if raw_code not in (None, "") else 0
     if raw_duration not in (None, ""):
-        return Outcome(parse_duration(str(raw_duration)), code)
+        return Outcome(parse_seconds(str(raw_duration)), code)
     return Outcome(0.0 if code else None, code)
 
 

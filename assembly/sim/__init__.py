@@ -8,7 +8,7 @@ returns a `SimResult`; the schedulers are `LapilliScheduler` (the engine, one se
 from assembly.sim.kube_default import DefaultScheduler
 from assembly.sim.lapilli_driver import SIM_CONF, LapilliScheduler, sim_conf
 from assembly.sim.loop import JobOutcome, Scheduler, SimResult, simulate
-from assembly.sim.workload import Workload, WorkloadError, load_workload, parse_seconds
+from assembly.sim.workload import Workload, WorkloadError, load_workload
 
 __all__ = [
     "SIM_CONF",
@@ -20,7 +20,6 @@ __all__ = [
     "Workload",
     "WorkloadError",
     "load_workload",
-    "parse_seconds",
     "sim_conf",
     "simulate",
 ]

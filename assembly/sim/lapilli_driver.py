@@ -8,7 +8,7 @@ Binds place pods at once, evictions send them back to pending; pipelined pods wa
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from assembly.sim.state import Cluster, JobState, PodState
@@ -17,6 +17,7 @@ from extender.engine.conf import DEFAULT_CONF, SchedulerConf
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import GROUP_NAME_ANNOTATION, TASK_SPEC_KEY, build_snapshot
 from lapilli.api.constants import DEFAULT_QUEUE
+from lapilli.times import rfc3339_micro
 
 # Volcano's default configuration with GPU-aware binpack added to the second tier.
 SIM_CONF: Final = DEFAULT_CONF.rstrip() + "\n  - name: binpack\n"
@@ -29,7 +30,7 @@ def sim_conf(text: str | None = None) -> SchedulerConf:
 
 
 def _timestamp(seconds: float) -> str:
-    return (EPOCH + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+    return rfc3339_micro(EPOCH.timestamp() + seconds)
 
 
 def _default_queue() -> dict[str, Any]:
@@ -121,7 +122,7 @@ class LapilliScheduler:
                 changed = True
         for key, status in result.podgroups.items():
             state = cluster.jobs.get(key)
-            if state is not None and state.pg_phase != status["phase"]:
-                state.pg_phase = status["phase"]
+            if state is not None and state.pg_phase != status.phase:
+                state.pg_phase = status.phase
                 changed = True
         return changed

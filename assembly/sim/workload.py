@@ -11,7 +11,6 @@ Bad input raises `WorkloadError` whose text names the document, the field and th
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -19,10 +18,11 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from extender.engine.snapshot import Snapshot, add_object
-from lapilli.api import Job, TaskSpec, parse_duration, parse_object
+from lapilli.api import Job, TaskSpec, parse_object
 from lapilli.api.constants import DEFAULT_QUEUE
 from lapilli.meta import describe
 from lapilli.resources.units import MEMORY, PODS, Units, pod_request
+from lapilli.times import parse_seconds
 
 SUBMIT_AT: Final = "sim.lapilli.io/submit-at"
 DURATION: Final = "sim.lapilli.io/duration"
@@ -82,30 +82,6 @@ class Workload:
         ordered = sorted(enumerate(self.jobs), key=lambda item: (item[1].submit_at, item[0]))
         keep = {job.key for _, job in ordered[:count]}
         return Workload(self.nodes, self.queues, self.priority_classes, [j for j in self.jobs if j.key in keep])
-
-
-def parse_seconds(value: Any) -> float:
-    """Seconds from a number, a numeric string or a Go duration (`10m`, `1h30m`); never negative."""
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a duration (expected seconds like 600 or a Go duration like '10m')")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        try:
-            seconds = float(text)
-        except ValueError:
-            try:
-                seconds = parse_duration(text).total_seconds()
-            except ValueError:
-                raise ValueError(
-                    f"{value!r} is not a duration (expected seconds like 600 or a Go duration like '10m')"
-                ) from None
-    else:
-        raise ValueError(f"{value!r} is not a duration (expected seconds like 600 or a Go duration like '10m')")
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"{value!r} is not a non-negative, finite duration")
-    return seconds
 
 
 def _describe(index: int, doc: Mapping[str, Any]) -> str:
@@ -301,6 +277,5 @@ __all__ = [
     "gpus",
     "load_workload",
     "min_resources",
-    "parse_seconds",
     "to_resource_list",
 ]

@@ -21,13 +21,14 @@ from controller.jobs.pods import render_pod
 from controller.jobs.requests import job_owner
 from controller.jobs.resources import PluginResources, PvcMissing
 from controller.jobs.state import NONE, SOFT, Counts, Op, Step, next_phase
-from controller.jobs.status import build_status, go_duration, merge_patch, parse_rfc3339, rfc3339, transition
+from controller.jobs.status import build_status, merge_patch, transition
 from controller.jobs.sync import Target, plan_kill, plan_sync
 from lapilli.api import Job, JobEvent, JobPhase, TaskSpec
 from lapilli.api.constants import CONTROLLER_OUT_OF_SYNC_KEY, JOB_FORWARDING_KEY
 from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS
 from lapilli.meta import uid_of
+from lapilli.times import go_duration, parse_rfc3339, rfc3339
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from controller.jobs.sync import Target, pod_task
 from lapilli.api import Action, Event, Job, JobEvent
 from lapilli.api.constants import JOB_NAME_KEY
 from lapilli.cluster import Event as WatchEvent
-from lapilli.cluster import WorkQueue
+from lapilli.cluster import RateLimiter, WorkQueue
 from lapilli.kube import ApiError
 from lapilli.meta import annotations_of, key_of, name_of, namespace_of, owner_references, resource_version, uid_of
 
@@ -41,11 +41,6 @@ log = logging.getLogger(__name__)
 Obj = Mapping[str, Any]
 _RETRYABLE: Final = (ActionError, PvcMissing, ApiError, aiohttp.ClientError, OSError, TimeoutError)
 _INTERNAL_ACTIONS: Final = frozenset({Action.SYNC_JOB, Action.ENQUEUE_JOB, Action.SYNC_QUEUE})
-
-
-def backoff_s(attempt: int) -> float:
-    """50 ms doubling per failed attempt, capped at a minute."""
-    return min(60.0, 0.05 * 2 ** max(0, attempt - 1))
 
 
 def _phase(obj: Obj | None) -> str:
@@ -73,7 +68,8 @@ class JobController:
         self.queue: WorkQueue[str] = WorkQueue()
         self.delays = DelayedActions(self.submit)
         self._requests: dict[str, list[Request]] = {}
-        self._attempts: dict[Request, int] = {}
+        # A failed request is retried after 50 ms doubling to a minute, up to --max-requeue-num times.
+        self._retries: RateLimiter[Request] = RateLimiter(0.05, 60.0)
         self._evicted: set[str] = set()  # pod UIDs whose deletion was already reported once
         self._parsed: OrderedDict[tuple[str, str], Job] = OrderedDict()
         self.executed = 0
@@ -210,20 +206,19 @@ class JobController:
         self.executed += 1
         self.ctx.metrics.actions.labels(action.value, "ok").inc()
         self.ctx.metrics.sync_seconds.labels(action.value).observe(time.perf_counter() - began)
-        self._attempts.pop(req, None)
+        self._retries.forget(req)
         if action not in _INTERNAL_ACTIONS:
             self.delays.executed(req, action)
 
     async def _failed(self, key: str, req: Request, action: Action, exc: Exception) -> None:
-        attempts = self._attempts.get(req, 0) + 1
+        attempts = self._retries.num_requeues(req) + 1
         limit = self.ctx.settings.max_requeue
         if limit < 0 or attempts < limit:
-            self._attempts[req] = attempts
-            delay = backoff_s(attempts)
+            delay = self._retries.when(req)
             log.info("job %s: %s failed (%s); retry %d in %.2fs", key, action, exc, attempts, delay)
             asyncio.get_running_loop().call_later(delay, self.submit, req)
             return
-        self._attempts.pop(req, None)
+        self._retries.forget(req)
         found = self._job(key)
         if found is None:
             return

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from controller.jobs.requests import INTERNAL_EVENTS, Request
-from lapilli.api import Action, Event, Job, LifecyclePolicy, parse_duration
+from lapilli.api import Action, Event, Job, LifecyclePolicy
+from lapilli.times import parse_duration
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,38 +9,12 @@ document into another (nulls for what went away), so a status write never needs 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from controller.jobs.state import Counts
 from lapilli.api import JobPhase
 
 _COUNTERS = ("pending", "running", "succeeded", "failed", "terminating", "unknown")
-
-
-def rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def go_duration(seconds: float) -> str:
-    """`time.Duration.String()` for whole-millisecond precision: "0s", "1.5s", "2m3s", "1h0m0s"."""
-    if seconds <= 0:
-        return "0s"
-    total_ms = round(seconds * 1000)
-    hours, rest_ms = divmod(total_ms, 3_600_000)
-    minutes, rest_ms = divmod(rest_ms, 60_000)
-    secs = f"{rest_ms // 1000}" + (f".{rest_ms % 1000:03d}".rstrip("0") if rest_ms % 1000 else "")
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    if total_ms < 1000:
-        return f"{total_ms}ms"
-    return f"{secs}s"
 
 
 def counts_status(counts: Counts) -> dict[str, Any]:

@@ -18,11 +18,11 @@ from typing import Any
 import aiohttp
 
 from controller.jobs.state import FINISHED
-from controller.jobs.status import parse_rfc3339
 from lapilli.api import JobPhase
 from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import VC_JOBS
 from lapilli.meta import key_of, uid_of
+from lapilli.times import parse_rfc3339
 
 log = logging.getLogger(__name__)
 

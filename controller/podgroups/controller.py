@@ -19,7 +19,7 @@ from controller.context import Context
 from controller.podgroups.plain import build_podgroup, controller_owner, owner_plural, wants_podgroup
 from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Event as WatchEvent
-from lapilli.cluster import WorkQueue
+from lapilli.cluster import RateLimiter, WorkQueue
 from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, Resource
 from lapilli.meta import annotations_of, key_of, namespace_of, owner_references, uid_of
@@ -32,8 +32,8 @@ _RETRYABLE: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
 class PodGroupController:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()  # ("pod", key) or ("gone", "<ns>/<pod uid>")
-        self._attempts: dict[tuple[str, str], int] = {}
+        # ("pod", key) or ("gone", "<ns>/<pod uid>"); a failed one is retried after 0.2 s doubling to 30 s
+        self.queue: WorkQueue[tuple[str, str]] = WorkQueue(RateLimiter(0.2, 30.0))
         self.created = 0
 
     def on_pod(self, event: WatchEvent) -> None:
@@ -53,11 +53,10 @@ class PodGroupController:
                     await self._sync(item[1])
                 else:
                     await self._collect(item[1])
-                self._attempts.pop(item, None)
+                self.queue.forget(item)
             except _RETRYABLE as exc:
-                attempts = self._attempts[item] = self._attempts.get(item, 0) + 1
-                log.info("podgroup for %s: %s; retry %d", item[1], exc, attempts)
-                self.queue.add_after(item, min(30.0, 0.1 * 2**attempts))
+                delay = self.queue.add_rate_limited(item)
+                log.info("podgroup for %s: %s; retry %d in %.1fs", item[1], exc, self.queue.num_requeues(item), delay)
             except Exception:
                 log.exception("podgroup for %s: unexpected error", item[1])
             finally:

@@ -22,7 +22,7 @@ from controller.queues.state import needs_root_parent, next_state, status_patch
 from lapilli.api import Action
 from lapilli.api.constants import DEFAULT_QUEUE, QUEUE_KIND, ROOT_QUEUE, SCHEDULING_API_VERSION
 from lapilli.cluster import Event as WatchEvent
-from lapilli.cluster import WorkQueue
+from lapilli.cluster import RateLimiter, WorkQueue
 from lapilli.kube import AlreadyExists, ApiError, NotFound
 from lapilli.kube.resources import QUEUES
 
@@ -43,9 +43,8 @@ def _queue_of(pg: Mapping[str, Any] | None) -> str | None:
 class QueueController:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.queue: WorkQueue[str] = WorkQueue()
+        self.queue: WorkQueue[str] = WorkQueue(RateLimiter(0.2, 30.0))  # a failed sync: 0.2 s doubling to 30 s
         self._actions: dict[str, list[Action]] = {}
-        self._attempts: dict[str, int] = {}
 
     def submit(self, name: str, action: Action = Action.SYNC_QUEUE) -> None:
         actions = self._actions.setdefault(name, [])
@@ -77,14 +76,14 @@ class QueueController:
                 for action in actions:
                     await self._execute(name, action)
                     done += 1
-                self._attempts.pop(name, None)
+                self.queue.forget(name)
             except _RETRYABLE as exc:
                 # The failed action and those after it wait for the retry, ahead of anything queued since.
                 later = self._actions.get(name, [])
                 self._actions[name] = [*actions[done:], *(a for a in later if a not in actions[done:])]
-                attempts = self._attempts[name] = self._attempts.get(name, 0) + 1
-                log.info("queue %s: %s failed (%s); retry %d", name, actions[done], exc, attempts)
-                self.queue.add_after(name, min(30.0, 0.1 * 2**attempts))
+                delay = self.queue.add_rate_limited(name)
+                log.info("queue %s: %s failed (%s); retry %d in %.1fs", name, actions[done], exc,
+                         self.queue.num_requeues(name), delay)
             except Exception:
                 log.exception("queue %s: unexpected error", name)
             finally:
@@ -107,11 +106,10 @@ class QueueController:
 
     async def ensure_standing_queues(self) -> None:
         """`root` and `default` exist (retried until the API server accepts them)."""
+        retries: RateLimiter[str] = RateLimiter(0.5, 30.0)
         for name, spec in STANDING:
-            attempt = 0
             while not await self._ensure_queue(name, spec):
-                attempt += 1
-                await asyncio.sleep(min(30.0, 0.5 * attempt))
+                await asyncio.sleep(retries.when(name))
 
     async def _ensure_queue(self, name: str, spec: dict[str, Any]) -> bool:
         body = {"apiVersion": SCHEDULING_API_VERSION, "kind": QUEUE_KIND, "metadata": {"name": name}, "spec": spec}

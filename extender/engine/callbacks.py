@@ -1,45 +1,84 @@
 """The plugins' callbacks by kind and how the session combines them (Volcano's `framework/session_plugins.go`).
 
-Plugins register callbacks while the session opens; `Callbacks` keeps them by kind and tier and answers the
-actions' questions: orders (comparators, or one sort key when every plugin of a kind defines its order by a key),
-job and queue votes (tier by tier where Volcano does so), victim selection, and allocate/deallocate events.
+Plugins register callbacks while the session opens, one typed `add_*` method per kind (as Volcano's
+`ssn.AddJobOrderFn(name, fn)`); a conf entry's `enableXxx: false` drops that plugin's callbacks of that kind.
+`Callbacks` keeps each kind in a typed `Slot` by tier and answers the actions' questions: orders (comparators, or one
+sort key when every plugin of a kind defines its order by a key), job and queue votes (tier by tier where Volcano
+does so), victim selection, and allocate/deallocate events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from extender.engine.conf import PluginOption, SchedulerConf
-from extender.engine.framework import FLAG_OF, PERMIT, REJECT, Fn, KeyedOrder, Plugin
+from extender.engine.interface import (
+    PERMIT,
+    REJECT,
+    EventHandler,
+    JobEnqueuedFn,
+    JobPredicateFn,
+    JobValidFn,
+    JobVoteFn,
+    KeyedOrder,
+    KeyValue,
+    OrderFn,
+    Plugin,
+    Predicate,
+    QueuePredicateFn,
+    QueueTaskFn,
+    Scorer,
+    SessionView,
+    SortKey,
+    TaskEventFn,
+    ValidateResult,
+    VictimQueueOrderFn,
+    VictimsFn,
+)
 from extender.engine.model import Job, Queue, Task
 
-if TYPE_CHECKING:
-    from extender.engine.session import Session
+F = TypeVar("F")
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
-class EventHandler:
-    allocate: Callable[[Task], None] | None = None
-    deallocate: Callable[[Task], None] | None = None
+class Slot(Generic[F]):
+    """The callbacks of one kind, by plugin, in conf order; `flag` is the conf flag that switches the kind off
+    (None: always on, as in Volcano)."""
+
+    flag: str | None
+    entries: list[tuple[int, str, F]] = field(default_factory=list)  # (tier, plugin, callback)
+    _all: list[F] | None = None
+    _tiers: list[list[F]] | None = None
+
+    def add(self, tier: int, option: PluginOption, fn: F) -> None:
+        if self.flag is not None and not option.enabled(self.flag):
+            return
+        # A plugin registering a kind twice replaces its first callback (Volcano keeps one per plugin name).
+        self.entries = [e for e in self.entries if e[1] != option.name] + [(tier, option.name, fn)]
+        self.entries.sort(key=lambda e: e[0])  # stable: conf order within a tier
+        self._all = self._tiers = None
+
+    def all(self) -> list[F]:
+        if self._all is None:
+            self._all = [fn for _, _, fn in self.entries]
+        return self._all
+
+    def by_tier(self, tiers: int) -> list[list[F]]:
+        if self._tiers is None:
+            grouped: list[list[F]] = [[] for _ in range(tiers)]
+            for tier, _, fn in self.entries:
+                grouped[tier].append(fn)
+            self._tiers = grouped
+        return self._tiers
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
 
 
-@dataclass(slots=True)
-class ValidateResult:
-    passed: bool
-    reason: str = ""
-    message: str = ""
-
-
-@dataclass(slots=True)
-class _Registered:
-    tier: int
-    option: PluginOption
-    fn: Any
-
-
-def _chain_keys(keys: list[Callable[[Any], Any]], tail: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], Any]:
+def _chain_keys(keys: list[Callable[[T], KeyValue]], tail: Callable[[T], SortKey]) -> Callable[[T], SortKey]:
     """(k1(x), k2(x), …) + tail(x): the plugins' keys in tier order, then the built-in tie-break."""
     if not keys:
         return tail
@@ -49,24 +88,54 @@ def _chain_keys(keys: list[Callable[[Any], Any]], tail: Callable[[Any], tuple[An
     return lambda item: (*[key(item) for key in keys], *tail(item))
 
 
+def _plugin_keys(fns: list[OrderFn[T]]) -> list[Callable[[T], KeyValue]] | None:
+    keys = []
+    for fn in fns:
+        if not isinstance(fn, KeyedOrder):
+            return None
+        keys.append(fn.key)
+    return keys
+
+
+def _compare(fns: list[OrderFn[T]], left: T, right: T) -> int:
+    for fn in fns:
+        result = fn(left, right)
+        if result != 0:
+            return result
+    return 0
+
+
 class Callbacks:
     """The session's side that plugins plug into (`Session` builds on it)."""
 
     def __init__(self, conf: SchedulerConf) -> None:
         self.conf = conf
-        self._fns: dict[Fn, dict[str, Any]] = {kind: {} for kind in Fn}
-        self._events: list[EventHandler] = []
-        self._on_allocate: list[Callable[[Task], None]] = []
-        self._on_deallocate: list[Callable[[Task], None]] = []
-        self._tier_cache: dict[Fn, list[list[_Registered]]] = {}
-        self._all_cache: dict[Fn, list[Any]] = {}
+        self.job_orders: Slot[OrderFn[Job]] = Slot("enableJobOrder")
+        self.queue_orders: Slot[OrderFn[Queue]] = Slot("enableQueueOrder")
+        self.victim_queue_orders: Slot[VictimQueueOrderFn] = Slot("enableQueueOrder")
+        self.task_orders: Slot[OrderFn[Task]] = Slot("enableTaskOrder")
+        self.job_readies: Slot[JobPredicateFn] = Slot("enableJobReady")
+        self.job_pipelineds: Slot[JobVoteFn] = Slot("enableJobPipelined")
+        self.job_valids: Slot[JobValidFn] = Slot(None)
+        self.job_starvings: Slot[JobPredicateFn] = Slot("enableJobStarving")
+        self.job_enqueueables: Slot[JobVoteFn] = Slot("enableJobEnqueued")
+        self.job_enqueueds: Slot[JobEnqueuedFn] = Slot("enableJobEnqueued")
+        self.preemptables: Slot[VictimsFn] = Slot("enablePreemptable")
+        self.reclaimables: Slot[VictimsFn] = Slot("enableReclaimable")
+        self.overuseds: Slot[QueuePredicateFn] = Slot("enabledOverused")
+        self.allocatables: Slot[QueueTaskFn] = Slot("enabledAllocatable")
+        self.preemptives: Slot[QueueTaskFn] = Slot("enablePreemptive")
+        self.predicates: Slot[Predicate] = Slot("enablePredicate")
+        self.node_orders: Slot[Scorer] = Slot("enableNodeOrder")
+        self._on_allocate: list[TaskEventFn] = []
+        self._on_deallocate: list[TaskEventFn] = []
         self.plugins: list[tuple[int, PluginOption, Plugin]] = []
         self._current: PluginOption | None = None
         self._current_tier = 0
-        self._ready_fns: list[Any] = []
-        self._allocatable_fns: list[Any] = []
+        self._ready_fns: list[JobPredicateFn] = []
+        self._allocatable_fns: list[QueueTaskFn] = []
 
-    def _open_plugins(self, ssn: Session) -> None:
+    def _open_plugins(self, ssn: SessionView) -> None:
         for ti, tier in enumerate(self.conf.tiers):
             for option in tier.plugins:
                 self.plugins.append((ti, option, option.build()))
@@ -75,88 +144,94 @@ class Callbacks:
             plugin.on_session_open(ssn)
         self._current = None
         # Callbacks are registered only while plugins open; the per-task votes keep their lists at hand.
-        self._ready_fns = self._all(Fn.JOB_READY)
-        self._allocatable_fns = self._all(Fn.ALLOCATABLE)
+        self._ready_fns = self.job_readies.all()
+        self._allocatable_fns = self.allocatables.all()
 
-    # ---- registration ---------------------------------------------------------------------------------------
-    def add_fn(self, kind: Fn, fn: Any) -> None:
-        """Register a callback for the plugin being opened, unless its conf flag switches that kind off."""
-        option = self._current
-        if option is None:
-            raise RuntimeError("callbacks are registered from on_session_open")
-        flag = FLAG_OF.get(kind)
-        if flag is not None and not option.enabled(flag):
-            return
-        self._fns[kind][option.name] = _Registered(self._current_tier, option, fn)
-        self._tier_cache.pop(kind, None)
-        self._all_cache.pop(kind, None)
-
-    def current_option(self) -> PluginOption:
-        """The conf entry of the plugin being opened (its flags and arguments)."""
+    # ---- registration (only from on_session_open) ----------------------------------------------------------
+    def _add(self, slot: Slot[F], fn: F) -> None:
         if self._current is None:
-            raise RuntimeError("only valid from on_session_open")
-        return self._current
+            raise RuntimeError("callbacks are registered from on_session_open")
+        slot.add(self._current_tier, self._current, fn)
+
+    def add_job_order(self, fn: OrderFn[Job]) -> None:
+        self._add(self.job_orders, fn)
+
+    def add_queue_order(self, fn: OrderFn[Queue]) -> None:
+        self._add(self.queue_orders, fn)
+
+    def add_victim_queue_order(self, fn: VictimQueueOrderFn) -> None:
+        self._add(self.victim_queue_orders, fn)
+
+    def add_task_order(self, fn: OrderFn[Task]) -> None:
+        self._add(self.task_orders, fn)
+
+    def add_job_ready(self, fn: JobPredicateFn) -> None:
+        self._add(self.job_readies, fn)
+
+    def add_job_pipelined(self, fn: JobVoteFn) -> None:
+        self._add(self.job_pipelineds, fn)
+
+    def add_job_valid(self, fn: JobValidFn) -> None:
+        self._add(self.job_valids, fn)
+
+    def add_job_starving(self, fn: JobPredicateFn) -> None:
+        self._add(self.job_starvings, fn)
+
+    def add_job_enqueueable(self, fn: JobVoteFn) -> None:
+        self._add(self.job_enqueueables, fn)
+
+    def add_job_enqueued(self, fn: JobEnqueuedFn) -> None:
+        self._add(self.job_enqueueds, fn)
+
+    def add_preemptable(self, fn: VictimsFn) -> None:
+        self._add(self.preemptables, fn)
+
+    def add_reclaimable(self, fn: VictimsFn) -> None:
+        self._add(self.reclaimables, fn)
+
+    def add_overused(self, fn: QueuePredicateFn) -> None:
+        self._add(self.overuseds, fn)
+
+    def add_allocatable(self, fn: QueueTaskFn) -> None:
+        self._add(self.allocatables, fn)
+
+    def add_preemptive(self, fn: QueueTaskFn) -> None:
+        self._add(self.preemptives, fn)
+
+    def add_predicate(self, fn: Predicate) -> None:
+        self._add(self.predicates, fn)
+
+    def add_node_order(self, fn: Scorer) -> None:
+        self._add(self.node_orders, fn)
 
     def add_event_handler(self, handler: EventHandler) -> None:
-        self._events.append(handler)
-        self._on_allocate = [h.allocate for h in self._events if h.allocate is not None]
-        self._on_deallocate = [h.deallocate for h in self._events if h.deallocate is not None]
+        if handler.allocate is not None:
+            self._on_allocate.append(handler.allocate)
+        if handler.deallocate is not None:
+            self._on_deallocate.append(handler.deallocate)
 
-    def _by_tier(self, kind: Fn) -> list[list[_Registered]]:
-        cached = self._tier_cache.get(kind)
-        if cached is not None:
-            return cached
-        tiers: list[list[_Registered]] = [[] for _ in self.conf.tiers]
-        registered = self._fns[kind]
-        for ti, option, _ in self.plugins:
-            reg = registered.get(option.name)
-            if reg is not None and reg.tier == ti:
-                tiers[ti].append(reg)
-        self._tier_cache[kind] = tiers
-        self._all_cache[kind] = [r.fn for tier in tiers for r in tier]
-        return tiers
-
-    def _all(self, kind: Fn) -> list[Any]:
-        cached = self._all_cache.get(kind)
-        if cached is None:
-            self._by_tier(kind)
-            cached = self._all_cache[kind]
-        return cached
-
-    def has_fn(self, kind: Fn) -> bool:
-        return bool(self._fns[kind])
+    def current_flags(self) -> Mapping[str, bool]:
+        """The conf flags of the plugin being opened (e.g. `enableHierarchy`)."""
+        if self._current is None:
+            raise RuntimeError("only valid from on_session_open")
+        return self._current.flags
 
     # ---- orders ---------------------------------------------------------------------------------------------
-    def _compare(self, kind: Fn, left: Any, right: Any) -> int:
-        for fn in self._all(kind):
-            result: int = fn(left, right)
-            if result != 0:
-                return result
-        return 0
-
-    def _plugin_keys(self, kind: Fn) -> list[Callable[[Any], Any]] | None:
-        keys = []
-        for fn in self._all(kind):
-            if not isinstance(fn, KeyedOrder):
-                return None
-            keys.append(fn.key)
-        return keys
-
-    def job_key(self) -> Callable[[Job], tuple[Any, ...]] | None:
+    def job_key(self) -> Callable[[Job], SortKey] | None:
         """A sort key equivalent to `job_order`, or None when some JobOrder callback is a plain comparator. Keys
         read the job's state when they are computed: use them only while the jobs being ordered do not change."""
-        keys = self._plugin_keys(Fn.JOB_ORDER)
+        keys = _plugin_keys(self.job_orders.all())
         return None if keys is None else _chain_keys(keys, lambda job: (job.creation, job.uid))
 
-    def queue_key(self) -> Callable[[Queue], tuple[Any, ...]] | None:
+    def queue_key(self) -> Callable[[Queue], SortKey] | None:
         """A sort key equivalent to `queue_order` (see `job_key`)."""
-        keys = self._plugin_keys(Fn.QUEUE_ORDER)
+        keys = _plugin_keys(self.queue_orders.all())
         return None if keys is None else _chain_keys(keys, lambda queue: (queue.creation, queue.uid))
 
-    def task_key(self, tasks: list[Task]) -> Callable[[Task], tuple[Any, ...]] | None:
+    def task_key(self, tasks: list[Task]) -> Callable[[Task], SortKey] | None:
         """A sort key equivalent to `task_order` over `tasks` (see `job_key`). The replica-index tie-break is a
         total order only when all of the tasks have an index or none has; otherwise there is no key."""
-        keys = self._plugin_keys(Fn.TASK_ORDER)
+        keys = _plugin_keys(self.task_orders.all())
         indexed = sum(1 for t in tasks if t.index is not None)
         if keys is None or 0 < indexed < len(tasks):
             return None
@@ -165,7 +240,7 @@ class Callbacks:
         return _chain_keys(keys, lambda task: (task.creation, task.uid))
 
     def job_order(self, left: Job, right: Job) -> int:
-        result = self._compare(Fn.JOB_ORDER, left, right)
+        result = _compare(self.job_orders.all(), left, right)
         if result:
             return result
         if left.creation != right.creation:
@@ -173,7 +248,7 @@ class Callbacks:
         return (left.uid > right.uid) - (left.uid < right.uid)
 
     def queue_order(self, left: Queue, right: Queue) -> int:
-        result = self._compare(Fn.QUEUE_ORDER, left, right)
+        result = _compare(self.queue_orders.all(), left, right)
         if result:
             return result
         if left.creation != right.creation:
@@ -181,14 +256,14 @@ class Callbacks:
         return (left.uid > right.uid) - (left.uid < right.uid)
 
     def victim_queue_order(self, left: Queue, right: Queue, preemptor: Queue) -> int:
-        for fn in self._all(Fn.VICTIM_QUEUE_ORDER):
-            result: int = fn(left, right, preemptor)
+        for fn in self.victim_queue_orders.all():
+            result = fn(left, right, preemptor)
             if result:
                 return result
         return -self.queue_order(left, right)
 
     def task_order(self, left: Task, right: Task) -> int:
-        result = self._compare(Fn.TASK_ORDER, left, right)
+        result = _compare(self.task_orders.all(), left, right)
         if result:
             return result
         li, ri = left.index, right.index
@@ -200,8 +275,8 @@ class Callbacks:
 
     # ---- job votes ------------------------------------------------------------------------------------------
     def job_valid(self, job: Job) -> ValidateResult | None:
-        for fn in self._all(Fn.JOB_VALID):
-            result: ValidateResult | None = fn(job)
+        for fn in self.job_valids.all():
+            result = fn(job)
             if result is not None and not result.passed:
                 return result
         return None
@@ -212,11 +287,11 @@ class Callbacks:
                 return False
         return True
 
-    def _vote(self, kind: Fn, job: Job) -> bool:
-        for tier in self._by_tier(kind):
+    def _vote(self, slot: Slot[JobVoteFn], job: Job) -> bool:
+        for tier in slot.by_tier(len(self.conf.tiers)):
             permitted = False
-            for reg in tier:
-                vote = reg.fn(job)
+            for fn in tier:
+                vote = fn(job)
                 if vote == REJECT:
                     return False
                 if vote == PERMIT:
@@ -226,24 +301,24 @@ class Callbacks:
         return True
 
     def job_pipelined(self, job: Job) -> bool:
-        return self._vote(Fn.JOB_PIPELINED, job)
+        return self._vote(self.job_pipelineds, job)
 
     def job_enqueueable(self, job: Job) -> bool:
-        return self._vote(Fn.JOB_ENQUEUEABLE, job)
+        return self._vote(self.job_enqueueables, job)
 
     def job_enqueued(self, job: Job) -> None:
-        for fn in self._all(Fn.JOB_ENQUEUED):
+        for fn in self.job_enqueueds.all():
             fn(job)
 
     def job_starving(self, job: Job) -> bool:
-        for tier in self._by_tier(Fn.JOB_STARVING):
+        for tier in self.job_starvings.by_tier(len(self.conf.tiers)):
             if tier:
-                return all(reg.fn(job) for reg in tier)
+                return all(fn(job) for fn in tier)
         return False
 
     # ---- queue votes ----------------------------------------------------------------------------------------
     def overused(self, queue: Queue) -> bool:
-        for fn in self._all(Fn.OVERUSED):  # noqa: SIM110 (a generator costs more; this runs per job)
+        for fn in self.overuseds.all():  # noqa: SIM110 (a generator costs more; this runs per job)
             if fn(queue):
                 return True
         return False
@@ -255,14 +330,14 @@ class Callbacks:
         return True
 
     def preemptive(self, queue: Queue, task: Task) -> bool:
-        return all(fn(queue, task) for fn in self._all(Fn.PREEMPTIVE))
+        return all(fn(queue, task) for fn in self.preemptives.all())
 
-    def _victims(self, kind: Fn, actor: Task, candidates: list[Task]) -> list[Task] | None:
-        for tier in self._by_tier(kind):
+    def _victims(self, slot: Slot[VictimsFn], actor: Task, candidates: list[Task]) -> list[Task] | None:
+        for tier in slot.by_tier(len(self.conf.tiers)):
             chosen: dict[str, Task] | None = None
             abstained = True
-            for reg in tier:
-                result: list[Task] | None = reg.fn(actor, candidates)
+            for fn in tier:
+                result = fn(actor, candidates)
                 if result is None:
                     continue  # abstain
                 abstained = False
@@ -276,10 +351,10 @@ class Callbacks:
         return None
 
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
-        return self._victims(Fn.PREEMPTABLE, preemptor, candidates)
+        return self._victims(self.preemptables, preemptor, candidates)
 
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
-        return self._victims(Fn.RECLAIMABLE, reclaimer, candidates)
+        return self._victims(self.reclaimables, reclaimer, candidates)
 
     # ---- events ---------------------------------------------------------------------------------------------
     def fire_allocate(self, task: Task) -> None:

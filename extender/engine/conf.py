@@ -24,7 +24,7 @@ from typing import Final
 import yaml
 
 from extender.engine.arguments import NO_ARGUMENTS, Arguments, ConfError
-from extender.engine.framework import PluginBuilder, PluginLoader
+from extender.engine.interface import PluginBuilder, PluginLoader
 
 # The flag keys exactly as spelled in Volcano's YAML.
 FLAGS: Final = (

@@ -15,6 +15,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from extender.engine.status import Status
 from lapilli.resources.vector import Vec
 
 
@@ -137,7 +138,7 @@ class Job:
     annotations: dict[str, str] = field(default_factory=dict)
     conditions: list[dict[str, Any]] = field(default_factory=list)
     # fit errors per task uid, recorded by allocate for the PodGroup condition
-    fit_errors: dict[str, str] = field(default_factory=dict)
+    fit_errors: dict[str, Status] = field(default_factory=dict)
     job_fit_error: str = ""
 
     def add_task(self, task: Task) -> None:
@@ -238,7 +239,7 @@ class Node:
     name: str
     idx: int
     labels: dict[str, str]
-    taints: list[dict[str, Any]]
+    taints: list[Mapping[str, Any]]
     unschedulable: bool
     tasks: dict[str, Task] = field(default_factory=dict)
     used_ports: set[tuple[str, str, int]] = field(default_factory=set)
@@ -264,16 +265,14 @@ class NodeArrays:
         nodes, dims = allocatable.shape
         state = np.zeros((nodes, 4 * dims))
         state[:, :dims] = allocatable
-        return cls(*(state[:, k * dims : (k + 1) * dims] for k in range(4)), state=state)
+        parts = [state[:, k * dims : (k + 1) * dims] for k in range(4)]
+        return cls(allocatable=parts[0], used=parts[1], releasing=parts[2], pipelined=parts[3], state=state)
 
     def idle(self) -> npt.NDArray[np.float64]:
         return self.allocatable - self.used
 
     def future_idle(self) -> npt.NDArray[np.float64]:
         return self.allocatable - self.used + self.releasing - self.pipelined
-
-    def idle_row(self, i: int) -> Vec:
-        return self.allocatable[i] - self.used[i]
 
     def future_idle_row(self, i: int) -> Vec:
         return self.allocatable[i] - self.used[i] + self.releasing[i] - self.pipelined[i]

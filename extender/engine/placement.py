@@ -16,46 +16,19 @@ straightforward path: masks over all nodes, then the best candidate.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from extender.engine.interface import Code, Index, Mask, Predicate, Scorer, Scores, Status
 from extender.engine.model import Node, NodeArrays, Task
 from extender.engine.rowmath import SCALAR, VECTOR, Bool, NodeRows, Num, Ops, ScalarRow, VectorRows
 from lapilli.resources.vector import TOLERANCE, Dims
 
-Mask = npt.NDArray[np.bool_]
-Index = npt.NDArray[np.intp]
-Scores = npt.NDArray[np.float64]
-
 NO_NODE: Final = -np.inf
 # Refreshing one row over Python floats costs a few µs; one numpy pass costs ~100 µs whatever its size.
 SCALAR_REFRESH_MAX: Final = 24
-
-
-class Predicate(Protocol):
-    """A node filter. `static_mask` depends only on `task.predicate_key` (cached per key); `dynamic_mask` depends
-    on what is placed and is evaluated per task (None when it does not constrain this task)."""
-
-    def static_mask(self, task: Task, idx: Index) -> Mask: ...
-
-    def dynamic_mask(self, task: Task, idx: Index) -> Mask | None: ...
-
-    def explain(self, task: Task, node: Node) -> list[str]: ...
-
-
-class Scorer(Protocol):
-    """A node score. `row_score` is the formula over node rows, written once for `rowmath.VECTOR` and `SCALAR`; it
-    may depend only on the task's class and the row's numbers (the session caches it per class and memoises it by
-    row contents). `normalized` is computed over the candidate set at pick time, and `normalizes(task)` says
-    whether it contributes anything for this task."""
-
-    def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num: ...
-
-    def normalized(self, task: Task, idx: Index) -> Scores | None: ...
-
-    def normalizes(self, task: Task) -> bool: ...
 
 
 def fits(ops: Ops, request: list[float], rows: NodeRows) -> tuple[Bool, Bool]:
@@ -265,8 +238,10 @@ class Placement:
         dynamic = self._dynamic_mask(task, np.array([node.idx]))
         return bool(self.static_mask(task)[node.idx]) and (dynamic is None or bool(dynamic[0]))
 
-    def fit_error(self, task: Task) -> str:
-        """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`"""
+    def fit_error(self, task: Task) -> Status:
+        """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,
+        UnschedulableAndUnresolvable when the static predicates refuse every node (kube-scheduler's code for
+        what no eviction fixes)."""
         reasons: dict[str, int] = {}
         future = self.arrays.future_idle()
         for node in self.nodes:
@@ -279,7 +254,8 @@ class Placement:
                 reasons[reason] = reasons.get(reason, 0) + 1
         histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
         text = f"0/{len(self.nodes)} nodes are unavailable"
-        return f"{text}: {histogram}." if histogram else text
+        code = Code.UNSCHEDULABLE if self.static_mask(task).any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return Status(code, f"{text}: {histogram}." if histogram else text)
 
 
-__all__ = ["Index", "Mask", "Placement", "Predicate", "Scorer", "Scores", "fits"]
+__all__ = ["Index", "Mask", "Placement", "Scores", "fits"]

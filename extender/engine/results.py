@@ -1,4 +1,7 @@
-"""What a session decided, as plain data: binds, evictions, pipelined tasks, PodGroup status and Queue status.
+"""What a session decided, as typed values: binds, evictions, pipelined tasks, PodGroup and Queue status, and the
+room each node has left. Numbers stay numbers (resource vectors in Volcano units over `Decisions.dims`); quantity
+strings are made only at the JSON/CLI edge (`to_json`, `resource_list`), so the service reads counts, codes and
+vectors instead of parsing text back.
 
 PodGroup phase follows Volcano's `getPodGroupPhase` (session close): Unknown when a gang with running tasks became
 unschedulable this session; Running (or Completed when every scheduled task ended) once scheduled tasks reach
@@ -9,45 +12,150 @@ of allocated tasks, propagated to every ancestor.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
 
 from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Job, TaskStatus
 from extender.engine.session import Session
+from extender.engine.status import SUCCESS, Status
 from lapilli.resources.quantity import format_quantity
 from lapilli.resources.units import MEMORY, PODS
 from lapilli.resources.vector import Dims, Vec
 
+CONDITION_FIELDS: Final = ("type", "status", "reason", "message")
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A PodGroup condition: the four fields the scheduler sets (None where a carried-over condition lacks one)
+    and any others it was read with (lastTransitionTime, transitionID), kept as they were."""
+
+    type: str
+    status: str | None = "True"
+    reason: str | None = ""
+    message: str | None = ""
+    extra: tuple[tuple[str, object], ...] = ()
+
+    @classmethod
+    def read(cls, raw: Mapping[str, Any]) -> Condition:
+        extra = tuple((k, v) for k, v in raw.items() if k not in CONDITION_FIELDS)
+        return cls(str(raw.get("type")), raw.get("status"), raw.get("reason"), raw.get("message"), extra)
+
+    def to_json(self) -> dict[str, object]:
+        fields = {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message}
+        return {**{k: v for k, v in fields.items() if v is not None}, **dict(self.extra)}
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupResult:
+    """A PodGroup after the session: what Volcano writes to its status, and what the service needs besides."""
+
+    queue: str
+    phase: str
+    conditions: tuple[Condition, ...]  # carried over, then this session's (`condition`)
+    condition: Condition | None  # Unschedulable or Scheduled, when the gang plugin judged the job this session
+    running: int
+    succeeded: int
+    failed: int
+    min_member: int
+    ready: int  # tasks Volcano counts as ready (allocated, binding, bound, running, succeeded)
+    pending: int
+    tasks: int
+    status: Status = SUCCESS  # for a job that is not ready: why not (code, Volcano's `JobInfo.FitError` text)
+
+    @property
+    def unschedulable(self) -> bool:
+        return self.condition is not None and self.condition.type == "Unschedulable"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "phase": self.phase,
+            "conditions": [c.to_json() for c in self.conditions],
+            "running": self.running,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueResult:
+    """A Queue after the session; vectors in Volcano units over the session's dims."""
+
+    state: str
+    allocated: Vec  # requests of allocated tasks, propagated to every ancestor
+    deserved: Vec | None  # None when no queue-share plugin reported the queue
+    share: float
+
+    def to_json(self, dims: Dims) -> dict[str, object]:
+        return {
+            "state": self.state,
+            "allocated": resource_list(dims, self.allocated),
+            "deserved": resource_list(dims, self.deserved) if self.deserved is not None else None,
+            "share": self.share,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRoom:
+    """Every ready node's allocatable and what is idle once the session's decisions are counted (rows by name
+    order, as the session built them)."""
+
+    names: tuple[str, ...]
+    allocatable: npt.NDArray[np.float64]
+    idle: npt.NDArray[np.float64]
+
 
 @dataclass(slots=True)
 class Decisions:
+    dims: Dims
     binds: dict[str, str] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
     pipelined: dict[str, str] = field(default_factory=dict)
-    podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
-    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    podgroups: dict[str, PodGroupResult] = field(default_factory=dict)
+    queues: dict[str, QueueResult] = field(default_factory=dict)
+    nodes: NodeRoom | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The `lapilli schedule -o json` document (DESIGN.md)."""
         return {
             "binds": dict(sorted(self.binds.items())),
             "evictions": sorted(self.evictions),
             "pipelined": dict(sorted(self.pipelined.items())),
-            "podgroups": dict(sorted(self.podgroups.items())),
-            "queues": dict(sorted(self.queues.items())),
+            "podgroups": {k: v.to_json() for k, v in sorted(self.podgroups.items())},
+            "queues": {k: v.to_json(self.dims) for k, v in sorted(self.queues.items())},
         }
 
 
 def resource_list(dims: Dims, vec: Vec) -> dict[str, str]:
     """A vector in Volcano units back to a Kubernetes ResourceList (zeros and infinities left out)."""
     out: dict[str, str] = {}
+    for name, units in resource_units(dims, vec).items():
+        if name in (MEMORY, PODS):
+            out[name] = format_quantity(Fraction(units), binary=name == MEMORY)
+        else:
+            out[name] = format_quantity(Fraction(units) / 1000)
+    return out
+
+
+def resource_amounts(dims: Dims, vec: Vec) -> dict[str, float]:
+    """The value of each `resource_list` quantity as a number (cores, bytes, a count), for metrics."""
+    units = resource_units(dims, vec)
+    return {name: value if name in (MEMORY, PODS) else value / 1000 for name, value in units.items()}
+
+
+def resource_units(dims: Dims, vec: Vec) -> dict[str, int]:
+    """The entries `resource_list` shows, in Volcano units rounded as it rounds them (milli-units; bytes for
+    memory; a count for pods)."""
+    out: dict[str, int] = {}
     for name, value in zip(dims.names, vec, strict=True):
         if not math.isfinite(value) or abs(value) < 1e-9:
             continue
-        if name in (MEMORY, PODS):
-            out[name] = format_quantity(Fraction(round(value)), binary=name == MEMORY)
-        else:
-            out[name] = format_quantity(Fraction(round(value)) / 1000)
+        out[name] = round(value)
     return out
 
 
@@ -68,22 +176,33 @@ def podgroup_phase(ssn: Session, job: Job) -> str:
     return "Inqueue" if job.phase == "Inqueue" else "Pending"
 
 
-def podgroup_status(ssn: Session, job: Job) -> dict[str, Any]:
-    conditions = [c for c in job.conditions if c.get("type") not in ("Unschedulable", "Scheduled")]
+def podgroup_result(ssn: Session, job: Job) -> PodGroupResult:
+    conditions = [Condition.read(c) for c in job.conditions if c.get("type") not in ("Unschedulable", "Scheduled")]
     current = ssn.conditions.get(job.uid)
+    condition = None
     if current is not None:
         kind, reason, message = current
-        conditions.append({"type": kind, "status": "True", "reason": reason, "message": message})
-    return {
-        "phase": podgroup_phase(ssn, job),
-        "conditions": conditions,
-        "running": job.counts[TaskStatus.RUNNING],
-        "succeeded": job.counts[TaskStatus.SUCCEEDED],
-        "failed": job.counts[TaskStatus.FAILED],
-    }
+        condition = Condition(kind, "True", reason, message)
+        conditions.append(condition)
+    ready = job.ready_num()
+    return PodGroupResult(
+        queue=job.queue,
+        phase=podgroup_phase(ssn, job),
+        conditions=tuple(conditions),
+        condition=condition,
+        running=job.counts[TaskStatus.RUNNING],
+        succeeded=job.counts[TaskStatus.SUCCEEDED],
+        failed=job.counts[TaskStatus.FAILED],
+        min_member=job.min_member,
+        ready=ready,
+        pending=job.counts[TaskStatus.PENDING],
+        tasks=len(job.tasks),
+        # A ready gang needs no reason (the one without tasks still gets its fit error text, as Volcano's event).
+        status=SUCCESS if job.is_ready() and job.tasks else ssn.job_status(job),
+    )
 
 
-def queue_status(ssn: Session) -> dict[str, dict[str, Any]]:
+def queue_results(ssn: Session) -> dict[str, QueueResult]:
     allocated: dict[str, Vec] = {name: ssn.dims.zeros() for name in ssn.queues}
     for job in ssn.jobs.values():
         if not job.count(ALLOCATED_STATUS):
@@ -100,27 +219,28 @@ def queue_status(ssn: Session) -> dict[str, dict[str, Any]]:
             totals[parent] += vec
             seen.add(parent)
             parent = ssn.queues[parent].parent or ("root" if parent != "root" else "")
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, QueueResult] = {}
     for name, queue in ssn.queues.items():
         report = ssn.queue_reports.get(name)
-        out[name] = {
-            "state": queue.state,
-            "allocated": resource_list(ssn.dims, totals[name]),
-            "deserved": resource_list(ssn.dims, report.deserved) if report is not None else None,
-            "share": round(float(report.share), 6) if report is not None else 0.0,
-        }
+        out[name] = QueueResult(
+            state=queue.state,
+            allocated=totals[name],
+            deserved=report.deserved.copy() if report is not None else None,
+            share=round(float(report.share), 6) if report is not None else 0.0,
+        )
     return out
 
 
 def decisions(ssn: Session) -> Decisions:
-    out = Decisions(binds=dict(ssn.records.binds), evictions=list(ssn.records.evictions))
+    out = Decisions(dims=ssn.dims, binds=dict(ssn.records.binds), evictions=list(ssn.records.evictions))
     for job in ssn.jobs.values():
         if job.counts[TaskStatus.PIPELINED]:
             for task in job.tasks.values():
                 if task.status is TaskStatus.PIPELINED and task.node:
                     out.pipelined[task.key] = task.node
-        out.podgroups[job.uid] = podgroup_status(ssn, job)
-    out.queues = queue_status(ssn)
+        out.podgroups[job.uid] = podgroup_result(ssn, job)
+    out.queues = queue_results(ssn)
+    out.nodes = NodeRoom(
+        names=tuple(n.name for n in ssn.nodes), allocatable=ssn.arrays.allocatable.copy(), idle=ssn.arrays.idle()
+    )
     return out
-
-

@@ -87,10 +87,17 @@ class Columns(Protocol):
 class NodeRows(Protocol):
     """The node arrays over the rows being evaluated."""
 
-    allocatable: Columns
-    used: Columns
-    releasing: Columns
-    pipelined: Columns
+    @property
+    def allocatable(self) -> Columns: ...
+
+    @property
+    def used(self) -> Columns: ...
+
+    @property
+    def releasing(self) -> Columns: ...
+
+    @property
+    def pipelined(self) -> Columns: ...
 
 
 class _VectorColumns:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
-from extender.engine.callbacks import Callbacks, EventHandler, ValidateResult
+from extender.engine.callbacks import Callbacks
 from extender.engine.conf import SchedulerConf
-from extender.engine.framework import ABSTAIN, PERMIT, REJECT, Fn
+from extender.engine.interface import Code, QueueReport, Status
 from extender.engine.model import (
     ALLOCATED_STATUS,
     ON_NODE_STATUS,
@@ -26,22 +27,25 @@ from extender.engine.model import (
     Task,
     TaskStatus,
 )
-from extender.engine.placement import Index, Mask, Placement, Predicate, Scorer, Scores
+from extender.engine.placement import Index, Mask, Placement, Scores
 from extender.engine.snapshot import PodRecord, Snapshot
 from lapilli.resources.vector import TOLERANCE, Dims, Vec
 
 
-@dataclass(slots=True)
-class QueueReport:
-    deserved: Vec
-    share: float
+class PodGroupEvent(NamedTuple):
+    """An event a plugin raised for a PodGroup this session (Volcano's `ssn.recorder` on the PodGroup)."""
+
+    key: str
+    type: str
+    reason: str
+    message: str
 
 
 @dataclass(slots=True)
 class SessionRecords:
     binds: dict[str, str] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
-    events: list[tuple[str, str, str, str]] = field(default_factory=list)  # (object key, type, reason, message)
+    events: list[PodGroupEvent] = field(default_factory=list)
 
 
 def _priority(pod: PodRecord, snap: Snapshot) -> int:
@@ -90,7 +94,7 @@ class Session(Callbacks):
         self.queue_reports: dict[str, QueueReport] = {}
         self.conditions: dict[str, tuple[str, str, str]] = {}
         self._open_plugins(self)
-        self.placement.plug(self._all(Fn.PREDICATE), self._all(Fn.NODE_ORDER))
+        self.placement.plug(self.predicates.all(), self.node_orders.all())
 
     # ---- building -------------------------------------------------------------------------------------------
     def _build_nodes(self, snap: Snapshot) -> None:
@@ -295,8 +299,9 @@ class Session(Callbacks):
         """Plugin predicates only (no resource fit), for one node."""
         return self.placement.predicate_node(task, node)
 
-    def fit_error(self, task: Task) -> str:
-        """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`"""
+    def fit_error(self, task: Task) -> Status:
+        """Why no node accepts `task`: Volcano's FitErrors text (`0/N nodes are unavailable: 3 Insufficient
+        cpu.`), UnschedulableAndUnresolvable when the static predicates refuse every node (no eviction helps)."""
         return self.placement.fit_error(task)
 
     # ---- helpers for actions --------------------------------------------------------------------------------
@@ -308,6 +313,18 @@ class Session(Callbacks):
 
     def allocated_tasks(self, job: Job) -> Iterable[Task]:
         return (t for t in job.tasks.values() if t.status in ALLOCATED_STATUS)
+
+    def record_event(self, key: str, type_: str, reason: str, message: str) -> None:
+        """An event for PodGroup `key` (the service decides when it is written)."""
+        self.records.events.append(PodGroupEvent(key, type_, reason, message))
+
+    def job_status(self, job: Job) -> Status:
+        """Why a job that is not ready got no place this session: Unschedulable unless every task that found no
+        node was refused by static predicates on every node (then preemption cannot help: unresolvable)."""
+        errors = [job.fit_errors[t.uid] for t in job.tasks.values() if t.uid in job.fit_errors]
+        unresolvable = bool(errors) and all(e.unresolvable for e in errors)
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+        return Status(code, self.job_fit_error(job))
 
     def set_condition(self, job: Job, kind: str, reason: str, message: str) -> None:
         """Record this session's PodGroup condition (`Unschedulable` or `Scheduled`) for `job`."""
@@ -325,7 +342,7 @@ class Session(Callbacks):
         pending = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING]
         if pending:
             text += f"; Pending: {len(pending)} Unschedulable"
-            errors = dict.fromkeys(job.fit_errors[t.uid] for t in pending if t.uid in job.fit_errors)
+            errors = dict.fromkeys(job.fit_errors[t.uid].message for t in pending if t.uid in job.fit_errors)
             if errors:
                 text += " (" + " ".join(errors) + ")"
         return text
@@ -335,16 +352,4 @@ class Session(Callbacks):
             plugin.on_session_close(self)
 
 
-__all__ = [
-    "ABSTAIN",
-    "PERMIT",
-    "REJECT",
-    "EventHandler",
-    "Index",
-    "Mask",
-    "Predicate",
-    "QueueReport",
-    "Scorer",
-    "Session",
-    "ValidateResult",
-]
+__all__ = ["Index", "Mask", "PodGroupEvent", "QueueReport", "Scores", "Session", "SessionRecords"]

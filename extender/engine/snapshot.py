@@ -21,6 +21,7 @@ from lapilli.api.constants import (
 )
 from lapilli.meta import describe, name_of, namespace_of, section
 from lapilli.resources.units import Units, pod_request, resource_list_units
+from lapilli.times import parse_rfc3339
 
 
 class SnapshotError(ValueError):
@@ -112,7 +113,7 @@ def timestamp(value: Any) -> float:
     if isinstance(value, datetime):
         return value.timestamp()
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+        return parse_rfc3339(str(value))
     except ValueError as exc:
         raise ValueError(f"not an RFC 3339 time: {value!r}") from exc
 

@@ -7,17 +7,18 @@ of different queues in victim-queue order, otherwise in reverse job order — th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cmp_to_key
+from typing import Protocol
 
 import numpy as np
 
+from extender.engine.interface import Mask, SessionView
 from extender.engine.model import Node, Task
-from extender.engine.session import Session
 from lapilli.resources.vector import less_equal
 
 
-def victim_order(ssn: Session, victims: Iterable[Task], preemptor: Task) -> list[Task]:
+def victim_order(ssn: SessionView, victims: Iterable[Task], preemptor: Task) -> list[Task]:
     """`victims` in the order they are evicted (first = least important)."""
     preemptor_queue = ssn.queues[ssn.jobs[preemptor.job].queue] if preemptor.job in ssn.jobs else None
 
@@ -36,7 +37,7 @@ def victim_order(ssn: Session, victims: Iterable[Task], preemptor: Task) -> list
     return sorted(victims, key=cmp_to_key(compare))
 
 
-def validate_victims(ssn: Session, preemptor: Task, node: Node, victims: list[Task] | None) -> bool:
+def validate_victims(ssn: SessionView, preemptor: Task, node: Node, victims: list[Task] | None) -> bool:
     """There are victims, and evicting all of them would let the preemptor fit the node's future idle."""
     if not victims:
         return False
@@ -44,7 +45,14 @@ def validate_victims(ssn: Session, preemptor: Task, node: Node, victims: list[Ta
     return less_equal(preemptor.resreq, future)
 
 
-def candidate_nodes(ssn: Session, task: Task) -> list[Node]:
+class _Placing(Protocol):
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+    def static_mask(self, task: Task) -> Mask: ...
+
+
+def candidate_nodes(ssn: _Placing, task: Task) -> list[Node]:
     """Nodes an eviction could open for `task`, in name order (Volcano's `PredicateForPreemptAction`).
 
     Only failures eviction cannot resolve rule a node out: the static predicates (selector, affinity, taints,

@@ -22,6 +22,7 @@ from extender.service.plan import Plan
 from extender.service.runner import ProcessRunner
 from extender.service.settings import ExtenderSettings
 from extender.service.state import ClusterState
+from extender.service.why import WhyLoop
 from lapilli.cluster.leader import LeaseElector
 from lapilli.kube import KubeClient
 
@@ -61,6 +62,9 @@ class ExtenderComponent:
         self.permit = PermitCache(self._bind_now, settings.permit_timeout_s, on_timeout=self._timed_out)
         self.extender = Extender(self.state, self.plan, self.loop, self.permit, writer, self.metrics,
                                  scheduler_names=settings.scheduler_names)
+        self.why = WhyLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
+                           lambda: self.state.store("PodGroup"), writer, registry,
+                           interval_s=settings.why_interval_s or 1.0, is_leader=self.is_leader)
         self.runner = ProcessRunner(kubeconfig) if settings.session_process else None
         if self.runner is not None:
             self.loop.runner = self.runner
@@ -103,6 +107,8 @@ class ExtenderComponent:
         if self.elector is not None:
             self._tasks.append(asyncio.create_task(self.elector.run_forever(), name="lease"))
         self._tasks.append(asyncio.create_task(self.loop.run_forever(), name="session-loop"))
+        if self.settings.why_interval_s > 0:
+            self._tasks.append(asyncio.create_task(self.why.run_forever(), name="why"))
         app = make_app(self.extender, self.is_leader, self.answering)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()

@@ -15,17 +15,22 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Container, Mapping
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 import numpy as np
 
+from extender.engine.model import NodeArrays
+from extender.engine.plugins.binpack import BinpackArgs, binpack_score, binpack_terms
+from extender.engine.results import resource_units
+from extender.engine.rowmath import VECTOR, VectorRows
+from extender.engine.status import Code, Status
 from extender.service.bindcheck import Refusal, names_refusal, node_refusal, pod_refusal, room_refusal
 from extender.service.loop import SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
 from extender.service.plan import Plan
-from extender.service.session import Outcome
+from extender.service.session import UNRESOLVED, WAITING, Outcome
 from extender.service.state import ClusterState
 from extender.service.wire import (
     ExtenderArgs,
@@ -49,13 +54,13 @@ from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODS
 from lapilli.meta import annotations_of, meta, name_of, namespace_of, resource_version, uid_of
-from lapilli.resources.units import GPU, pod_request, to_units
+from lapilli.resources.units import CPU, GPU, MEMORY, pod_request
 from lapilli.resources.vector import TOLERANCE
 
 NOT_SYNCED = "lapilli: the cluster cache is not synced yet; retry"
 MAX_SCORE = 10
-# Prioritize packs GPUs first: a GPU counts ten times cpu or memory.
-BINPACK_WEIGHTS: Mapping[str, float] = {"cpu": 1.0, "memory": 1.0, GPU: 10.0}
+# Prioritize packs GPUs first: the binpack plugin with a GPU counting ten times cpu or memory.
+PRIORITIZE_BINPACK: Final = BinpackArgs(weight=1.0, weights=((CPU, 1.0), (MEMORY, 1.0), (GPU, 10.0)))
 
 
 def _meta(pod: Mapping[str, Any]) -> tuple[str, str, str | None]:
@@ -107,7 +112,7 @@ class Extender:
             refusal = self._plain_refusal(args.pod)
             if refusal is None:
                 return filter_result(offered)
-            return filter_refusal(offered, f"pod {key}: {refusal}")
+            return filter_refusal(offered, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"pod {key}: {refusal}"))
         node = self.plan.node_for(key)
         if node is not None and node in offered:
             return filter_result([node])
@@ -118,14 +123,13 @@ class Extender:
             if moved is not None:
                 return filter_result([moved])
             self.plan.drop(gang)
-            reason = f"gang {gang}: planned node {node} was not offered and no offered node fits; re-planning"
+            why = Status(UNRESOLVED, f"planned node {node} was not offered and no offered node fits; re-planning")
         else:
             latest = self.loop.latest
-            why = latest.reasons.get(gang) if latest is not None else None
-            reason = f"gang {gang}: {why or 'waiting for a scheduling session'}"
+            why = (latest.reasons.get(gang) if latest is not None else None) or WAITING
         self.loop.waiting.add(key)
         self.loop.poke()
-        return filter_refusal(offered, reason)
+        return filter_refusal(offered, Status(why.code, f"gang {gang}: {why.message}"))
 
     def _admitted_single(self, gang: str, pod: Mapping[str, Any]) -> bool:
         """A gang of one needs no plan: there is nothing to gather, and kube-scheduler's own filters have
@@ -158,10 +162,11 @@ class Extender:
         latest = self.loop.latest
         if latest is None:
             return "waiting for a scheduling session"
-        allocated = (latest.queues.get(name) or {}).get("allocated") or {}
+        computed = latest.queues.get(name)
+        allocated = resource_units(latest.dims, computed.allocated) if computed is not None else {}
         request = self._units(pod)
         for resource, limit in queue.capability.items():
-            have = to_units(resource, allocated[resource]) if resource in allocated else 0.0
+            have = float(allocated.get(resource, 0))
             if limit > 0 and have + request.get(resource, 0.0) > limit:
                 return f"queue {name} is at its {resource} capability"
         return None
@@ -212,22 +217,16 @@ class Extender:
 
     # ---- prioritize -----------------------------------------------------------------------------------------
     def _binpack(self, req: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """The binpack plugin's score (`binpack_score`, GPU weighted) over nodes `idx`, scaled to 0–1: what
+        the node's room would be once the pod is placed (0 where it does not fit)."""
         latest = self.loop.latest
         assert latest is not None
-        alloc = latest.allocatable[idx]
-        used = alloc - latest.idle[idx]
-        total = np.zeros(len(idx))
-        weight_sum = 0.0
-        for name, weight in BINPACK_WEIGHTS.items():
-            d = latest.dims.index.get(name)
-            if d is None or req[d] < TOLERANCE:
-                continue
-            weight_sum += weight
-            with np.errstate(divide="ignore", invalid="ignore"):
-                total += np.where(alloc[:, d] > 0, weight * (req[d] + used[:, d]) / alloc[:, d], 0.0)
-        if weight_sum == 0:
+        terms = binpack_terms(PRIORITIZE_BINPACK, latest.dims.index, req)
+        if terms is None:
             return np.zeros(len(idx))
-        return total / weight_sum
+        arrays = NodeArrays.of(latest.allocatable[idx])
+        arrays.used[:] = arrays.allocatable - latest.idle[idx]
+        return np.asarray(binpack_score(VECTOR, VectorRows(arrays, None), terms), dtype=np.float64) / 100.0
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         """`[{"Host", "Score"}]`, sparse. kube-scheduler adds `Score × weight × 10` to each node's total and
@@ -397,8 +396,8 @@ class Extender:
                 lost[gang] = lost.get(gang, 0) + 1
                 podgroup = snap.podgroups.get(gang)
                 if podgroup is not None and latest is not None:
-                    queue = latest.queues.get(podgroup.queue) or {}
-                    if queue.get("deserved") is not None and float(queue.get("share", 0.0)) <= 1.0:
+                    queue = latest.queues.get(podgroup.queue)
+                    if queue is not None and queue.deserved is not None and queue.share <= 1.0:
                         return False  # its queue is within what it deserves
         for gang, count in lost.items():
             podgroup = snap.podgroups.get(gang)

@@ -154,14 +154,15 @@ class SessionLoop:
         todo = [k for k in outcome.evictions if k not in self._recent_evictions]
         for key in todo:
             self._recent_evictions[key] = now
-        await asyncio.gather(*(self._evict_one(key) for key in todo))
+        await asyncio.gather(*(self._evict_one(key, *outcome.evicted_by.get(key, ("", ""))) for key in todo))
 
-    async def _evict_one(self, key: str) -> None:
+    async def _evict_one(self, key: str, action: str = "", queue: str = "") -> None:
         namespace, name = key.split("/", 1)
         async with self._write:
             try:
                 await self.client.evict(namespace, name)
                 self.metrics.evictions.inc()
+                self.metrics.evictions_by.labels(action or "unknown", queue).inc()
                 log.info("evicted %s", key)
             except NotFound:
                 pass
@@ -175,7 +176,7 @@ class SessionLoop:
             namespace, _, name = key.rpartition("/")
             writes.append(self._patch_status(kinds[kind], name, namespace or None, status))
         for name, computed in outcome.queues.items():
-            self.metrics.observe_queue(name, computed)
+            self.metrics.observe_queue(name, outcome.dims, computed)
         await asyncio.gather(*writes)
 
     def _record_events(self, outcome: Outcome) -> None:

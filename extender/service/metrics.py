@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from lapilli.resources import parse_quantity
+from extender.engine.results import QueueResult, resource_amounts
+from lapilli.resources.vector import Dims
 
 _LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 60)
 
@@ -32,6 +32,9 @@ class ExtenderMetrics:
             "lapilli_gang_permit_timeouts_total", "Gangs whose permit timed out at bind.", registry=registry
         )
         self.evictions = Counter("lapilli_evictions_total", "Pods evicted by preempt or reclaim.", registry=registry)
+        self.evictions_by = Counter(
+            "lapilli_evictions_by_action_total", "Pods evicted, by the action that chose them (preempt, reclaim) and "
+            "the queue they were taken from.", ["action", "queue"], registry=registry)
         self.session_seconds = Histogram(
             "lapilli_session_duration_seconds", "Scheduling session duration.", buckets=_LATENCY_BUCKETS,
             registry=registry,
@@ -49,10 +52,11 @@ class ExtenderMetrics:
             "lapilli_queue_allocated", "Queue allocation.", ["queue", "resource"], registry=registry
         )
 
-    def observe_queue(self, name: str, computed: Mapping[str, Any]) -> None:
-        for resource, quantity in (computed.get("deserved") or {}).items():
-            self.queue_deserved.labels(name, resource).set(float(parse_quantity(quantity)))
-        for resource, quantity in (computed.get("allocated") or {}).items():
-            self.queue_allocated.labels(name, resource).set(float(parse_quantity(quantity)))
+    def observe_queue(self, name: str, dims: Dims, queue: QueueResult) -> None:
+        if queue.deserved is not None:
+            for resource, amount in resource_amounts(dims, queue.deserved).items():
+                self.queue_deserved.labels(name, resource).set(amount)
+        for resource, amount in resource_amounts(dims, queue.allocated).items():
+            self.queue_allocated.labels(name, resource).set(amount)
         for resource, count in self._restarts_source().items():
             self._restarts.labels(resource).set(count)

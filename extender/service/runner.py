@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from extender.engine.conf import SchedulerConf
 from extender.service.pacing import Pacer
@@ -29,6 +29,21 @@ from extender.service.state import ClusterState
 log = logging.getLogger("lapilli.extender")
 
 SESSION_NICENESS = 10  # added to the session process's niceness
+
+
+class SessionRequest(NamedTuple):
+    """Down the pipe: run a session with the plan's placements assumed, under this conf."""
+
+    placements: dict[str, str]
+    conf: SchedulerConf
+
+
+class SessionReply(NamedTuple):
+    """Up the pipe: the outcome (None while not synced); `same_nodes` means its node index was left out because
+    the node set is the one sent last time."""
+
+    outcome: Outcome | None
+    same_nodes: bool
 
 
 def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer) -> Outcome:
@@ -84,7 +99,8 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
     sent_nodes: dict[str, int] | None = None
     while True:
         try:
-            placements, conf = await loop.run_in_executor(None, conn.recv)
+            request: SessionRequest = await loop.run_in_executor(None, conn.recv)
+            placements, conf = request
             outcome = None
             same_nodes = False
             if state.synced:
@@ -93,7 +109,7 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
                 sent_nodes = outcome.node_index
                 if same_nodes:
                     outcome = dataclasses.replace(outcome, node_index={})
-            await loop.run_in_executor(None, conn.send, (outcome, same_nodes))
+            await loop.run_in_executor(None, conn.send, SessionReply(outcome, same_nodes))
         except (EOFError, BrokenPipeError, ConnectionResetError):
             return  # the parent is gone (even a SIGKILLed one closes its end of the pipe)
 
@@ -128,9 +144,9 @@ class ProcessRunner:
         conn = self._conn
         loop = asyncio.get_running_loop()
         async with self._lock:
-            await loop.run_in_executor(None, conn.send, (placements, conf))
-            outcome: Outcome | None
-            outcome, same_nodes = await loop.run_in_executor(None, conn.recv)
+            await loop.run_in_executor(None, conn.send, SessionRequest(placements, conf))
+            reply: SessionReply = await loop.run_in_executor(None, conn.recv)
+            outcome, same_nodes = reply
         if outcome is not None:
             if same_nodes:
                 outcome.node_index = self._nodes  # the very same dict: later comparisons are by identity

@@ -4,23 +4,19 @@ after it (each node's room once the plan is counted, for prioritize and for re-p
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Final, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.engine.conf import SchedulerConf
-from extender.engine.framework import ACTIONS
-from extender.engine.model import TaskStatus
-from extender.engine.results import decisions
-from extender.engine.run import collector_paused, open_session
-from extender.engine.session import Session
+from extender.engine.results import Decisions, PodGroupResult, QueueResult, resource_list
+from extender.engine.run import run_session
 from extender.engine.snapshot import Snapshot
+from extender.engine.status import Code, Status
 from extender.service.pacing import Pacer
 from extender.service.status import (
     READY_MESSAGE,
@@ -34,8 +30,35 @@ from extender.service.status import (
 from lapilli.kube.events import EventType
 from lapilli.meta import uid_of
 from lapilli.resources.vector import Dims
+from lapilli.times import rfc3339
 
-_UNREADY = re.compile(r"^(\d+)/(\d+) tasks in gang unschedulable")
+
+class GangPlan(NamedTuple):
+    """A gang the session placed: its bind quorum and where each member goes."""
+
+    min_member: int
+    nodes: dict[str, str]  # pod key -> node
+
+
+class Eviction(NamedTuple):
+    action: str  # preempt | reclaim
+    queue: str  # the evicted pod's queue
+
+
+class StatusWrite(NamedTuple):
+    kind: str  # "PodGroup" | "Queue"
+    key: str
+    status: dict[str, Any]  # the status (PodGroup) or a merge patch of it (Queue)
+
+
+class EventWrite(NamedTuple):
+    """A PodGroup event that is due (already paced)."""
+
+    key: str
+    uid: str
+    type: EventType
+    reason: str
+    message: str
 
 
 @dataclass(slots=True)
@@ -44,31 +67,35 @@ class Outcome:
     unpickled on the event loop that answers the verbs."""
 
     evictions: list[str]
-    new_plans: dict[str, tuple[int, dict[str, str]]]  # gang -> (minMember, pod -> node)
-    reasons: dict[str, str]  # gang without a plan -> the one-line reason filter gives
-    status_writes: list[tuple[str, str, dict[str, Any]]]  # (kind, key, status or patch)
-    events: list[tuple[str, str, EventType, str, str]]  # (PodGroup key, uid, type, reason, message), paced
-    queues: dict[str, dict[str, Any]]
+    new_plans: dict[str, GangPlan]
+    reasons: dict[str, Status]  # gang without a plan -> the one-line reason filter gives, and its code
+    status_writes: list[StatusWrite]
+    events: list[EventWrite]
+    queues: dict[str, QueueResult]  # vectors over `dims`
     dims: Dims
     node_index: dict[str, int]
     allocatable: npt.NDArray[np.float64]
     idle: npt.NDArray[np.float64]
     seconds: float = 0.0
+    evicted_by: dict[str, Eviction] = field(default_factory=dict)  # pod -> which action, from which queue
 
 
-def short_reason(status: dict[str, object], min_member: int, queue: str) -> str:
-    """`3/4 pods placeable`, or why the gang was not admitted: the one line kube-scheduler shows."""
-    if status.get("phase") == "Pending":
-        return f"not admitted to queue {queue} yet (PodGroup Pending)"
-    for cond in status.get("conditions") or []:  # type: ignore[attr-defined]
-        match = _UNREADY.match(str(cond.get("message", "")))
-        if cond.get("type") == "Unschedulable" and match:
-            unready = int(match.group(1))
-            return f"{max(min_member - unready, 0)}/{min_member} pods placeable"
-    return "waiting for a scheduling session"
+UNRESOLVED: Final = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+# A gang no session has judged yet: kube-scheduler's preemption would not place it either.
+WAITING: Final = Status(UNRESOLVED, "waiting for a scheduling session")
 
 
-def bind_quorum(ssn: Session, gang: str, min_member: int) -> int:
+def short_reason(pg: PodGroupResult) -> Status:
+    """`3/4 pods placeable` (Unschedulable unless no eviction could help, see `Session.job_status`), or why the gang
+    was not admitted: the one line kube-scheduler shows."""
+    if pg.phase == "Pending":
+        return Status(UNRESOLVED, f"not admitted to queue {pg.queue} yet (PodGroup Pending)")
+    if pg.unschedulable:
+        return Status(pg.status.code, f"{pg.ready}/{pg.min_member} pods placeable")
+    return WAITING
+
+
+def bind_quorum(pg: PodGroupResult | None, min_member: int) -> int:
     """How many members must be bound or at bind together before the permit cache lets any of them go.
 
     `minMember`, unless the session committed the gang with fewer: Volcano counts pending BestEffort tasks as ready
@@ -76,8 +103,7 @@ def bind_quorum(ssn: Session, gang: str, min_member: int) -> int:
     members no session planned would hold the placed ones until the permit times out, every time. The members
     the session sees ready are the bound ones, the planned ones still on their way and the ones it just planned.
     """
-    job = ssn.jobs.get(gang)
-    return min_member if job is None else min(min_member, job.ready_num())
+    return min_member if pg is None else min(min_member, pg.ready)
 
 
 class CurrentStatus(Protocol):
@@ -98,28 +124,32 @@ def run(
     """`pacer` remembers earlier sessions' writes; `now` is its clock (monotonic seconds)."""
     start = time.perf_counter()
     now = time.monotonic() if now is None else now
-    with collector_paused():
-        ssn = open_session(snap, conf)
-        for name in conf.actions:
-            ACTIONS[name]().execute(ssn)
-        ssn.close()
-        result = decisions(ssn)
-    new_plans: dict[str, tuple[int, dict[str, str]]] = {}
+    result = run_session(snap, conf)
+    evicted_by: dict[str, Eviction] = {}
+    for key, action in result.evicted_by.items():  # which action evicted it, and its queue: the metrics' labels
+        pod = snap.pods.get(key)
+        pg = snap.podgroups.get(f"{pod.namespace}/{pod.group}") if pod is not None else None
+        evicted_by[key] = Eviction(action, pg.queue if pg is not None else "")
+    new_plans: dict[str, GangPlan] = {}
     for pod_key, node in result.binds.items():
         pod = snap.pods[pod_key]
         gang = f"{pod.namespace}/{pod.group}"
         if pod.group and gang in snap.podgroups:
-            new_plans.setdefault(gang, (bind_quorum(ssn, gang, snap.podgroups[gang].min_member), {}))[1][
-                pod_key
-            ] = node
+            if gang not in new_plans:
+                quorum = bind_quorum(result.podgroups.get(gang), snap.podgroups[gang].min_member)
+                new_plans[gang] = GangPlan(quorum, {})
+            new_plans[gang].nodes[pod_key] = node
     planned = {f"{snap.pods[p].namespace}/{snap.pods[p].group}" for p in placements if p in snap.pods}
     planned |= set(new_plans)
-    reasons, writes, events = _podgroups(ssn, result.podgroups, podgroups, planned, pacer, now)
+    reasons, writes, events = _podgroups(result, podgroups, planned, pacer, now)
     for name, computed in result.queues.items():
-        patch = queue_status((queues.get(name) or {}).get("status") or {}, computed)
+        current = (queues.get(name) or {}).get("status") or {}
+        patch = queue_status(current, resource_list(result.dims, computed.allocated))
         if patch is not None and pacer.queue_due(name, patch, now):
-            writes.append(("Queue", name, patch))
+            writes.append(StatusWrite("Queue", name, patch))
     pacer.retain(result.podgroups, result.queues)
+    room = result.nodes
+    assert room is not None  # decisions() always reports the nodes
     return Outcome(
         evictions=result.evictions,
         new_plans=new_plans,
@@ -127,36 +157,31 @@ def run(
         status_writes=writes,
         events=events,
         queues=result.queues,
-        dims=ssn.dims,
-        node_index={n.name: n.idx for n in ssn.nodes},
-        allocatable=ssn.arrays.allocatable.copy(),
-        idle=ssn.arrays.idle(),
+        dims=result.dims,
+        node_index={name: row for row, name in enumerate(room.names)},
+        allocatable=room.allocatable,
+        idle=room.idle,
         seconds=time.perf_counter() - start,
+        evicted_by=evicted_by,
     )
 
 
 def _podgroups(
-    ssn: Session,
-    computed_statuses: Mapping[str, Mapping[str, Any]],
-    podgroups: CurrentStatus,
-    planned: set[str],
-    pacer: Pacer,
-    now: float,
-) -> tuple[dict[str, str], list[tuple[str, str, dict[str, Any]]], list[tuple[str, str, EventType, str, str]]]:
+    result: Decisions, podgroups: CurrentStatus, planned: set[str], pacer: Pacer, now: float
+) -> tuple[dict[str, Status], list[StatusWrite], list[EventWrite]]:
     """Filter's reasons for the gangs without a plan, the PodGroup status writes, and the events that are due."""
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    reasons: dict[str, str] = {}
-    writes: list[tuple[str, str, dict[str, Any]]] = []
-    events: list[tuple[str, str, EventType, str, str]] = []
-    for key, computed in computed_statuses.items():
-        job = ssn.jobs[key]
+    stamp = rfc3339(time.time())
+    reasons: dict[str, Status] = {}
+    writes: list[StatusWrite] = []
+    events: list[EventWrite] = []
+    for key, computed in result.podgroups.items():
         if key not in planned:
-            reasons[key] = short_reason(computed, job.min_member, job.queue)
+            reasons[key] = short_reason(computed)
         stored = podgroups.get(key) or {}
         current = stored.get("status") or {}
-        new = podgroup_status(current, computed, stamp, planned=key in planned)
+        new = podgroup_status(current, computed.to_json(), stamp, planned=key in planned)
         if new is not None:
-            writes.append(("PodGroup", key, new))
+            writes.append(StatusWrite("PodGroup", key, new))
         phase = (new or current).get("phase") or ""
         # A planned gang not yet Running has its pods on their way through kube-scheduler's filter and bind and
         # the permit cache. Volcano warns here too ("0/4 tasks in gang unschedulable: …, 4 Binding"), its phase
@@ -164,27 +189,25 @@ def _podgroups(
         # (Scheduled once the pods show bound) rather than call a binding gang unschedulable.
         if key in planned and phase in UNSCHEDULABLE_PHASES:
             continue
-        event = _podgroup_event(ssn, key, phase, new is not None, pacer, now)
+        event = _podgroup_event(computed, key, phase, new is not None, pacer, now)
         if event is not None:
-            uid = uid_of(stored)
-            events.append((key, uid, *event))
+            events.append(EventWrite(key, uid_of(stored), *event))
     return reasons, writes, events
 
 
 def _podgroup_event(
-    ssn: Session, key: str, phase: str, updated: bool, pacer: Pacer, now: float
+    pg: PodGroupResult, key: str, phase: str, updated: bool, pacer: Pacer, now: float
 ) -> tuple[EventType, str, str] | None:
     """(type, reason, message) of the event `key` gets this session, if one is due."""
     kind = podgroup_event(phase, updated)
     if kind is None:
         return None
     type_, reason = kind
-    job = ssn.jobs[key]
 
     def message() -> str:
         if kind != UNSCHEDULABLE:
             return READY_MESSAGE
-        return unschedulable_message(job.counts[TaskStatus.PENDING], len(job.tasks), ssn.job_fit_error(job))
+        return unschedulable_message(pg.pending, pg.tasks, pg.status.message)
 
     text = pacer.event_due(key, reason, now, message)
     return None if text is None else (type_, reason, text)

@@ -47,6 +47,8 @@ class ExtenderSettings:
     """Name of the extender's Lease."""
     scheduler_names: tuple[str, ...] = flag("--scheduler-name", (DEFAULT_SCHEDULER_NAME,))
     """Pods of these schedulers are Volcano's (as the webhook and the controllers read them)."""
+    why_interval_s: float = flag("--why-interval", 10.0)
+    """Seconds between explanations written on waiting PodGroups (condition `lapilli.io/Why`); 0 turns them off."""
     sync_timeout_s: float = 60.0
     """How long start-up waits for the cluster cache before the verbs are answered anyway (not ready until
     synced)."""
@@ -67,6 +69,8 @@ class ExtenderSettings:
                     out.append(f"--scheduler-conf {self.scheduler_conf}: {exc}")
         if self.session_period_s <= 0:
             out.append(f"--session-period {self.session_period_s} must be > 0 seconds")
+        if self.why_interval_s < 0:
+            out.append(f"--why-interval {self.why_interval_s} must be >= 0 seconds (0: off)")
         if not 0 < self.permit_timeout_s < 60:
             out.append(f"--permit-timeout {self.permit_timeout_s} must be between 0 and the bind httpTimeout (60s)")
         return out

@@ -51,7 +51,6 @@ class ClusterState:
         on_pod_settled: Callable[[str], None] | None = None,
     ) -> None:
         self.snapshot = Snapshot()
-        self.generation = 0
         self.rejected = 0
         self.pod_keys_by_uid: dict[str, str] = {}
         self.gang_members: dict[str, set[str]] = {}  # "ns/pg" -> pod keys naming it
@@ -89,7 +88,6 @@ class ClusterState:
             relevant = _pod_matters(event_type, obj)
             if self._on_pod_settled is not None and _settled(event_type, obj):
                 self._on_pod_settled(f"{namespace_of(obj) or 'default'}/{name_of(obj)}")
-        self.generation += 1
         if relevant and self._on_change is not None:
             self._on_change()
 

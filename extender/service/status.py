@@ -46,12 +46,12 @@ def podgroup_status(
     return None if same else new
 
 
-def queue_status(current: Mapping[str, Any], computed: Mapping[str, Any]) -> dict[str, Any] | None:
-    """`allocated` as the session counted it; `state` only filled in when the queue has none yet."""
+def queue_status(current: Mapping[str, Any], allocated: Mapping[str, str]) -> dict[str, Any] | None:
+    """`allocated` (a ResourceList) as the session counted it; `state` only filled in when the queue has none."""
     patch: dict[str, Any] = {}
-    if dict(current.get("allocated") or {}) != computed["allocated"]:
-        patch["allocated"] = computed["allocated"] or None
-        if not computed["allocated"] and not current.get("allocated"):
+    if dict(current.get("allocated") or {}) != allocated:
+        patch["allocated"] = allocated or None
+        if not allocated and not current.get("allocated"):
             patch.pop("allocated")
     if not current.get("state"):
         patch["state"] = "Open"

@@ -10,6 +10,7 @@ from typing import Any, Final, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from extender.engine.status import Status
 from lapilli.meta import name_of, uid_of
 
 MAX_NODES: Final = 65_536
@@ -71,11 +72,16 @@ def filter_result(names: list[str] | None = None, *, error: str = "") -> Extende
     return {"Nodes": None, "NodeNames": names, "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": error}
 
 
-def filter_refusal(offered: list[str], reason: str) -> ExtenderFilterResult:
-    """Every offered node fails with one reason, as unresolvable too: preempting for this pod would not help
-    (kube-scheduler shows the reason once in the pod's events)."""
-    failed = dict.fromkeys(offered, reason)
-    return {"Nodes": None, "NodeNames": [], "FailedNodes": failed, "FailedAndUnresolvableNodes": failed, "Error": ""}
+def filter_refusal(offered: list[str], status: Status) -> ExtenderFilterResult:
+    """Every offered node fails with one reason (kube-scheduler shows it once in the pod's events). Only an
+    UnschedulableAndUnresolvable status marks the nodes `FailedAndUnresolvableNodes` (preempting there would not
+    help; they stay in `FailedNodes` too, for schedulers that predate the second map, which takes precedence);
+    an Unschedulable one leaves kube-scheduler free to try preemption, whose victims the preempt verb vets."""
+    failed = dict.fromkeys(offered, status.message)
+    unresolvable = failed if status.unresolvable else {}
+    return {
+        "Nodes": None, "NodeNames": [], "FailedNodes": failed, "FailedAndUnresolvableNodes": unresolvable, "Error": ""
+    }
 
 
 class ExtenderBindingArgs(_Wire):

@@ -16,7 +16,6 @@ from lapilli.api.common import (
     ResourceList,
     TopLevelModel,
     VolcanoModel,
-    parse_duration,
 )
 from lapilli.api.job import (
     DependsOn,
@@ -112,6 +111,5 @@ __all__ = [
     "VolcanoObject",
     "VolumeSpec",
     "model_for",
-    "parse_duration",
     "parse_object",
 ]

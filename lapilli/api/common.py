@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Final, Self
 
@@ -35,6 +34,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from lapilli.times import parse_duration, parse_rfc3339_datetime
+
 # The pattern Kubernetes puts on every `resource.Quantity` in a CRD schema (controller-gen output), so the model
 # accepts exactly the strings the API server does.
 QUANTITY_PATTERN: Final = (
@@ -46,18 +47,6 @@ DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 _QUANTITY_RE: Final = re.compile(QUANTITY_PATTERN)
-_DURATION_PART_RE: Final = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-_DURATION_UNIT_SECONDS: Final = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,  # U+00B5 micro sign
-    "μs": 1e-6,  # U+03BC Greek mu; Go accepts both
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
 INT32_MIN: Final = -(2**31)
 INT32_MAX: Final = 2**31 - 1
 
@@ -73,28 +62,6 @@ def _check_quantity(value: object) -> object:
     return value
 
 
-def parse_duration(text: str) -> timedelta:
-    """Parse a Go duration (`metav1.Duration` on the wire: "90s", "1h30m", "250ms", "-1.5h", "0").
-
-    Mirrors `time.ParseDuration`: an optional sign, then one or more decimal numbers each with a unit of ns, us
-    (µs), ms, s, m or h; a bare "0" is the only unit-less value. Raises ValueError on anything else.
-    """
-    body = text[1:] if text[:1] in "+-" else text
-    if body == "0":
-        return timedelta(0)
-    if not body:
-        raise ValueError(f"{text!r} is not a duration (expected e.g. '30s', '10m', '1h30m')")
-    seconds = 0.0
-    position = 0
-    while position < len(body):
-        match = _DURATION_PART_RE.match(body, position)
-        if match is None or match.group(1) in ("", "."):
-            raise ValueError(f"{text!r} is not a duration (expected e.g. '30s', '10m', '1h30m')")
-        seconds += float(match.group(1)) * _DURATION_UNIT_SECONDS[match.group(2)]
-        position = match.end()
-    return timedelta(seconds=-seconds if text.startswith("-") else seconds)
-
-
 def _check_duration(value: str) -> str:
     parse_duration(value)
     return value
@@ -103,7 +70,7 @@ def _check_duration(value: str) -> str:
 def _check_timestamp(value: str) -> str:
     """metav1.Time is RFC 3339 on the wire; keep the text so a round trip is byte-exact."""
     try:
-        datetime.fromisoformat(value)
+        parse_rfc3339_datetime(value)
     except ValueError:
         raise ValueError(f"{value!r} is not an RFC 3339 timestamp (expected e.g. '2024-05-01T12:00:00Z')") from None
     return value

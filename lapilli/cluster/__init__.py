@@ -2,15 +2,15 @@
 election that decides which replica acts on it (kernel)."""
 
 from lapilli.cluster.leader import LeaderGauge, LeaseElector, default_identity
-from lapilli.cluster.reflector import Backoff, Event, EventHandler, Reflector, diff, watch_timeout
-from lapilli.cluster.workqueue import WorkQueue
+from lapilli.cluster.reflector import Event, EventHandler, Reflector, diff, watch_timeout
+from lapilli.cluster.workqueue import RateLimiter, WorkQueue
 
 __all__ = [
-    "Backoff",
     "Event",
     "EventHandler",
     "LeaderGauge",
     "LeaseElector",
+    "RateLimiter",
     "Reflector",
     "WorkQueue",
     "default_identity",

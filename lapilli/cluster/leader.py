@@ -25,7 +25,6 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any, Final
 
 import aiohttp
@@ -34,6 +33,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, Conflict, NotFound
 from lapilli.kube.resources import LEASES
+from lapilli.times import rfc3339_micro
 
 log = logging.getLogger("lapilli.leader")
 
@@ -44,10 +44,6 @@ _TRANSIENT: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
 def default_identity() -> str:
     """`<hostname>_<random>`, as client-go's components name themselves: the pod's name, unique per process."""
     return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-
-
-def _micro_time(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaseElector:
@@ -173,9 +169,9 @@ class LeaseElector:
         if holder and holder != self.identity and not self._expired(current):
             return False
         spec = {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration_s,
-                "renewTime": _micro_time(now)}
+                "renewTime": rfc3339_micro(now)}
         if holder != self.identity:
-            spec["acquireTime"] = _micro_time(now)
+            spec["acquireTime"] = rfc3339_micro(now)
             spec["leaseTransitions"] = int(current.get("leaseTransitions") or 0) + 1
         lease["spec"] = {**current, **spec}
         try:
@@ -192,7 +188,7 @@ class LeaseElector:
             "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "metadata": {"name": self.name, "namespace": self.namespace},
             "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration_s,
-                     "acquireTime": _micro_time(now), "renewTime": _micro_time(now), "leaseTransitions": 0},
+                     "acquireTime": rfc3339_micro(now), "renewTime": rfc3339_micro(now), "leaseTransitions": 0},
         }
         try:
             written = await self.client.create(LEASES, body, self.namespace)
@@ -207,7 +203,7 @@ class LeaseElector:
         current = lease.get("spec") or {}
         if current.get("holderIdentity") != self.identity:
             return
-        now = _micro_time(time.time())
+        now = rfc3339_micro(time.time())
         # client-go's release: no holder, and a one-second duration for candidates that read it that way.
         lease["spec"] = {**current, "holderIdentity": "", "leaseDurationSeconds": 1,
                          "acquireTime": now, "renewTime": now}

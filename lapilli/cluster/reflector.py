@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 
 import aiohttp
 
+from lapilli.cluster.workqueue import RateLimiter
 from lapilli.kube.client import KubeClient
 from lapilli.kube.errors import ApiError, Gone
 from lapilli.kube.resources import Resource
@@ -78,25 +79,6 @@ def diff(store: Mapping[str, Obj], items: Iterable[Obj]) -> tuple[dict[str, Obj]
     return fresh, gone + replaced + changes
 
 
-class Backoff:
-    """Jittered exponential back-off: initial, doubling, capped; `reset()` after a success."""
-
-    def __init__(
-        self, initial_s: float = 0.5, cap_s: float = 30.0, jitter: float = 0.5, rng: random.Random | None = None,
-    ) -> None:
-        self.initial_s, self.cap_s, self.jitter = initial_s, cap_s, jitter
-        self._rng = rng or random.Random()
-        self._attempt = 0
-
-    def next(self) -> float:
-        base = min(self.cap_s, self.initial_s * 2.0**self._attempt)
-        self._attempt += 1
-        return min(self.cap_s, base * (1.0 + self.jitter * self._rng.random()))
-
-    def reset(self) -> None:
-        self._attempt = 0
-
-
 def watch_timeout(min_s: int, rng: random.Random) -> int:
     """A server-side watch timeout in [min_s, 2*min_s), as client-go spreads reconnections."""
     return min_s + rng.randrange(max(1, min_s))
@@ -113,7 +95,7 @@ class Reflector:
         self, client: KubeClient, resource: Resource, *, namespace: str | None = None,
         label_selector: str | None = None, field_selector: str | None = None,
         handlers: Iterable[EventHandler] = (), page_size: int = 500, min_watch_timeout_s: int = 300,
-        backoff: Backoff | None = None, name: str | None = None, rng: random.Random | None = None,
+        backoff: RateLimiter[str] | None = None, name: str | None = None, rng: random.Random | None = None,
         transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.client, self.resource, self.namespace = client, resource, namespace
@@ -123,7 +105,8 @@ class Reflector:
         self.name = name or resource.plural
         self.transform = transform
         self._rng = rng or random.Random()
-        self._backoff = backoff or Backoff(rng=self._rng)
+        # A broken connection is retried after 0.5 s doubling to 30 s, jittered by up to half.
+        self._backoff: RateLimiter[str] = backoff or RateLimiter(0.5, 30.0, jitter=0.5, rng=self._rng)
         self.store: dict[str, Obj] = {}
         self.resource_version = ""
         self.synced = asyncio.Event()
@@ -153,14 +136,14 @@ class Reflector:
                     await self.relist()
                     need_list = False
                 await self._watch()
-                self._backoff.reset()  # a watch that ran to its server-side timeout is healthy
+                self._backoff.forget(self.name)  # a watch that ran to its server-side timeout is healthy
             except Gone:
                 log.info("%s: resourceVersion %s expired, re-listing", self.name, self.resource_version)
                 self.restarts += 1
                 need_list = True
             except _RETRYABLE as exc:
                 self.restarts += 1
-                delay = self._backoff.next()
+                delay = self._backoff.when(self.name)
                 log.warning("%s: %s: %s; retrying in %.1fs", self.name, type(exc).__name__, exc, delay)
                 await asyncio.sleep(delay)
 

@@ -25,6 +25,7 @@ from lapilli.kube.client import KubeClient
 from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.resources import EVENTS
 from lapilli.meta import meta, name_of, namespace_of, resource_version, uid_of
+from lapilli.times import rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,6 @@ REMEMBERED: Final = 4096
 
 EventType = Literal["Normal", "Warning"]
 _Key = tuple[str, str, str, str]
-
-
-def _rfc3339(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 def event_object(
@@ -50,7 +47,7 @@ def event_object(
     }
     if namespace_of(obj):
         involved["namespace"] = namespace_of(obj)
-    stamp = _rfc3339(now)
+    stamp = rfc3339(now)
     return {
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": f"{name_of(obj)}.{time.time_ns():x}", "namespace": namespace},
@@ -93,7 +90,7 @@ class EventRecorder:
                 previous = self._seen.get(key)
                 if previous is not None and now - previous[3] < _AGGREGATE_WINDOW_S:
                     name, namespace, count, _ = previous
-                    patch = {"count": count + 1, "lastTimestamp": _rfc3339(now)}
+                    patch = {"count": count + 1, "lastTimestamp": rfc3339(now)}
                     try:
                         await self._client.patch(EVENTS, name, patch, namespace)
                         self._remember(key, (name, namespace, count + 1, now))

@@ -43,14 +43,6 @@ class Dims:
             out[self.index[name]] = value
         return out
 
-    def to_dict(self, vec: Vec, *, skip_zero: bool = True) -> dict[str, float]:
-        return {n: float(v) for n, v in zip(self.names, vec, strict=True) if not (skip_zero and v == 0)}
-
-    def non_pods(self) -> npt.NDArray[np.bool_]:
-        mask = np.ones(self.size, dtype=bool)
-        mask[self.pods] = False
-        return mask
-
 
 def less_equal(a: Vec, b: Vec) -> bool:
     return bool(np.all(a < b + TOLERANCE))

@@ -5,6 +5,10 @@ Top-level examples/*.yaml only: examples/sim/ holds simulator workloads (lapilli
 a cluster. A file that is neither Kubernetes objects nor a Volcano scheduler configuration fails the test,
 so nothing is skipped by accident. Namespaces, PriorityClasses and Queues are applied first, as a user would;
 namespaces that objects name but no example defines (volcano-system) are made by the harness.
+
+Two seed queues from the Volcano overview set a guarantee without a deserved; Volcano refuses them since v1.13
+and so does Lapilli's webhook, with Volcano's message. They are kept unchanged and checked to be refused;
+queues-for-examples.yaml holds ml-training with its deserved, so the jobs that name it still apply.
 """
 
 from __future__ import annotations
@@ -32,7 +36,12 @@ def is_scheduler_conf(docs: list[dict[str, Any]]) -> bool:
     return all("kind" not in d and "actions" in d for d in docs)
 
 
-MANIFESTS = [p for p in EXAMPLES if not is_scheduler_conf(documents(p))]
+REFUSED = {  # example -> a part of the message Volcano (>= 1.13) answers with
+    "queue-ml-training.yaml": 'requestBody.spec.deserved.cpu: Invalid value: "<nil>": deserved[cpu] must be >= '
+    "guarantee[cpu]=16",
+    "queues-multi-tenant.yaml": "deserved[nvidia.com/gpu] must be >= guarantee[nvidia.com/gpu]=4",
+}
+MANIFESTS = [p for p in EXAMPLES if not is_scheduler_conf(documents(p)) and p.name not in REFUSED]
 
 
 def rank(path: Path) -> int:
@@ -82,6 +91,13 @@ async def prerequisites(control_plane: DevCluster) -> DevCluster:
     for namespace in sorted(defined):
         await control_plane.ensure_namespace(namespace)
     return control_plane
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+async def test_seed_queue_with_guarantee_but_no_deserved_is_refused_as_volcano_does(prerequisites: DevCluster, name):
+    refused = prerequisites.kubectl("apply", "-f", str(ROOT / "examples" / name), check=False)
+    assert refused.returncode != 0
+    assert "denied the request" in refused.stderr and REFUSED[name] in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=[p.name for p in MANIFESTS])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +123,19 @@ class Pool:
             for name in names:
                 with contextlib.suppress(NotFound):
                     await client.delete(res, name)
+
+
+@contextlib.asynccontextmanager
+async def open_pool(cluster: DevCluster, test_name: str) -> AsyncIterator[Pool]:
+    """A pool (and namespace) named after the test, cleaned up afterwards."""
+    name = test_name.replace("_", "-").removeprefix("test-")[:30].rstrip("-")
+    namespace = f"e2e-{name}"[:40].rstrip("-")
+    await cluster.ensure_namespace(namespace)
+    pool = Pool(cluster, name, namespace)
+    try:
+        yield pool
+    finally:
+        await pool.cleanup()
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], timeout_s: float = 30.0, every_s: float = 0.25) -> Any:

@@ -35,7 +35,7 @@ async def cluster(control_plane: DevCluster) -> DevCluster:
     assert control_plane.client is not None
     await remove_example_jobs(control_plane.client)
     control_plane.kubectl("apply", "-f", str(EXAMPLES / "priorityclass-high-priority.yaml"),
-                          "-f", str(EXAMPLES / "queue-ml-training.yaml"))
+                          "-f", str(EXAMPLES / "queues-for-examples.yaml"))
     return control_plane
 
 
@@ -109,8 +109,15 @@ async def test_mpi_gang_gets_ssh_and_its_hosts(cluster, api, tmp_path):
             assert (pod["spec"]["hostname"], pod["spec"]["subdomain"]) == (pod["metadata"]["name"], "mpi-gang")
     finally:
         await remove_job(api, "ml", "mpi-gang")
-        for res, name in ((SECRETS, "mpi-gang-ssh"), (SERVICES, "mpi-gang"), (CONFIG_MAPS, "mpi-gang-svc")):
-            assert name not in {o["metadata"]["name"] for o in (await api.list(res, "ml")).items}
+
+        async def plugin_objects_gone() -> bool:
+            # The controller deletes them after the pods, so "pods gone" does not mean these are yet.
+            for res, name in ((SECRETS, "mpi-gang-ssh"), (SERVICES, "mpi-gang"), (CONFIG_MAPS, "mpi-gang-svc")):
+                if name in {o["metadata"]["name"] for o in (await api.list(res, "ml")).items}:
+                    return False
+            return True
+
+        await eventually(plugin_objects_gone, 30, "the job's Secret, Service and ConfigMap deleted with it")
 
 
 def tf_training(name: str = "tf-training") -> dict:

@@ -19,7 +19,7 @@ from assembly.dev import DevCluster, procs
 from assembly.dev.service import extender_client_ssl
 from lapilli.kube.resources import EVENTS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES
 from tests.conftest import MANUAL_SCHEDULER
-from tests.e2e.extender_helpers import Pool, eventually
+from tests.e2e.extender_helpers import Pool, eventually, open_pool
 
 GPU1 = {"cpu": "1", "nvidia.com/gpu": "1"}
 ACCEL = "lapilli.io/accel"
@@ -27,14 +27,8 @@ ACCEL = "lapilli.io/accel"
 
 @pytest.fixture
 async def pool(control_plane: DevCluster, request: pytest.FixtureRequest) -> AsyncIterator[Pool]:
-    name = request.node.name.replace("_", "-").removeprefix("test-")[:30].rstrip("-")
-    namespace = f"e2e-{name}"[:40].rstrip("-")
-    await control_plane.ensure_namespace(namespace)
-    p = Pool(control_plane, name, namespace)
-    try:
+    async with open_pool(control_plane, request.node.name) as p:
         yield p
-    finally:
-        await p.cleanup()
 
 
 async def test_gang_binds_whole_once_a_fourth_node_arrives(pool: Pool, control_plane: DevCluster):

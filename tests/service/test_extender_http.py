@@ -24,6 +24,10 @@ def _objects() -> list[dict]:
     docs.append(queue({"name": "default"}))
     docs.append(podgroup({"name": "ml/fits", "min": 2, "phase": "Inqueue"}))
     docs.append(podgroup({"name": "ml/toobig", "min": 4, "phase": "Inqueue"}))
+    docs.append(podgroup({"name": "ml/nowhere", "min": 2, "phase": "Inqueue"}))
+    for i in range(2):
+        docs.append(pod({"name": f"ml/nowhere-w-{i}", "group": "nowhere", "req": {"cpu": "1"},
+                         "nodeSelector": {"zone": "mars"}}))
     for i in range(2):
         docs.append(volcano_pod({"name": f"ml/fits-w-{i}", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
     for i in range(4):
@@ -71,6 +75,16 @@ async def test_a_gang_that_cannot_fit_whole_fails_every_node_with_one_reason(ser
     assert body["NodeNames"] == []
     reasons = set(body["FailedNodes"].values())
     assert reasons == {"gang ml/toobig: 0/4 pods placeable"}
+    # Short of GPUs: evicting pods could make room, so kube-scheduler may try preemption (Unschedulable).
+    assert body["FailedAndUnresolvableNodes"] == {}
+
+
+async def test_a_gang_no_node_could_ever_take_is_unresolvable(served):
+    http, _, _ = served
+    member = pod({"name": "ml/nowhere-w-0", "group": "nowhere", "req": {"cpu": "1"}, "nodeSelector": {"zone": "mars"}})
+    body = await (await http.post("/extender/filter", json=_args(member, ["n0", "n1"]))).json()
+    assert set(body["FailedNodes"].values()) == {"gang ml/nowhere: 0/2 pods placeable"}
+    # Every node fails the node selector, which no eviction changes: UnschedulableAndUnresolvable.
     assert body["FailedAndUnresolvableNodes"] == body["FailedNodes"]
 
 

@@ -39,10 +39,10 @@ from lapilli.api import (
     SubGroupPolicySpec,
     TaskSpec,
     TopLevelModel,
-    parse_duration,
     parse_object,
 )
 from lapilli.api import constants as C
+from lapilli.times import parse_duration
 
 
 def _sibling(name: str) -> types.ModuleType:
@@ -96,9 +96,9 @@ def test_examples_hold_every_seed_manifest_unchanged():
 
 def test_examples_contain_the_expected_volcano_objects():
     kinds = [doc["kind"] for _, doc in VOLCANO_EXAMPLES]
-    assert kinds.count("Job") == 7
+    assert kinds.count("Job") == 9
     assert kinds.count("PodGroup") == 1
-    assert kinds.count("Queue") == 7
+    assert kinds.count("Queue") == 8
 
 
 @pytest.mark.parametrize("item", VOLCANO_EXAMPLES, ids=_example_id)

@@ -5,10 +5,11 @@ import pytest
 from controller.cache import Store
 from controller.context import job_index
 from controller.jobs.state import Counts
-from controller.jobs.status import build_status, go_duration, merge_patch, transition
+from controller.jobs.status import build_status, merge_patch, transition
 from controller.jobs.ttl import expires_at
 from controller.queues.state import needs_root_parent, next_state, status_patch
 from lapilli.api import Action, JobPhase
+from lapilli.times import go_duration
 from tests.unit.test_controller_builders import pod
 
 

@@ -11,12 +11,11 @@ from assembly.dev.podsim import (
     finished_patch,
     next_action,
     outcome,
-    parse_duration,
-    parse_rfc3339,
-    rfc3339,
     running_patch,
     slim_pod,
 )
+from lapilli.times import parse_rfc3339, rfc3339
+from lapilli.times import parse_seconds as parse_duration
 
 
 def pod(phase: str | None = None, annotations: dict[str, str] | None = None, **status: Any) -> dict[str, Any]:

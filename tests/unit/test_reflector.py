@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from lapilli.cluster import Backoff, Event, Reflector, diff, watch_timeout
+from lapilli.cluster import Event, RateLimiter, Reflector, diff, watch_timeout
 from lapilli.kube import Gone
 from lapilli.kube.client import ObjectList
 from lapilli.kube.resources import NODES, PODS
@@ -61,14 +61,14 @@ def test_diff_recreated_under_same_name_is_delete_then_add():
 
 
 def test_backoff_doubles_with_jitter_caps_and_resets():
-    b = Backoff(initial_s=0.5, cap_s=30.0, jitter=0.5, rng=random.Random(7))
-    delays = [b.next() for _ in range(10)]
+    b: RateLimiter[str] = RateLimiter(0.5, 30.0, jitter=0.5, rng=random.Random(7))
+    delays = [b.when("watch") for _ in range(10)]
     for attempt, delay in enumerate(delays):
         base = min(30.0, 0.5 * 2**attempt)
         assert base <= delay <= min(30.0, base * 1.5)
     assert delays[-1] == 30.0
-    b.reset()
-    assert 0.5 <= b.next() <= 0.75
+    b.forget("watch")
+    assert 0.5 <= b.when("watch") <= 0.75
 
 
 def test_watch_timeout_is_spread_between_min_and_twice_min():
@@ -154,7 +154,7 @@ async def test_broken_connection_backs_off_and_resumes_from_last_version():
         await asyncio.sleep(0)
         seen.append(event)
 
-    reflector = Reflector(client, NODES, handlers=[handler], backoff=Backoff(initial_s=0.01, cap_s=0.02))  # type: ignore[arg-type]
+    reflector = Reflector(client, NODES, handlers=[handler], backoff=RateLimiter(0.01, 0.02, jitter=0.5))  # type: ignore[arg-type]
     await run_until_idle(reflector, client)
     assert kinds(seen) == [("ADDED", "n1"), ("ADDED", "n2")]
     assert reflector.restarts == 2 and reflector.relists == 1  # a failed list, then a broken watch
@@ -176,7 +176,7 @@ async def test_a_failing_handler_does_not_stop_the_others():
 @pytest.mark.parametrize("bad", [ValueError("x"), aiohttp.ClientPayloadError("cut")])
 async def test_undecodable_or_cut_streams_are_retried(bad):
     client = ScriptedClient(lists=[ObjectList([], "1")], watches=[[bad], []])
-    reflector = Reflector(client, PODS, backoff=Backoff(initial_s=0.01))  # type: ignore[arg-type]
+    reflector = Reflector(client, PODS, backoff=RateLimiter(0.01, 30.0, jitter=0.5))  # type: ignore[arg-type]
     await run_until_idle(reflector, client)
     assert reflector.restarts == 1 and len(client.watch_calls) == 2
 

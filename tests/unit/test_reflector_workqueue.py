@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from lapilli.cluster import WorkQueue
+from lapilli.cluster import RateLimiter, WorkQueue
 
 
 async def test_duplicates_collapse_while_waiting():
@@ -32,3 +32,23 @@ async def test_add_after_delays():
     q.add_after("later", 0.05)
     assert len(q) == 0
     assert await asyncio.wait_for(q.get(), 1) == "later"
+
+
+def test_rate_limiter_doubles_per_item_caps_and_forgets():
+    limiter: RateLimiter[str] = RateLimiter(0.1, 1.0)
+    assert [limiter.when("a") for _ in range(6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert limiter.when("b") == 0.1  # items are counted apart
+    assert (limiter.num_requeues("a"), limiter.num_requeues("b")) == (6, 1)
+    limiter.forget("a")
+    assert limiter.num_requeues("a") == 0 and limiter.when("a") == 0.1
+
+
+async def test_add_rate_limited_brings_the_key_back_later_and_forget_resets():
+    q: WorkQueue[str] = WorkQueue(RateLimiter(0.02, 1.0))
+    assert q.add_rate_limited("a") == 0.02
+    assert len(q) == 0 and q.num_requeues("a") == 1
+    assert await asyncio.wait_for(q.get(), 1) == "a"
+    q.done("a")
+    assert q.add_rate_limited("a") == 0.04  # a second failure in a row waits twice as long
+    q.forget("a")
+    assert q.num_requeues("a") == 0

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from assembly.sim import DefaultScheduler, WorkloadError, load_workload, parse_seconds
+from assembly.sim import DefaultScheduler, WorkloadError, load_workload
 from assembly.sim.kube_default import least_allocated, tolerates
 from assembly.sim.lapilli_driver import LapilliScheduler
 from assembly.sim.state import Cluster
+from lapilli.times import parse_seconds
 from tests.unit.test_sim import GPU_WORKER, job, node
 
 # --- durations ------------------------------------------------------------------------------------------------

@@ -19,10 +19,10 @@ def test_queue_table_counts_podgroups_per_phase():
               {"metadata": {"name": "q2"}, "spec": {"weight": 4}, "status": {"state": "Closing"}}]
     stats = podgroup_stats([{"spec": {"queue": "q2"}, "status": {"phase": "Running"}}, {"spec": {}},
                             {"spec": {"queue": "q2"}, "status": {"phase": "Inqueue"}}])
-    lines = format_queues(queues, stats).splitlines()
-    assert lines[0] == "Name                     Weight  State   Inqueue Pending Running Unknown Completed"
-    assert lines[1] == "default                  1       Open    0       1       0       0       0       "
-    assert lines[2] == "q2                       4       Closing 1       0       1       0       0       "
+    lines = format_queues(queues, stats, {"q2": 0.5}).splitlines()
+    assert lines[0] == "Name                     Weight  State   Inqueue Pending Running Unknown Completed Share"
+    assert lines[1] == "default                  1       Open    0       1       0       0       0         -"
+    assert lines[2] == "q2                       4       Closing 1       0       1       0       0         0.50"
 
 
 def _job(name, ns="default", **status):

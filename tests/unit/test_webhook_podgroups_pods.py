@@ -42,7 +42,7 @@ def test_podgroup_queue_must_exist_and_be_open():
     assert run(validate_podgroup, podgroup("pg", "team")).allowed
     closed = run(validate_podgroup, podgroup("pg", "closed"))
     assert (closed.allowed, closed.code) == (False, 403)
-    assert closed.message == "can only submit PodGroup to queue with state `Open`, queue `closed` status is `Closed`"
+    assert closed.message == "can only submit PodGroup to queue with state `Open`, queue `closed` status is `Closed`."
     assert run(validate_podgroup, podgroup("pg", "nope")).message == (
         'unable to find queue: queue.scheduling.volcano.sh "nope" not found'
     )
@@ -50,15 +50,28 @@ def test_podgroup_queue_must_exist_and_be_open():
 
 def test_podgroup_topology_fields_are_exclusive():
     both = {"highestTierAllowed": 1, "highestTierName": "rack"}
-    obj = podgroup("pg", "nope", networkTopology=both, subGroupPolicy=[{"name": "w", "networkTopology": both}])
+    policies = [{"name": "w", "networkTopology": both}, {"name": "v", "networkTopology": both}]
+    obj = podgroup("pg", "nope", networkTopology=both, subGroupPolicy=policies)
     outcome = run(validate_podgroup, obj)
     assert (outcome.code, outcome.message) == (
         400,
         'unable to find queue: queue.scheduling.volcano.sh "nope" not found; '
-        "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously; "
+        "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously. "
         "in subGroupPolicy 'w': must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology "
-        "simultaneously",
+        "simultaneously.",
     )
+
+
+@pytest.mark.parametrize("allowed", [0, 3])
+def test_podgroup_tier_allowed_counts_when_set_even_to_zero(allowed):
+    topology = {"mode": "hard", "highestTierAllowed": allowed, "highestTierName": "rack"}
+    outcome = run(validate_podgroup, podgroup("pg", "team", networkTopology=topology))
+    assert (outcome.allowed, outcome.code) == (False, 400)
+    assert outcome.message == (
+        "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously."
+    )
+    for alone in ({"highestTierAllowed": 0}, {"highestTierAllowed": 0, "highestTierName": ""}, {"highestTierName": "r"}):
+        assert run(validate_podgroup, podgroup("pg", "team", networkTopology=alone)).allowed
 
 
 # --- Pods --------------------------------------------------------------------------------------------------------

@@ -75,9 +75,36 @@ def test_guarantee_above_deserved_and_missing_from_deserved():
     )
 
 
-def test_guarantee_without_any_deserved_is_accepted():
-    # Volcano's own ml-training example (proportion plugin: deserved is computed, not written)
+def test_guarantee_without_any_deserved_is_refused_as_volcano_does():
+    # The overview's ml-training queue (examples/queue-ml-training.yaml): Volcano >= 1.13 refuses it, so do we.
     obj = queue("ml-training", capability={"cpu": "64"}, guarantee={"resource": {"cpu": "16", "memory": "64Gi"}})
+    assert denial(obj) == (
+        '[requestBody.spec.deserved.cpu: Invalid value: "<nil>": deserved[cpu] must be >= guarantee[cpu]=16, '
+        'requestBody.spec.deserved.memory: Invalid value: "<nil>": deserved[memory] must be >= guarantee[memory]=64Gi]'
+    )
+
+
+def test_every_violated_resource_rule_is_reported_in_volcanos_order():
+    obj = queue(
+        "q",
+        capability={"cpu": "2", "memory": "-1"},
+        deserved={"cpu": "3000m", "nvidia.com/gpu": "1"},
+        guarantee={"resource": {"cpu": "4", "nvidia.com/gpu": "1500m", "memory": "1536Mi"}},
+    )
+    assert denial(obj) == (
+        '[requestBody.spec.capability.memory: Invalid value: "-1": must be greater than or equal to 0, '
+        'requestBody.spec.deserved.cpu: Invalid value: "3": deserved[cpu]=3 must be >= guarantee[cpu]=4, '
+        'requestBody.spec.guarantee.resource.nvidia.com/gpu: Invalid value: "1500m": must be an integer, '
+        'requestBody.spec.deserved.nvidia.com/gpu: Invalid value: "1": deserved[nvidia.com/gpu]=1 must be >= '
+        "guarantee[nvidia.com/gpu]=1500m, "
+        'requestBody.spec.deserved.memory: Invalid value: "<nil>": deserved[memory] must be >= guarantee[memory]=1536Mi, '
+        'requestBody.spec.deserved.cpu: Invalid value: "3": deserved[cpu]=3 must be <= capability[cpu]=2]'
+    )
+
+
+def test_deserved_covering_guarantee_is_admitted():
+    obj = queue("ml-training", capability={"cpu": "64"}, deserved={"cpu": "16", "memory": "64Gi"},
+                guarantee={"resource": {"cpu": "16", "memory": "65536Mi"}})
     assert run(validate_queue, obj).allowed
 
 

@@ -26,6 +26,7 @@ class Partition:
     total: int
     size: int
     min_partitions: int
+    network_topology: Mapping[str, Any]  # {} when absent
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,7 @@ def _partition(task: Mapping[str, Any], path: str) -> Partition | None:
         total=integer(raw, "totalPartitions", where) or 0,
         size=integer(raw, "partitionSize", where) or 0,
         min_partitions=integer(raw, "minPartitions", where) or 0,
+        network_topology=mapping(raw, "networkTopology", where),
     )
 
 

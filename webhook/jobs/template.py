@@ -2,8 +2,9 @@
 `validateTaskTopoPolicy` that catch what would otherwise only fail later, when the controller creates pods.
 
 Checked: at least one container; container names (required, DNS-1123 label, unique across init and regular
-containers); image; `restartPolicy`; resource quantities (valid, ≥ 0, requests ≤ limits); and for a task with
-a `topologyPolicy` other than `none`, a Guaranteed pod with integer CPUs. Messages follow apimachinery's field
+containers); image; pod-level resources (`webhook.jobs.podresources`); `restartPolicy`; resource quantities
+(valid, ≥ 0, requests ≤ limits); and for a task with a `topologyPolicy` other than `none`, a Guaranteed pod
+with integer CPUs. Messages follow apimachinery's field
 errors and are prefixed `spec.task[<i>].` and joined with `. ` as in Volcano.
 """
 
@@ -16,6 +17,7 @@ from typing import Any, Final
 
 from lapilli.resources import QuantityError, parse_quantity
 from webhook.jobs.model import Task
+from webhook.jobs.podresources import pod_resources_errors
 from webhook.names import LABEL_ERROR, dns1123_label
 
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
@@ -93,6 +95,7 @@ def template_errors(task: Task) -> list[str]:
             errors += _container_errors(container, f"template.spec.{key}[{j}]", names)
     if not _containers(spec, "containers"):
         errors.append("template.spec.containers: Required value")
+    errors += pod_resources_errors(spec)
     policy = spec.get("restartPolicy")
     if policy and policy not in RESTART_POLICIES:
         supported = ", ".join(f'"{p}"' for p in RESTART_POLICIES)

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from webhook.jobs.model import Job
-from webhook.jobs.validate import TOPOLOGY_CONFLICT, partition_errors, topology_conflict
+from webhook.jobs.topology import TOPOLOGY_CONFLICT, topology_conflict
+from webhook.jobs.validate import partition_errors
 
 FROZEN: Final = (
     "job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and "
@@ -55,7 +56,7 @@ def update_error(old: Job, new: Job, old_spec: Mapping[str, Any], new_spec: Mapp
         if task.min_available is not None and task.min_available > task.replicas:
             return f"'minAvailable' must be <= 'replicas' in task: {task.name}"
         if errors := list(partition_errors(task, new.name)):
-            return errors[0].strip()
+            return errors[0].strip().rstrip(";")  # Volcano returns the bare sentence on UPDATE
     if new.min_available > sum(t.replicas for t in new.tasks):
         return "job 'minAvailable' must not be greater than total replicas"
     if new.min_available < 0:

@@ -16,25 +16,15 @@ from webhook.context import ROOT_QUEUE, AdmissionContext
 from webhook.jobs.model import Job, Task, Volume
 from webhook.jobs.policies import policies_message
 from webhook.jobs.template import task_template_message
+from webhook.jobs.topology import TOPOLOGY_CONFLICT, topology_conflict
 from webhook.names import dns1123_label, dns1123_subdomain, go_list, qualified_name
 from webhook.outcome import Outcome, allow, deny
 from webhook.queueview import children, is_open, not_found, state_of
 
-TOPOLOGY_CONFLICT: Final = (
-    "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"
-)
 CLAIM_CONFLICT: Final = (
     "conflict: If you want to use an existing PVC, just specify VolumeClaimName."
     "If you want to create a new PVC, you do not need to specify VolumeClaimName"
 )
-
-
-def topology_conflict(topology: object) -> bool:
-    return (
-        isinstance(topology, dict)
-        and bool(topology.get("highestTierAllowed"))
-        and bool(topology.get("highestTierName"))
-    )
 
 
 def early_error(job: Job) -> str:
@@ -51,24 +41,25 @@ def early_error(job: Job) -> str:
         master = parse_flags(job.plugins["mpi"], {"master": "master", "worker": "worker", "port": 22}).text("master")
         if all(t.name != master for t in job.tasks):
             return "The specified mpi master task was not found"
-    if topology_conflict(job.network_topology):
-        return TOPOLOGY_CONFLICT
     return ""
 
 
 def partition_errors(task: Task, job_name: str) -> Iterator[str]:
+    """`validatePartitionPolicy`: the first broken partition rule, then the partition's networkTopology."""
     p = task.partition
     if p is None:
         return
     where = f"in task: {task.name}, job: {job_name};"
     if p.total <= 0:
         yield f" 'TotalPartitions' must be greater than 0 {where}"
-    if p.size <= 0:
+    elif p.size <= 0:
         yield f" 'PartitionSize' must be greater than 0 {where}"
-    if p.total > 0 and p.size > 0 and task.replicas != p.total * p.size:
+    elif task.replicas != p.total * p.size:
         yield f" 'Replicas' are not equal to TotalPartitions*PartitionSize {where}"
-    if task.min_available is not None and p.min_partitions > 0 and p.min_partitions * p.size != task.min_available:
+    elif task.min_available is not None and p.min_partitions > 0 and p.min_partitions * p.size != task.min_available:
         yield f" 'MinAvailable' is not equal to MinPartitions*PartitionSize {where}"
+    if topology_conflict(p.network_topology):
+        yield f" {TOPOLOGY_CONFLICT};"
 
 
 def task_fragments(job: Job) -> Iterator[str]:
@@ -147,6 +138,8 @@ def is_dag(job: Job) -> bool:
 
 
 def spec_fragments(job: Job) -> Iterator[str]:
+    if topology_conflict(job.network_topology):
+        yield f" {TOPOLOGY_CONFLICT};"
     yield from task_fragments(job)
     if errors := qualified_name(job.name):
         yield f"create job with name {job.name} validate failed {go_list(errors)}"

@@ -5,11 +5,12 @@ Closed; hierarchy annotations consistent (same depth, weights > 0, not a prefix 
 the parent/child rules in `webhook.queues.hierarchy`. DELETE: `default` and `root` are protected, the queue must
 exist, have no child queues and (optionally) no allocated pods.
 
-One deliberate difference: a guaranteed resource missing from `deserved` is refused only when `deserved` is
-set at all. Volcano refuses it always, which would reject queues written for the proportion plugin (guarantee
-without deserved), such as Volcano's own `ml-training` example; with deserved set (capacity plugin) the rule holds.
-Field errors read `requestBody.spec...: Invalid value: ...` and several are joined as `[a, b]`, as apimachinery's
-aggregate prints them.
+Every guaranteed resource needs a `deserved` that covers it, as in Volcano since v1.13 — a queue written for
+the proportion plugin with a guarantee and no deserved (the overview's `ml-training` example) is refused there
+and here alike. Every violated resource rule is reported, in Volcano's order (capability and deserved
+quantities, then per guaranteed resource its quantity and its deserved, then deserved against capability), with
+quantities printed as Go prints them. Field errors read `requestBody.spec...: Invalid value: ...` and several
+are joined as `[a, b]`, as apimachinery's aggregate prints them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from lapilli.api.constants import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTA
 from lapilli.meta import annotations_of, name_of
 from lapilli.resources import QuantityError, parse_quantity
 from webhook.context import DEFAULT_QUEUE, ROOT_QUEUE, AdmissionContext
+from webhook.goquantity import go_string
 from webhook.queues.resources import parsed, quantity_errors, raw_list
 from webhook.queueview import children, not_found, spec_of, state_of
 
@@ -41,26 +43,38 @@ def _invalid(path: str, value: object, detail: str) -> str:
     return f'{path}: Invalid value: "{value}": {detail}'
 
 
+def _shown(value: object) -> str:
+    """`Quantity.String()` of a quantity that parsed (unparseable ones are reported, never compared)."""
+    return go_string(value)  # type: ignore[arg-type]
+
+
 def resource_errors(spec: Mapping[str, Any]) -> list[str]:
+    """`validateResourceQuantityOfQueue`: every violation, none dropped after the first."""
     base = "requestBody.spec"
     errors: list[str] = []
-    for field, path in (("capability", "capability"), ("deserved", "deserved"), ("guarantee", "guarantee.resource")):
+    for field in ("capability", "deserved"):
         for name, value in raw_list(spec, field).items():
-            errors += quantity_errors(value, str(name), f"{base}.{path}.{name}")
-    capability, deserved, guarantee = parsed(spec, "capability"), parsed(spec, "deserved"), parsed(spec, "guarantee")
-    raw_deserved, raw_guarantee, raw_capability = (raw_list(spec, f) for f in ("deserved", "guarantee", "capability"))
-    for name, value in guarantee.items():
-        if name not in deserved:
-            if deserved:
-                detail = f"deserved[{name}] must be >= guarantee[{name}]={raw_guarantee[name]}"
-                errors.append(_invalid(f"{base}.deserved.{name}", "<nil>", detail))
-        elif deserved[name] < value:
-            detail = f"deserved[{name}]={raw_deserved[name]} must be >= guarantee[{name}]={raw_guarantee[name]}"
-            errors.append(_invalid(f"{base}.deserved.{name}", raw_deserved[name], detail))
+            errors += quantity_errors(value, str(name), f"{base}.{field}.{name}")
+    capability, deserved = parsed(spec, "capability"), parsed(spec, "deserved")
+    raw_deserved, raw_capability = raw_list(spec, "deserved"), raw_list(spec, "capability")
+    guaranteed = parsed(spec, "guarantee")
+    for name, value in raw_list(spec, "guarantee").items():
+        errors += quantity_errors(value, str(name), f"{base}.guarantee.resource.{name}")
+        if name not in guaranteed:
+            continue
+        shown = _shown(value)
+        if name not in raw_deserved:
+            detail = f"deserved[{name}] must be >= guarantee[{name}]={shown}"
+            errors.append(_invalid(f"{base}.deserved.{name}", "<nil>", detail))
+        elif name in deserved and deserved[name] < guaranteed[name]:
+            have = _shown(raw_deserved[name])
+            detail = f"deserved[{name}]={have} must be >= guarantee[{name}]={shown}"
+            errors.append(_invalid(f"{base}.deserved.{name}", have, detail))
     for name, value in deserved.items():
         if name in capability and value > capability[name]:
-            detail = f"deserved[{name}]={raw_deserved[name]} must be <= capability[{name}]={raw_capability[name]}"
-            errors.append(_invalid(f"{base}.deserved.{name}", raw_deserved[name], detail))
+            have, limit = _shown(raw_deserved[name]), _shown(raw_capability[name])
+            detail = f"deserved[{name}]={have} must be <= capability[{name}]={limit}"
+            errors.append(_invalid(f"{base}.deserved.{name}", have, detail))
     return errors
 
 

@@ -8,27 +8,51 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable
-from functools import cmp_to_key
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
+
+from extender.engine.interface import SortKey
 
 T = TypeVar("T")
+
+
+class _Ranked(Generic[T]):
+    """An item in a heap ordered by a comparator (what `functools.cmp_to_key` makes, typed)."""
+
+    __slots__ = ("compare", "item")
+
+    def __init__(self, item: T, compare: Callable[[T, T], int]) -> None:
+        self.item, self.compare = item, compare
+
+    def __lt__(self, other: _Ranked[T]) -> bool:
+        return self.compare(self.item, other.item) < 0
+
+
+class _Keyed(Generic[T]):
+    """An item in a heap ordered by its sort key, computed once when pushed."""
+
+    __slots__ = ("item", "key")
+
+    def __init__(self, item: T, key: SortKey) -> None:
+        self.item, self.key = item, key
+
+    def __lt__(self, other: _Keyed[T]) -> bool:
+        return self.key < other.key
 
 
 class PriorityQueue(Generic[T]):
     """A heap over a comparator (or its sort key). Orders end in a unique id, so the pop order is total and
     reproducible. A key is computed when the item is pushed: use one only while queued items do not change."""
 
-    __slots__ = ("_heap", "_keyed", "_wrap")
+    __slots__ = ("_heap", "_wrap")
 
     def __init__(
-        self, compare: Callable[[T, T], int], items: Iterable[T] = (), key: Callable[[T], Any] | None = None
+        self, compare: Callable[[T, T], int], items: Iterable[T] = (), key: Callable[[T], SortKey] | None = None
     ) -> None:
-        self._keyed = key is not None
         if key is None:
-            self._wrap: Callable[[T], Any] = cmp_to_key(compare)
+            self._wrap: Callable[[T], _Ranked[T] | _Keyed[T]] = lambda item: _Ranked(item, compare)
         else:
-            # Keys are unique (they end in the uid), so a (key, item) pair never compares the items themselves.
-            self._wrap = lambda item: (key(item), item)
+            # Keys are unique (they end in the uid), so two entries never tie.
+            self._wrap = lambda item: _Keyed(item, key(item))
         self._heap = [self._wrap(item) for item in items]
         heapq.heapify(self._heap)
 
@@ -36,9 +60,7 @@ class PriorityQueue(Generic[T]):
         heapq.heappush(self._heap, self._wrap(item))
 
     def pop(self) -> T:
-        wrapped = heapq.heappop(self._heap)
-        item: T = wrapped[1] if self._keyed else wrapped.obj
-        return item
+        return heapq.heappop(self._heap).item
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -47,7 +69,7 @@ class PriorityQueue(Generic[T]):
         return not self._heap
 
 
-def pop_best(items: list[T], compare: Callable[[T, T], int], key: Callable[[T], Any] | None = None) -> T:
+def pop_best(items: list[T], compare: Callable[[T, T], int], key: Callable[[T], SortKey] | None = None) -> T:
     """Remove and return the best item (the first of equals) by a comparator or its key, evaluated now: keys may
     have changed since the last pop."""
     best = 0

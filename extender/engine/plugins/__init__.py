@@ -13,9 +13,6 @@ for _name in (
     "predicates",
     "nodeorder",
     "binpack",
+    "task_topology",
 ):
-    try:
-        import_module(f"{__name__}.{_name}")
-    except ModuleNotFoundError as exc:  # a plugin still being written is simply not offered yet
-        if exc.name != f"{__name__}.{_name}":
-            raise
+    import_module(f"{__name__}.{_name}")  # a missing or broken module fails the import, loudly

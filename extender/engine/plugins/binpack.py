@@ -8,16 +8,17 @@ not fit), score = 100·W·Σ s_r / Σ w_r. Arguments: `binpack.weight` (W, 1), `
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.engine.arguments import Arguments, number, text
-from extender.engine.framework import Fn, register_plugin
+from extender.engine.framework import register_plugin
+from extender.engine.interface import Index, SessionView
 from extender.engine.model import Task
 from extender.engine.rowmath import Bool, NodeRows, Num, Ops
-from extender.engine.session import Index, Session
 from lapilli.resources.units import CPU, MEMORY
 from lapilli.resources.vector import TOLERANCE, Vec
 
@@ -45,56 +46,69 @@ def parse_arguments(arguments: Arguments) -> BinpackArgs:
     return BinpackArgs(weight=number(arguments, "binpack.weight", 1), weights=tuple(weights.items()))
 
 
+# Per request vector: [(column, requested amount, weight)] and 100·W/Σw; None when every node scores 0.
+BinpackTerms = tuple[list[tuple[int, float, float]], float] | None
+
+
+def binpack_terms(args: BinpackArgs, index: Mapping[str, int], request: Vec) -> BinpackTerms:
+    """The terms of the score for one request vector over dimensions `index`."""
+    terms = []
+    for name, w in args.weights:
+        d = index.get(name)
+        if d is not None and request[d] >= TOLERANCE:
+            terms.append((d, float(request[d]), w))
+    weight_sum = sum(w for _, _, w in terms)
+    if args.weight == 0 or weight_sum <= 0:
+        return None
+    return terms, 100.0 * args.weight / weight_sum
+
+
+def binpack_score(ops: Ops, rows: NodeRows, terms: BinpackTerms) -> Num:
+    """The binpack score (0–100·W) of the request `terms` were made for, over `rows`: the one formula, used by the
+    plugin and by the extender's prioritize verb."""
+    if terms is None:
+        return 0.0
+    columns, factor = terms
+    fits: Bool = True
+    total: Num = 0.0
+    for col, request, weight in columns:
+        alloc = rows.allocatable[col]
+        after = rows.used[col] + request
+        fits = fits & ((alloc == 0) | (after <= alloc))
+        total = total + after / ops.where(alloc > 0, alloc, np.inf) * weight  # a resource the node lacks scores 0
+    return ops.where(fits, total * factor, 0.0)
+
+
 class BinpackScorer:
     def __init__(self, args: BinpackArgs) -> None:
+        self.args = args
         self.weight, self.weights = args.weight, dict(args.weights)
-        self.ssn: Session | None = None
-        # Per request vector: [(column, requested amount, weight)] and 100·W/Σw, or None when the score is 0.
-        self._classes: dict[bytes, tuple[list[tuple[int, float, float]], float] | None] = {}
-        self._last: tuple[Vec | None, tuple[list[tuple[int, float, float]], float] | None] = (None, None)
+        self.ssn: SessionView | None = None
+        self._classes: dict[bytes, BinpackTerms] = {}
+        self._last: tuple[Vec | None, BinpackTerms] = (None, None)
 
-    def open(self, ssn: Session) -> None:
+    def open(self, ssn: SessionView) -> None:
         self.ssn = ssn
         self._classes.clear()
         self._last = (None, None)
 
-    def _class(self, task: Task) -> tuple[list[tuple[int, float, float]], float] | None:
+    def _class(self, task: Task) -> BinpackTerms:
         if task.resreq is self._last[0]:  # siblings share their request vector
             return self._last[1]
         entry = self._lookup(task)
         self._last = (task.resreq, entry)
         return entry
 
-    def _lookup(self, task: Task) -> tuple[list[tuple[int, float, float]], float] | None:
+    def _lookup(self, task: Task) -> BinpackTerms:
         key = task.resreq.tobytes()
         if key in self._classes:
             return self._classes[key]
         assert self.ssn is not None
-        terms = []
-        for name, w in self.weights.items():
-            d = self.ssn.dims.index.get(name)
-            if d is not None and task.resreq[d] >= TOLERANCE:
-                terms.append((d, float(task.resreq[d]), w))
-        weight_sum = sum(w for _, _, w in terms)
-        entry = None
-        if self.weight != 0 and weight_sum > 0:
-            entry = (terms, 100.0 * self.weight / weight_sum)
-        self._classes[key] = entry
+        entry = self._classes[key] = binpack_terms(self.args, self.ssn.dims.index, task.resreq)
         return entry
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num:
-        entry = self._class(task)
-        if entry is None:
-            return 0.0
-        terms, factor = entry
-        fits: Bool = True
-        total: Num = 0.0
-        for col, request, weight in terms:
-            alloc = rows.allocatable[col]
-            after = rows.used[col] + request
-            fits = fits & ((alloc == 0) | (after <= alloc))
-            total = total + after / ops.where(alloc > 0, alloc, np.inf) * weight  # a resource the node lacks scores 0
-        return ops.where(fits, total * factor, 0.0)
+        return binpack_score(ops, rows, self._class(task))
 
     def normalized(self, task: Task, idx: Index) -> npt.NDArray[np.float64] | None:
         return None
@@ -109,11 +123,11 @@ class BinpackPlugin:
     def __init__(self, args: BinpackArgs) -> None:
         self.scorer = BinpackScorer(args)
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.scorer.open(ssn)
-        ssn.add_fn(Fn.NODE_ORDER, self.scorer)
+        ssn.add_node_order(self.scorer)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         self.scorer.ssn = None
 
 

@@ -14,16 +14,17 @@ whether a queue may reclaim, and spare victims whose ancestors there are not abo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.engine.arguments import Arguments, integer
-from extender.engine.framework import PERMIT, REJECT, Fn, register_plugin
+from extender.engine.framework import register_plugin
+from extender.engine.interface import PERMIT, REJECT, EventHandler, QueueReport, SessionView, Vote
 from extender.engine.model import Job, Queue, Task
 from extender.engine.plugins.capacity_queues import ROOT, QueueAttr, build_flat, build_tree, update_share
-from extender.engine.session import EventHandler, QueueReport, Session
 from extender.engine.victims import victim_order
 from lapilli.resources.vector import CPU, MEMORY, TOLERANCE, Vec, is_empty, less_equal, less_equal_on
 
@@ -53,27 +54,27 @@ class CapacityPlugin:
         self.rejected: dict[str, str] = {}
         self._pods = 0
         self._cpu_mem: list[int] = []
-        self._jobs: dict[str, Job] = {}
+        self._jobs: Mapping[str, Job] = {}
 
     # ---- opening --------------------------------------------------------------------------------------------
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         # enableHierarchy is off unless written (Volcano does not default it to true).
-        self.hierarchy = bool(ssn.current_option().flags.get("enableHierarchy", False))
+        self.hierarchy = bool(ssn.current_flags().get("enableHierarchy", False))
         self._pods = ssn.dims.pods
         self._cpu_mem = [ssn.dims.index[CPU], ssn.dims.index[MEMORY]]
         if self.hierarchy:
             self.attrs, self.ready = build_tree(ssn)
         else:
             self.attrs, self.ready = build_flat(ssn), True
-        ssn.add_fn(Fn.RECLAIMABLE, lambda reclaimer, reclaimees: self._reclaimable(ssn, reclaimer, reclaimees))
-        ssn.add_fn(Fn.PREEMPTIVE, self._preemptive)
-        ssn.add_fn(Fn.ALLOCATABLE, self._allocatable)
-        ssn.add_fn(Fn.JOB_ENQUEUEABLE, lambda job: self._enqueueable(ssn, job))
-        ssn.add_fn(Fn.JOB_ENQUEUED, self._enqueued)
+        ssn.add_reclaimable(lambda reclaimer, reclaimees: self._reclaimable(ssn, reclaimer, reclaimees))
+        ssn.add_preemptive(self._preemptive)
+        ssn.add_allocatable(self._allocatable)
+        ssn.add_job_enqueueable(lambda job: self._enqueueable(ssn, job))
+        ssn.add_job_enqueued(self._enqueued)
         if self.ready:
-            ssn.add_fn(Fn.QUEUE_ORDER, self._queue_order)
+            ssn.add_queue_order(self._queue_order)
             if self.hierarchy:
-                ssn.add_fn(Fn.VICTIM_QUEUE_ORDER, self._victim_queue_order)
+                ssn.add_victim_queue_order(self._victim_queue_order)
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
         self._jobs = ssn.jobs
 
@@ -148,7 +149,7 @@ class CapacityPlugin:
                     return True
         return False
 
-    def _enqueueable(self, ssn: Session, job: Job) -> int:
+    def _enqueueable(self, ssn: SessionView, job: Job) -> Vote:
         if not self.ready:
             return REJECT
         attr = self.attrs.get(job.queue)
@@ -167,7 +168,7 @@ class CapacityPlugin:
                 names = ", ".join(f"insufficient {ssn.dims.names[int(i)]}" for i in np.flatnonzero(mask))
                 message = f"{QUOTA_MESSAGE}: {names}"
                 self.rejected[job.uid] = message
-                ssn.records.events.append((job.uid, "Normal", "Unschedulable", message))
+                ssn.record_event(job.uid, "Normal", "Unschedulable", message)
                 return REJECT
         return PERMIT
 
@@ -179,7 +180,7 @@ class CapacityPlugin:
             a.inqueue = a.inqueue + job.min_resources
 
     # ---- reclaim victims ------------------------------------------------------------------------------------
-    def _reclaimable(self, ssn: Session, reclaimer: Task, reclaimees: list[Task]) -> list[Task]:
+    def _reclaimable(self, ssn: SessionView, reclaimer: Task, reclaimees: list[Task]) -> list[Task]:
         reclaimer_job = ssn.jobs.get(reclaimer.job)
         reclaimer_attr = self.attrs.get(reclaimer_job.queue) if reclaimer_job is not None else None
         if not self.ready or reclaimer_attr is None:
@@ -282,7 +283,7 @@ class CapacityPlugin:
     def _on_deallocate(self, task: Task) -> None:
         self._shift(task, -1.0)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         for name in sorted(self.attrs):
             if name in ssn.queues:
                 attr = self.attrs[name]

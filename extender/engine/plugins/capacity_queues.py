@@ -18,8 +18,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from extender.engine.interface import SessionView
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, TaskStatus
-from extender.engine.session import Session
 from lapilli.resources.vector import CPU, MEMORY, TOLERANCE, Vec, exceeded_part, is_empty
 
 ROOT: Final = "root"
@@ -55,7 +55,7 @@ def update_share(attr: QueueAttr, pods: int) -> None:
     attr.share = float(np.max(attr.allocated[dims] / attr.deserved[dims]))
 
 
-def _new_attr(ssn: Session, queue: Queue | None, name: str) -> QueueAttr:
+def _new_attr(ssn: SessionView, queue: Queue | None, name: str) -> QueueAttr:
     zeros = ssn.dims.zeros()
     capability = queue.capability.copy() if queue is not None else np.full(ssn.dims.size, np.inf)
     own = np.zeros(ssn.dims.size, dtype=bool)
@@ -105,7 +105,7 @@ def _add_usage(attr: QueueAttr, usage: tuple[Vec, Vec, Vec, Vec]) -> None:
     attr.elastic += elastic
 
 
-def build_flat(ssn: Session) -> dict[str, QueueAttr]:
+def build_flat(ssn: SessionView) -> dict[str, QueueAttr]:
     total_guarantee = ssn.dims.zeros()
     for queue in ssn.queues.values():
         total_guarantee += queue.guarantee
@@ -129,7 +129,7 @@ def build_flat(ssn: Session) -> dict[str, QueueAttr]:
     return attrs
 
 
-def _link(attrs: dict[str, QueueAttr], ssn: Session, name: str, path: list[str]) -> bool:
+def _link(attrs: dict[str, QueueAttr], ssn: SessionView, name: str, path: list[str]) -> bool:
     """Fill `ancestors` of `name` (and of its ancestors); False on a cycle or an unknown parent."""
     if name == ROOT or attrs[name].ancestors:
         return True
@@ -163,7 +163,7 @@ def _check_tree(attrs: dict[str, QueueAttr], attr: QueueAttr) -> None:
         _check_tree(attrs, child)
 
 
-def build_tree(ssn: Session) -> tuple[dict[str, QueueAttr], bool]:
+def build_tree(ssn: SessionView) -> tuple[dict[str, QueueAttr], bool]:
     """Every queue under `root`; the bool is Volcano's readyToSchedule (False: a cycle, an unknown parent, or a
     job in a non-leaf queue — then capacity refuses everything this session)."""
     attrs = {name: _new_attr(ssn, ssn.queues[name], name) for name in sorted(ssn.queues)}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from extender.engine.framework import Fn, register_plain_plugin
+from extender.engine.framework import register_plain_plugin
+from extender.engine.interface import SessionView
 from extender.engine.model import Task
-from extender.engine.session import Session
 
 CRITICAL_CLASSES: Final = frozenset({"system-cluster-critical", "system-node-critical"})
 
@@ -18,11 +18,11 @@ def evictable(_actor: Task, candidates: list[Task]) -> list[Task]:
 class ConformancePlugin:
     name = "conformance"
 
-    def on_session_open(self, ssn: Session) -> None:
-        ssn.add_fn(Fn.PREEMPTABLE, evictable)
-        ssn.add_fn(Fn.RECLAIMABLE, evictable)
+    def on_session_open(self, ssn: SessionView) -> None:
+        ssn.add_preemptable(evictable)
+        ssn.add_reclaimable(evictable)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         return None
 
 

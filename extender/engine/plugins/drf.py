@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from extender.engine.framework import Fn, KeyedOrder, register_plain_plugin
+from extender.engine.framework import register_plain_plugin
+from extender.engine.interface import EventHandler, KeyedOrder, SessionView
 from extender.engine.model import Task
 from extender.engine.plugins.drf_hierarchy import Hierarchy, dominant_share
-from extender.engine.session import EventHandler, Session
 from lapilli.resources.vector import Vec
 
 SHARE_DELTA = 1e-6
@@ -29,7 +29,7 @@ class DrfPlugin:
         self.stale: set[str] = set()
         self.total: Vec = np.zeros(0)
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         total = self.total = ssn.total
         for job in ssn.jobs.values():
             self.allocated[job.uid] = job.allocated.copy()
@@ -56,10 +56,10 @@ class DrfPlugin:
             self.allocated[task.job] -= task.resreq
             self.stale.add(task.job)
 
-        ssn.add_fn(Fn.JOB_ORDER, KeyedOrder(lambda job: self.share(job.uid)))  # lower share first
-        ssn.add_fn(Fn.PREEMPTABLE, victims)
+        ssn.add_job_order(KeyedOrder(lambda job: self.share(job.uid)))  # lower share first
+        ssn.add_preemptable(victims)
         ssn.add_event_handler(EventHandler(allocate=allocate, deallocate=deallocate))
-        if ssn.current_option().flags.get("enableHierarchy", False):
+        if ssn.current_flags().get("enableHierarchy", False):
             self._open_hierarchy(ssn)
 
     def share(self, job: str) -> float:
@@ -68,7 +68,7 @@ class DrfPlugin:
             self.shares[job] = dominant_share(self.allocated[job], self.total)
         return self.shares[job]
 
-    def _open_hierarchy(self, ssn: Session) -> None:
+    def _open_hierarchy(self, ssn: SessionView) -> None:
         hierarchy = Hierarchy(ssn.total)
         hierarchy.build(ssn.queues, ssn.jobs)
         hierarchy.update()
@@ -80,12 +80,12 @@ class DrfPlugin:
                 leaf.allocated = leaf.allocated + task.resreq * sign
                 hierarchy.update()
 
-        ssn.add_fn(Fn.QUEUE_ORDER, hierarchy.compare)
+        ssn.add_queue_order(hierarchy.compare)
         ssn.add_event_handler(
             EventHandler(allocate=lambda task: moved(task, 1), deallocate=lambda task: moved(task, -1))
         )
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         self.shares.clear()
         self.allocated.clear()
         self.stale.clear()

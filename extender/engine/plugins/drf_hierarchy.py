@@ -10,6 +10,7 @@ non-saturated before saturated, then the smaller share/weight.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,7 +68,7 @@ class Hierarchy:
         self.root = HNode("root", 1.0, np.zeros_like(total), np.zeros_like(total))
         self.leaf_of_queue: dict[str, HNode] = {}
 
-    def build(self, queues: dict[str, Queue], jobs: dict[str, Job]) -> None:
+    def build(self, queues: Mapping[str, Queue], jobs: Mapping[str, Job]) -> None:
         for queue in queues.values():
             node = self.root
             for segment, weight in queue_path(queue)[1:]:

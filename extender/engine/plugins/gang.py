@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.engine.framework import PERMIT, REJECT, Fn, KeyedOrder, register_plain_plugin
+from extender.engine.framework import register_plain_plugin
+from extender.engine.interface import PERMIT, REJECT, KeyedOrder, SessionView, ValidateResult
 from extender.engine.model import READY_STATUS, VALID_STATUS, Job, Task, TaskStatus
-from extender.engine.session import Session, ValidateResult
 
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
@@ -37,15 +37,15 @@ def task_pipelined(job: Job) -> bool:
 class GangPlugin:
     name = "gang"
 
-    def on_session_open(self, ssn: Session) -> None:
-        ssn.add_fn(Fn.JOB_VALID, self._valid)
-        ssn.add_fn(Fn.JOB_READY, lambda job: job.is_ready() and task_ready(job))
-        ssn.add_fn(Fn.JOB_PIPELINED, lambda job: PERMIT if task_pipelined(job) and job.is_pipelined() else REJECT)
-        ssn.add_fn(Fn.JOB_STARVING, lambda job: job.is_starving())
-        ssn.add_fn(Fn.JOB_ORDER, KeyedOrder(lambda job: job.is_ready()))  # jobs not ready yet go first
+    def on_session_open(self, ssn: SessionView) -> None:
+        ssn.add_job_valid(self._valid)
+        ssn.add_job_ready(lambda job: job.is_ready() and task_ready(job))
+        ssn.add_job_pipelined(lambda job: PERMIT if task_pipelined(job) and job.is_pipelined() else REJECT)
+        ssn.add_job_starving(lambda job: job.is_starving())
+        ssn.add_job_order(KeyedOrder(lambda job: job.is_ready()))  # jobs not ready yet go first
         victims = self._victims_fn(ssn)
-        ssn.add_fn(Fn.PREEMPTABLE, victims)
-        ssn.add_fn(Fn.RECLAIMABLE, victims)
+        ssn.add_preemptable(victims)
+        ssn.add_reclaimable(victims)
 
     @staticmethod
     def _valid(job: Job) -> ValidateResult | None:
@@ -62,7 +62,7 @@ class GangPlugin:
         return None
 
     @staticmethod
-    def _victims_fn(ssn: Session) -> Any:
+    def _victims_fn(ssn: SessionView) -> Any:
         def victims(_actor: Task, candidates: list[Task]) -> list[Task]:
             occupied: dict[str, int] = {}
             chosen: list[Task] = []
@@ -77,7 +77,7 @@ class GangPlugin:
 
         return victims
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue

@@ -18,11 +18,11 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.arguments import Arguments, number
-from extender.engine.framework import Fn, register_plugin
+from extender.engine.framework import register_plugin
+from extender.engine.interface import Index, SessionView
 from extender.engine.model import Node, Task
 from extender.engine.rowmath import NodeRows, Num, Ops
 from extender.engine.selectors import node_selector_terms_match, tolerates
-from extender.engine.session import Index, Session
 from lapilli.resources.units import CPU, GPU, MEMORY
 
 # kube-scheduler counts a container without requests as 100m CPU / 200Mi memory when spreading load.
@@ -56,7 +56,7 @@ class NodeOrderScorer:
     def __init__(self, args: NodeOrderArgs) -> None:
         self.least, self.most, self.affinity = args.least, args.most, args.affinity
         self.balanced, self.taint = args.balanced, args.taint
-        self.ssn: Session | None = None
+        self.ssn: SessionView | None = None
         # Raw NodeAffinity / TaintToleration counts over all nodes, per pod template (predicate key).
         self._raw_affinity: dict[str, Scores] = {}
         self._raw_taints: dict[str, Scores] = {}
@@ -64,7 +64,7 @@ class NodeOrderScorer:
         self._cols: dict[bytes, list[tuple[int, float]]] = {}
         self._last: tuple[npt.NDArray[np.float64] | None, list[tuple[int, float]]] = (None, [])
 
-    def open(self, ssn: Session) -> None:
+    def open(self, ssn: SessionView) -> None:
         self.ssn = ssn
         self._raw_affinity.clear()
         self._raw_taints.clear()
@@ -193,11 +193,11 @@ class NodeOrderPlugin:
     def __init__(self, args: NodeOrderArgs) -> None:
         self.scorer = NodeOrderScorer(args)
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.scorer.open(ssn)
-        ssn.add_fn(Fn.NODE_ORDER, self.scorer)
+        ssn.add_node_order(self.scorer)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         self.scorer.ssn = None
 
 

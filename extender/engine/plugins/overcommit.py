@@ -17,9 +17,9 @@ from typing import Final
 import numpy as np
 
 from extender.engine.arguments import Arguments, ConfError, number
-from extender.engine.framework import PERMIT, REJECT, Fn, register_plugin
+from extender.engine.framework import register_plugin
+from extender.engine.interface import PERMIT, REJECT, SessionView, Vote
 from extender.engine.model import ALLOCATED_STATUS, Job
-from extender.engine.session import Session
 from lapilli.resources.vector import Vec, less_equal_on
 
 FACTOR_KEY: Final = "overcommit-factor"
@@ -62,7 +62,7 @@ class OvercommitPlugin:
         # PodGroup events this plugin raised, when the session has no event hook of its own.
         self.rejected: dict[str, str] = {}
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         factors = np.full(ssn.dims.size, self.factor)
         for resource, factor in self.resource_factors.items():
             if resource in ssn.dims.index:
@@ -78,24 +78,24 @@ class OvercommitPlugin:
             elif job.phase == "Running" and job.count(ALLOCATED_STATUS) >= job.min_member:
                 # A running gang keeps the part of its minimum it has not been given yet.
                 self.inqueue += np.maximum(job.min_resources - job.allocated, 0.0)
-        ssn.add_fn(Fn.JOB_ENQUEUEABLE, lambda job: self._enqueueable(ssn, job))
-        ssn.add_fn(Fn.JOB_ENQUEUED, self._enqueued)
+        ssn.add_job_enqueueable(lambda job: self._enqueueable(ssn, job))
+        ssn.add_job_enqueued(self._enqueued)
 
-    def _enqueueable(self, ssn: Session, job: Job) -> int:
+    def _enqueueable(self, ssn: SessionView, job: Job) -> Vote:
         if job.min_resources is None:
             return PERMIT
         wanted = self.inqueue + job.min_resources
         if less_equal_on(wanted, self.idle, job.min_resources, ssn.dims.pods):
             return PERMIT
         self.rejected[job.uid] = OVERUSED_MESSAGE
-        ssn.records.events.append((job.uid, "Normal", "Unschedulable", OVERUSED_MESSAGE))
+        ssn.record_event(job.uid, "Normal", "Unschedulable", OVERUSED_MESSAGE)
         return REJECT
 
     def _enqueued(self, job: Job) -> None:
         if job.min_resources is not None:
             self.inqueue = self.inqueue + job.min_resources
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         self.idle = np.zeros(0)
         self.inqueue = np.zeros(0)
 

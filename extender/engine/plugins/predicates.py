@@ -9,17 +9,17 @@ Arguments `predicate.NodeAffinityEnable`, `predicate.NodePortsEnable`, `predicat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 
 from extender.engine.arguments import Arguments, boolean
-from extender.engine.framework import Fn, register_plugin
+from extender.engine.framework import register_plugin
+from extender.engine.interface import Index, Mask, SessionView
 from extender.engine.model import Node, Task
 from extender.engine.selectors import node_selector_terms_match, tolerates
-from extender.engine.session import Index, Mask, Session
 
 UNSCHEDULABLE_TAINT: Final = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
@@ -79,7 +79,7 @@ class NodeFilters:
         self.affinity = affinity
         self.taints = taints
         self.ports = ports
-        self.nodes: list[Node] = []
+        self.nodes: Sequence[Node] = []
 
     def _unschedulable(self, task: Task, node: Node) -> bool:
         return node.unschedulable and not tolerates(task.spec.get("tolerations") or [], UNSCHEDULABLE_TAINT)
@@ -119,11 +119,11 @@ class PredicatesPlugin:
     def __init__(self, args: PredicatesArgs) -> None:
         self.filters = NodeFilters(affinity=args.affinity, taints=args.taints, ports=args.ports)
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.filters.nodes = ssn.nodes
-        ssn.add_fn(Fn.PREDICATE, self.filters)
+        ssn.add_predicate(self.filters)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         return None
 
 

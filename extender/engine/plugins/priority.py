@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from extender.engine.framework import Fn, KeyedOrder, register_plain_plugin
+from extender.engine.framework import register_plain_plugin
+from extender.engine.interface import KeyedOrder, SessionView
 from extender.engine.model import Job, Task
-from extender.engine.session import Session
 
 
 class PriorityPlugin:
     name = "priority"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         # Higher priority first.
-        ssn.add_fn(Fn.TASK_ORDER, KeyedOrder(lambda task: -task.priority))
-        ssn.add_fn(Fn.JOB_ORDER, KeyedOrder(lambda job: -job.priority))
+        ssn.add_task_order(KeyedOrder(lambda task: -task.priority))
+        ssn.add_job_order(KeyedOrder(lambda job: -job.priority))
 
         def victims(preemptor: Task, candidates: list[Task]) -> list[Task]:
             preemptor_job = ssn.jobs[preemptor.job]
@@ -26,14 +26,14 @@ class PriorityPlugin:
                     chosen.append(task)
             return chosen
 
-        ssn.add_fn(Fn.PREEMPTABLE, victims)
+        ssn.add_preemptable(victims)
 
         def starving(job: Job) -> bool:
             return job.ready_num() + job.waiting_num() < len(job.tasks)
 
-        ssn.add_fn(Fn.JOB_STARVING, starving)
+        ssn.add_job_starving(starving)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         return None
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from extender.engine.framework import PERMIT, REJECT, Fn, KeyedOrder, register_plain_plugin
+from extender.engine.framework import register_plain_plugin
+from extender.engine.interface import PERMIT, REJECT, EventHandler, KeyedOrder, QueueReport, SessionView, Vote
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task, TaskStatus
-from extender.engine.session import EventHandler, QueueReport, Session
 from lapilli.resources.vector import TOLERANCE, Dims, Vec, exceeded_part, is_empty, less_equal, less_equal_on
 
 
@@ -100,7 +100,7 @@ class ProportionPlugin:
     def __init__(self) -> None:
         self.attrs: dict[str, QueueAttr] = {}
 
-    def _build(self, ssn: Session) -> None:
+    def _build(self, ssn: SessionView) -> None:
         dims, total = ssn.dims, ssn.total
         guarantees = dims.zeros()
         for queue in ssn.queues.values():
@@ -138,7 +138,7 @@ class ProportionPlugin:
             attr.share = queue_share(attr.allocated, attr.deserved)
             attr.deserved_list = attr.deserved.tolist()
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self._build(ssn)
         pods = ssn.dims.pods
         attrs = self.attrs
@@ -194,7 +194,7 @@ class ProportionPlugin:
                     chosen.append(task)
             return chosen
 
-        def enqueueable(job: Job) -> int:
+        def enqueueable(job: Job) -> Vote:
             queue = ssn.queues[job.queue]
             if queue.state != "Open":
                 return REJECT
@@ -221,17 +221,17 @@ class ProportionPlugin:
             attr.allocated -= task.resreq
             attr.stale = True
 
-        ssn.add_fn(Fn.QUEUE_ORDER, KeyedOrder(queue_order))
-        ssn.add_fn(Fn.OVERUSED, overused)
-        ssn.add_fn(Fn.ALLOCATABLE, allocatable)
+        ssn.add_queue_order(KeyedOrder(queue_order))
+        ssn.add_overused(overused)
+        ssn.add_allocatable(allocatable)
         # Volcano's queueAllocatable: a queue that is not Open reclaims nothing either.
-        ssn.add_fn(Fn.PREEMPTIVE, lambda queue, task: queue.state == "Open" and fits(queue, task.resreq))
-        ssn.add_fn(Fn.RECLAIMABLE, reclaimable)
-        ssn.add_fn(Fn.JOB_ENQUEUEABLE, enqueueable)
-        ssn.add_fn(Fn.JOB_ENQUEUED, enqueued)
+        ssn.add_preemptive(lambda queue, task: queue.state == "Open" and fits(queue, task.resreq))
+        ssn.add_reclaimable(reclaimable)
+        ssn.add_job_enqueueable(enqueueable)
+        ssn.add_job_enqueued(enqueued)
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         for name, attr in self.attrs.items():
             ssn.queue_reports[name] = QueueReport(deserved=attr.deserved.copy(), share=attr.current_share())
         self.attrs = {}

@@ -66,7 +66,7 @@ def podgroup(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": ns},
+        "metadata": {"name": name, "namespace": ns, "annotations": spec.get("annotations", {})},
         "spec": pg_spec,
         "status": {"phase": spec.get("phase", "Inqueue")},
     }

@@ -137,12 +137,12 @@ def test_deserved_and_share_are_reported() -> None:
             "pods": [*_running("ns/a", 2, "n1"), *_pending("ns/b", 1), *_pending("ns/c", 1)],
         }
     )
-    assert result.queues["q1"]["deserved"]["cpu"] == "4"
-    assert result.queues["q1"]["share"] == 0.5
+    assert result.to_json()["queues"]["q1"]["deserved"]["cpu"] == "4"
+    assert result.to_json()["queues"]["q1"]["share"] == 0.5
     # q2's deserved is capped by its realCapability: 8 − 1 guaranteed + its own 1 = 8 cpu.
-    assert result.queues["q2"]["deserved"]["cpu"] == "8"
+    assert result.to_json()["queues"]["q2"]["deserved"]["cpu"] == "8"
     # A queue without deserved is best effort: share 1.
-    assert result.queues["q3"]["share"] == 1.0
+    assert result.to_json()["queues"]["q3"]["share"] == 1.0
 
 
 # ---- flat: enqueue --------------------------------------------------------------------------------------------
@@ -162,7 +162,7 @@ def test_enqueue_admits_jobs_within_real_capability() -> None:
         }
     )
     # a (3) fits, b (3 + 2 > 4) is refused, c (3 + 1) fits.
-    phases = {key: pg["phase"] for key, pg in result.podgroups.items()}
+    phases = {key: pg.phase for key, pg in result.podgroups.items()}
     assert phases == {"ns/a": "Inqueue", "ns/b": "Pending", "ns/c": "Inqueue"}
 
 

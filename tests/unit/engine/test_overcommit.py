@@ -46,7 +46,7 @@ def _scenario(groups: list[dict[str, Any]], pods: list[dict[str, Any]] | None = 
 
 
 def _phases(scenario: dict[str, Any]) -> dict[str, str]:
-    return {key: pg["phase"] for key, pg in run(scenario).podgroups.items()}
+    return {key: pg.phase for key, pg in run(scenario).podgroups.items()}
 
 
 def _session(scenario: dict[str, Any]) -> Session:

@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extender.engine.conf import parse_conf
-from extender.engine.framework import Fn
 from extender.engine.model import Task, TaskStatus
 from extender.engine.placement import NO_NODE
 from extender.engine.plugins.binpack import BinpackScorer
@@ -100,11 +99,11 @@ def _fresh(ssn: Session, task: Task) -> tuple[np.ndarray, np.ndarray, np.ndarray
     idle = arrays.allocatable - arrays.used
     future = idle + arrays.releasing - arrays.pipelined
     score = np.zeros(len(ssn.nodes))
-    for scorer in ssn._all(Fn.NODE_ORDER):
+    for scorer in ssn.node_orders.all():
         score += scorer.row_score(task, VECTOR, VectorRows(arrays, None))
     idx = np.arange(len(ssn.nodes))
     feasible = less_equal_rows(task.resreq, future)
-    for pred in ssn._all(Fn.PREDICATE):
+    for pred in ssn.predicates.all():
         feasible &= pred.static_mask(task, idx)
         dynamic = pred.dynamic_mask(task, idx)
         if dynamic is not None:
@@ -118,7 +117,7 @@ def _reference_choice(ssn: Session, task: Task) -> tuple[str, bool] | None:
         idx = np.flatnonzero(candidates)
         if len(idx):
             total = score[idx]
-            for scorer in ssn._all(Fn.NODE_ORDER):
+            for scorer in ssn.node_orders.all():
                 extra = scorer.normalized(task, idx)
                 if extra is not None:
                     total = total + extra
@@ -129,7 +128,7 @@ def _reference_choice(ssn: Session, task: Task) -> tuple[str, bool] | None:
 def _matrix_scores(ssn: Session, task: Task) -> np.ndarray:
     """The scorers as matrix expressions over [node, resource] (how upstream writes them)."""
     arrays, total = ssn.arrays, np.zeros(len(ssn.nodes))
-    for scorer in ssn._all(Fn.NODE_ORDER):
+    for scorer in ssn.node_orders.all():
         if isinstance(scorer, NodeOrderScorer):
             cols, want = zip(*scorer._columns(task), strict=True)
             capacity = arrays.allocatable[:, cols]
@@ -168,7 +167,7 @@ def _check(ssn: Session) -> None:
             assert np.array_equal(entry.pick_future != NO_NODE, feasible)
         for node in ssn.nodes:
             row = ScalarRow.of(ssn.arrays, node.idx)
-            for scorer in ssn._all(Fn.NODE_ORDER):
+            for scorer in ssn.node_orders.all():
                 vector = scorer.row_score(task, VECTOR, VectorRows(ssn.arrays, np.array([node.idx])))
                 assert np.array_equal(np.broadcast_to(vector, 1), [scorer.row_score(task, SCALAR, row)])
         choice = ssn.choose(task)

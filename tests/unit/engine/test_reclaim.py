@@ -85,8 +85,8 @@ def test_overused_queue_loses_tasks_down_to_deserved() -> None:
     # q1 holds 4 of the 2 cpu it deserves: two tasks go, highest replica index first.
     assert sorted(result.evictions) == ["ns/busy-t-2", "ns/busy-t-3"]
     assert result.pipelined == {"ns/hungry-t-0": "n1", "ns/hungry-t-1": "n1"}
-    assert result.queues["q1"]["deserved"]["cpu"] == "2"
-    assert result.queues["q2"]["deserved"]["cpu"] == "2"
+    assert result.to_json()["queues"]["q1"]["deserved"]["cpu"] == "2"
+    assert result.to_json()["queues"]["q2"]["deserved"]["cpu"] == "2"
 
 
 def test_gang_starving_reclaims_only_for_min_member() -> None:

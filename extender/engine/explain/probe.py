@@ -1,0 +1,196 @@
+"""The live scheduler's session, run with a recorder: the same snapshot, conf, actions and plugins, so what it
+reports is what the scheduler decides, not a second opinion.
+
+`ProbeSession` is a `Session` that, besides deciding, notes the moments an explanation needs: each enqueue vote
+with the admission numbers the plugins held when they voted, each queue that allocate skipped as overused, each
+task a queue refused as not allocatable. Before the actions run it also records the order every queue's jobs and
+the queues themselves had when the session opened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cmp_to_key
+from typing import Any, Protocol
+
+import numpy as np
+
+from extender.engine.conf import SchedulerConf
+from extender.engine.framework import ACTIONS
+from extender.engine.model import Job, Queue, Task
+from extender.engine.results import Decisions, decisions
+from extender.engine.run import collector_paused
+from extender.engine.session import Session
+from extender.engine.snapshot import Snapshot
+from lapilli.resources.vector import Vec
+
+# Plugins whose per-queue accounting decides admission and fair share (Volcano's proportion and capacity).
+QUOTA_PLUGINS = ("proportion", "capacity")
+
+
+class QueueAccount(Protocol):
+    """What proportion's and capacity's per-queue records both hold."""
+
+    allocated: Vec
+    inqueue: Vec
+    elastic: Vec
+    guarantee: Vec
+    real_capability: Vec
+    deserved: Vec
+    share: float
+
+
+@dataclass(slots=True, frozen=True)
+class QuotaView:
+    """One quota plugin's numbers for one queue at one moment (copies)."""
+
+    plugin: str
+    allocated: Vec
+    inqueue: Vec
+    elastic: Vec
+    guarantee: Vec
+    real_capability: Vec
+    deserved: Vec
+    share: float
+
+
+@dataclass(slots=True, frozen=True)
+class ClusterView:
+    """overcommit's numbers at one moment: idle = total × factor − used, inqueue = what admitted jobs reserve."""
+
+    factor: float
+    idle: Vec
+    inqueue: Vec
+
+
+@dataclass(slots=True)
+class EnqueueVote:
+    admitted: bool
+    quotas: list[QuotaView]
+    cluster: ClusterView | None
+
+
+@dataclass(slots=True)
+class OrderEntry:
+    uid: str
+    rank: int  # 1-based
+    key: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Recorded:
+    enqueue: dict[str, EnqueueVote] = field(default_factory=dict)  # job uid -> its vote
+    overused: set[str] = field(default_factory=set)  # queues allocate skipped
+    refused: dict[str, list[QuotaView]] = field(default_factory=dict)  # job uid -> quota numbers when refused
+    queue_order: list[OrderEntry] = field(default_factory=list)
+    job_order: dict[str, list[OrderEntry]] = field(default_factory=dict)  # queue -> its waiting jobs in order
+
+
+def plugin(ssn: Session, name: str) -> Any | None:
+    for _, option, instance in ssn.plugins:
+        if option.name == name:
+            return instance
+    return None
+
+
+def quota_views(ssn: Session, queue: str) -> list[QuotaView]:
+    out = []
+    for name in QUOTA_PLUGINS:
+        instance = plugin(ssn, name)
+        attrs = getattr(instance, "attrs", None) if instance is not None else None
+        attr: QueueAccount | None = attrs.get(queue) if isinstance(attrs, dict) else None
+        if attr is None:
+            continue
+        out.append(QuotaView(name, attr.allocated.copy(), attr.inqueue.copy(), attr.elastic.copy(),
+                             attr.guarantee.copy(), attr.real_capability.copy(), attr.deserved.copy(),
+                             float(attr.share)))
+    return out
+
+
+def cluster_view(ssn: Session) -> ClusterView | None:
+    instance = plugin(ssn, "overcommit")
+    if instance is None or not len(getattr(instance, "idle", ())):
+        return None
+    return ClusterView(float(instance.factor), np.array(instance.idle, copy=True),
+                       np.array(instance.inqueue, copy=True))
+
+
+def queue_share(ssn: Session, queue: str) -> float | None:
+    views = quota_views(ssn, queue)
+    return views[0].share if views else None
+
+
+def job_share(ssn: Session, job: Job) -> float | None:
+    drf = plugin(ssn, "drf")
+    share = getattr(drf, "share", None)
+    return float(share(job.uid)) if callable(share) and job.uid in getattr(drf, "shares", {}) else None
+
+
+class ProbeSession(Session):
+    def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> None:
+        super().__init__(snap, conf, now)
+        self.recorded = Recorded()
+
+    def job_enqueueable(self, job: Job) -> bool:
+        quotas, cluster = quota_views(self, job.queue), cluster_view(self)
+        admitted = super().job_enqueueable(job)
+        self.recorded.enqueue[job.uid] = EnqueueVote(admitted, quotas, cluster)
+        return admitted
+
+    def overused(self, queue: Queue) -> bool:
+        result = super().overused(queue)
+        if result:
+            self.recorded.overused.add(queue.name)
+        return result
+
+    def allocatable(self, queue: Queue, task: Task) -> bool:
+        result = super().allocatable(queue, task)
+        if not result and task.job not in self.recorded.refused:
+            self.recorded.refused[task.job] = quota_views(self, queue.name)
+        return result
+
+
+def _record_order(ssn: ProbeSession) -> None:
+    """The order allocate starts from: queues by QueueOrder, each queue's admitted-or-pending jobs by JobOrder."""
+    waiting: dict[str, list[Job]] = {}
+    for job in ssn.jobs.values():
+        if job.pending_tasks() or job.is_pending():
+            waiting.setdefault(job.queue, []).append(job)
+    queues = sorted((ssn.queues[name] for name in waiting), key=_cmp_key(ssn.queue_order))
+    for rank, queue in enumerate(queues, 1):
+        key: dict[str, Any] = {"priority": queue.priority}
+        share = queue_share(ssn, queue.name)
+        if share is not None:
+            key["share"] = round(share, 6)
+        ssn.recorded.queue_order.append(OrderEntry(queue.name, rank, key))
+        jobs = sorted(waiting[queue.name], key=_cmp_key(ssn.job_order))
+        entries = []
+        for jrank, job in enumerate(jobs, 1):
+            jkey: dict[str, Any] = {"priority": job.priority}
+            dominant = job_share(ssn, job)
+            if dominant is not None:
+                jkey["drf_share"] = round(dominant, 6)
+            jkey["created"] = job.creation
+            entries.append(OrderEntry(job.uid, jrank, jkey))
+        ssn.recorded.job_order[queue.name] = entries
+
+
+def _cmp_key(compare: Any) -> Any:
+    return cmp_to_key(compare)
+
+
+def probe(snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> tuple[ProbeSession, Decisions]:
+    """Run one session exactly as `run.run_session` does, recording as it goes; the session is returned closed
+    but intact, so its final state can be questioned (where pending tasks could still go)."""
+    with collector_paused():
+        ssn = ProbeSession(snap, conf, now)
+        _record_order(ssn)
+        for name in conf.actions:
+            ACTIONS[name]().execute(ssn)
+        ssn.close()
+        return ssn, decisions(ssn)
+
+
+def opened(snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> Session:
+    """A session as it stands when it opens, before any action: the cluster as the scheduler finds it."""
+    return Session(snap, conf, now)

@@ -1,0 +1,72 @@
+"""What could free room for a gang that does not fit: reclaim (from other queues) and preempt (lower-priority jobs
+of the same queue), each asked of the session's own votes — Preemptive, Reclaimable, Preemptable — over the nodes
+an eviction could open (Volcano's `PredicateForPreemptAction`)."""
+
+from __future__ import annotations
+
+from extender.engine.explain.report import Kind, Reason
+from extender.engine.explain.units import amount
+from extender.engine.model import Job, Task, TaskStatus
+from extender.engine.session import Session
+from extender.engine.victims import candidate_nodes, victim_order
+
+
+def _running_elsewhere(ssn: Session, task: Task, same_queue: bool, queue: str) -> list[Task]:
+    out = []
+    for node in candidate_nodes(ssn, task):
+        for other in node.tasks.values():
+            if other.status is not TaskStatus.RUNNING or not other.preemptable or other.job not in ssn.jobs:
+                continue
+            if (ssn.jobs[other.job].queue == queue) == same_queue and other.job != task.job:
+                out.append(other)
+    return out
+
+
+def reclaim(ssn: Session, job: Job, task: Task) -> Reason:
+    queue = ssn.queues[job.queue]
+    if "reclaim" not in ssn.conf.actions:
+        return Reason(Kind.RECLAIM, "reclaim is not enabled in the scheduler conf: nothing takes room back from "
+                      "other queues", {"allowed": False, "why": "not configured"})
+    if task.preemption_never:
+        return Reason(Kind.RECLAIM, "reclaim not allowed: the pods have preemptionPolicy Never",
+                      {"allowed": False, "why": "preemptionPolicy"})
+    if not ssn.preemptive(queue, task):
+        return Reason(Kind.RECLAIM, f"reclaim not allowed: queue {queue.name} already holds its deserved share of "
+                      "what these pods ask for", {"allowed": False, "why": "queue within deserved"})
+    others = _running_elsewhere(ssn, task, same_queue=False, queue=queue.name)
+    closed = sorted({ssn.jobs[t.job].queue for t in others if not ssn.queues[ssn.jobs[t.job].queue].reclaimable})
+    open_ = [t for t in others if ssn.queues[ssn.jobs[t.job].queue].reclaimable]
+    if not open_:
+        if closed:
+            return Reason(Kind.RECLAIM, "reclaim not allowed: the room is held by queue(s) "
+                          f"{', '.join(closed)} with reclaimable: false",
+                          {"allowed": False, "why": "reclaimable false", "queues": closed})
+        return Reason(Kind.RECLAIM, "nothing to reclaim: no running pod of another queue on a node these pods "
+                      "may use", {"allowed": False, "why": "no victims"})
+    victims = ssn.reclaimable(task, victim_order(ssn, open_, task)) or []
+    if not victims:
+        holders = sorted({ssn.jobs[t.job].queue for t in open_})
+        return Reason(Kind.RECLAIM, f"reclaim not allowed: queue(s) {', '.join(holders)} hold no more than "
+                      "their deserved share", {"allowed": False, "why": "victims within deserved", "queues": holders})
+    queues = sorted({ssn.jobs[t.job].queue for t in victims})
+    return Reason(Kind.RECLAIM, f"reclaim allowed: {len(victims)} pod(s) of queue(s) {', '.join(queues)} above "
+                  "their deserved share can be evicted", {"allowed": True, "victims": [t.key for t in victims]})
+
+
+def preempt(ssn: Session, job: Job, task: Task) -> Reason | None:
+    if "preempt" not in ssn.conf.actions:
+        return None
+    same = _running_elsewhere(ssn, task, same_queue=True, queue=job.queue)
+    if not same:
+        return None
+    victims = ssn.preemptable(task, victim_order(ssn, same, task)) or []
+    if not victims:
+        return Reason(Kind.PREEMPT, f"no preemption: the running jobs of queue {job.queue} are not of lower "
+                      "priority", {"candidates": []})
+    return Reason(Kind.PREEMPT, f"preemption candidates: {len(victims)} pod(s) of lower-priority jobs in queue "
+                  f"{job.queue}", {"candidates": [t.key for t in victims]})
+
+
+def request_text(ssn: Session, task: Task) -> str:
+    return ", ".join(f"{n} {amount(n, float(task.resreq[i]))}" for i, n in enumerate(ssn.dims.names)
+                     if task.resreq[i] > 0 and n != "pods")

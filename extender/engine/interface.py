@@ -1,0 +1,287 @@
+"""The engine's contract: what a plugin may register, what it may see of a session, and what an outcome means.
+
+Mirrors kube-scheduler's framework interface (`pkg/scheduler/framework/interface.go`: one small interface per
+extension point, a `Status` with a closed set of codes) and Volcano's callback kinds (`framework/session_plugins.go`:
+`AddJobOrderFn`, `AddPredicateFn`, …). A plugin is typed against `SessionView`, the narrow part of a session it uses
+(the session's data, its combined orders, and one typed `add_*` method per callback kind), never the concrete
+`Session`; actions use the whole session. Nothing here imports the session, so plugins, callbacks and the session
+depend on this module and not on each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Final, Generic, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.engine.model import Job, Node, NodeArrays, Queue, Task
+from extender.engine.rowmath import NodeRows, Num, Ops
+from extender.engine.status import SUCCESS, Code, Status
+from lapilli.resources.vector import Dims, Vec
+
+Mask = npt.NDArray[np.bool_]
+Index = npt.NDArray[np.intp]
+Scores = npt.NDArray[np.float64]
+
+
+# ---- outcomes -------------------------------------------------------------------------------------------------
+class Vote(IntEnum):
+    """Votes of JobEnqueueable / JobPipelined (Volcano's `util.Permit`, `Abstain`, `Reject`)."""
+
+    REJECT = -1
+    ABSTAIN = 0
+    PERMIT = 1
+
+
+PERMIT: Final = Vote.PERMIT
+ABSTAIN: Final = Vote.ABSTAIN
+REJECT: Final = Vote.REJECT
+
+
+@dataclass(frozen=True, slots=True)
+class ValidateResult:
+    """Volcano's `api.ValidateResult`: why a job may not be scheduled at all this session."""
+
+    passed: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(slots=True)
+class QueueReport:
+    """What a queue-share plugin (proportion, capacity) reports for a queue's status: deserved and share."""
+
+    deserved: Vec
+    share: float
+
+
+# ---- callback kinds (one Protocol each) -----------------------------------------------------------------------
+# What order callbacks' keys return, and the session's combined sort keys (plugin keys, then a unique id).
+KeyValue = float | tuple[float, ...]
+SortKey = tuple[KeyValue | str | None, ...]
+T_contra = TypeVar("T_contra", contravariant=True)
+T = TypeVar("T")
+
+
+class OrderFn(Protocol[T_contra]):
+    """JobOrder / QueueOrder / TaskOrder: < 0 when `left` goes first, 0 when this plugin has no opinion."""
+
+    def __call__(self, left: T_contra, right: T_contra, /) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedOrder(Generic[T]):
+    """An order callback defined by a sort key: calling it compares the keys, so `compare(a, b) < 0` exactly when
+    `key(a) < key(b)`. When every callback of a kind has a key, the session sorts by one tuple instead of walking
+    the callbacks for every comparison."""
+
+    key: Callable[[T], KeyValue]
+
+    def __call__(self, left: T, right: T, /) -> int:
+        lk, rk = _tuple(self.key(left)), _tuple(self.key(right))
+        return (lk > rk) - (lk < rk)
+
+
+def _tuple(value: KeyValue) -> tuple[float, ...]:
+    # One callback's keys are all numbers or all tuples; as tuples both compare alike.
+    return value if isinstance(value, tuple) else (value,)
+
+
+class VictimQueueOrderFn(Protocol):
+    def __call__(self, left: Queue, right: Queue, preemptor: Queue, /) -> int: ...
+
+
+class JobPredicateFn(Protocol):
+    """JobReady / JobStarving: a yes/no about a job."""
+
+    def __call__(self, job: Job, /) -> bool: ...
+
+
+class JobVoteFn(Protocol):
+    """JobPipelined / JobEnqueueable: permit, abstain or reject, decided tier by tier."""
+
+    def __call__(self, job: Job, /) -> Vote: ...
+
+
+class JobValidFn(Protocol):
+    """JobValid: None or a passing result when the job may be scheduled."""
+
+    def __call__(self, job: Job, /) -> ValidateResult | None: ...
+
+
+class JobEnqueuedFn(Protocol):
+    def __call__(self, job: Job, /) -> None: ...
+
+
+class VictimsFn(Protocol):
+    """Preemptable / Reclaimable: which of `candidates` the plugin lets go (None abstains)."""
+
+    def __call__(self, actor: Task, candidates: list[Task], /) -> list[Task] | None: ...
+
+
+class QueuePredicateFn(Protocol):
+    """Overused: a yes/no about a queue."""
+
+    def __call__(self, queue: Queue, /) -> bool: ...
+
+
+class QueueTaskFn(Protocol):
+    """Allocatable / Preemptive: may this queue take (or preempt for) this task?"""
+
+    def __call__(self, queue: Queue, task: Task, /) -> bool: ...
+
+
+class TaskEventFn(Protocol):
+    def __call__(self, task: Task, /) -> None: ...
+
+
+@dataclass(slots=True)
+class EventHandler:
+    """Volcano's `framework.EventHandler`: told of every allocation and deallocation a Statement makes."""
+
+    allocate: TaskEventFn | None = None
+    deallocate: TaskEventFn | None = None
+
+
+class Predicate(Protocol):
+    """A node filter (Volcano's PredicateFn over all nodes at once). `static_mask` depends only on
+    `task.predicate_key` (cached per key) and what it refuses no eviction can fix (UnschedulableAndUnresolvable);
+    `dynamic_mask` depends on what is placed and is evaluated per task (None when it does not constrain this task);
+    `explain` gives the reasons one node refuses a task, for the fit error."""
+
+    def static_mask(self, task: Task, idx: Index) -> Mask: ...
+
+    def dynamic_mask(self, task: Task, idx: Index) -> Mask | None: ...
+
+    def explain(self, task: Task, node: Node) -> list[str]: ...
+
+
+class Scorer(Protocol):
+    """A node score (Volcano's NodeOrderFn). `row_score` is the formula over node rows, written once for
+    `rowmath.VECTOR` and `SCALAR`; it may depend only on the task's class and the row's numbers (the session caches
+    it per class and memoises it by row contents). `normalized` is computed over the candidate set at pick time,
+    and `normalizes(task)` says whether it contributes anything for this task."""
+
+    def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num: ...
+
+    def normalized(self, task: Task, idx: Index) -> Scores | None: ...
+
+    def normalizes(self, task: Task) -> bool: ...
+
+
+# ---- what a plugin sees ---------------------------------------------------------------------------------------
+class SessionView(Protocol):
+    """The part of a session a plugin uses: read its data, ask its combined orders, register callbacks (only from
+    `on_session_open`), report queue shares, PodGroup conditions and events."""
+
+    now: float
+    dims: Dims
+    total: Vec
+    arrays: NodeArrays
+    queue_reports: dict[str, QueueReport]
+
+    @property
+    def jobs(self) -> Mapping[str, Job]: ...
+
+    @property
+    def queues(self) -> Mapping[str, Queue]: ...
+
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+    def current_flags(self) -> Mapping[str, bool]: ...
+
+    def job_order(self, left: Job, right: Job) -> int: ...
+
+    def queue_order(self, left: Queue, right: Queue) -> int: ...
+
+    def task_order(self, left: Task, right: Task) -> int: ...
+
+    def victim_queue_order(self, left: Queue, right: Queue, preemptor: Queue) -> int: ...
+
+    def job_fit_error(self, job: Job) -> str: ...
+
+    def set_condition(self, job: Job, kind: str, reason: str, message: str) -> None: ...
+
+    def record_event(self, key: str, type_: str, reason: str, message: str) -> None: ...
+
+    def add_job_order(self, fn: OrderFn[Job]) -> None: ...
+
+    def add_queue_order(self, fn: OrderFn[Queue]) -> None: ...
+
+    def add_victim_queue_order(self, fn: VictimQueueOrderFn) -> None: ...
+
+    def add_task_order(self, fn: OrderFn[Task]) -> None: ...
+
+    def add_job_ready(self, fn: JobPredicateFn) -> None: ...
+
+    def add_job_pipelined(self, fn: JobVoteFn) -> None: ...
+
+    def add_job_valid(self, fn: JobValidFn) -> None: ...
+
+    def add_job_starving(self, fn: JobPredicateFn) -> None: ...
+
+    def add_job_enqueueable(self, fn: JobVoteFn) -> None: ...
+
+    def add_job_enqueued(self, fn: JobEnqueuedFn) -> None: ...
+
+    def add_preemptable(self, fn: VictimsFn) -> None: ...
+
+    def add_reclaimable(self, fn: VictimsFn) -> None: ...
+
+    def add_overused(self, fn: QueuePredicateFn) -> None: ...
+
+    def add_allocatable(self, fn: QueueTaskFn) -> None: ...
+
+    def add_preemptive(self, fn: QueueTaskFn) -> None: ...
+
+    def add_predicate(self, fn: Predicate) -> None: ...
+
+    def add_node_order(self, fn: Scorer) -> None: ...
+
+    def add_event_handler(self, handler: EventHandler) -> None: ...
+
+
+class Plugin(Protocol):
+    """Volcano's `framework.Plugin`: built fresh for each session from its frozen arguments."""
+
+    name: str
+
+    def on_session_open(self, ssn: SessionView) -> None: ...
+
+    def on_session_close(self, ssn: SessionView) -> None: ...
+
+
+# A conf entry's plugin, its arguments already parsed (conf.py); called once per session.
+PluginBuilder = Callable[[], Plugin]
+# What a plugin registers: parse a conf entry's `arguments` (raising ConfError) into its builder.
+PluginLoader = Callable[[Mapping[str, object]], PluginBuilder]
+
+
+__all__ = [
+    "ABSTAIN",
+    "PERMIT",
+    "REJECT",
+    "SUCCESS",
+    "Code",
+    "EventHandler",
+    "Index",
+    "KeyedOrder",
+    "Mask",
+    "Plugin",
+    "PluginBuilder",
+    "PluginLoader",
+    "Predicate",
+    "QueueReport",
+    "Scorer",
+    "Scores",
+    "SessionView",
+    "SortKey",
+    "Status",
+    "ValidateResult",
+    "Vote",
+]

@@ -1,0 +1,178 @@
+"""`extender.engine.explain`: one snapshot per reason, run through the shipped scheduler conf, and the answer names
+that reason with the right numbers — and agrees with what the same session decides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extender.engine.explain import Context, Kind, explain
+from extender.engine.run import parse_scheduler_conf
+from extender.engine.snapshot import build_snapshot
+from tests.unit.engine.builders import documents
+
+SHIPPED = Path(__file__).resolve().parents[3] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
+CONF = parse_scheduler_conf(SHIPPED.read_text())
+GPU = "nvidia.com/gpu"
+
+
+def gpu_nodes(n: int, gpus: int = 4, **extra: Any) -> list[dict[str, Any]]:
+    return [{"name": f"n{i}", "alloc": {"cpu": "16", "memory": "64Gi", GPU: str(gpus)}, **extra} for i in range(n)]
+
+
+def gang(ns_name: str, size: int, queue: str, *, phase: str = "Inqueue", gpus: int = 1, prio: str | None = None,
+         running_on: str | None = None, **pod_extra: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ns, name = ns_name.split("/")
+    if running_on and phase == "Inqueue":
+        phase = "Running"
+    pg: dict[str, Any] = {"name": ns_name, "queue": queue, "min": size, "phase": phase,
+                          "minResources": {"cpu": str(size), GPU: str(size * gpus)}}
+    if prio:
+        pg["priorityClassName"] = prio
+    pods = []
+    if phase != "Pending":
+        for i in range(size):
+            pod: dict[str, Any] = {"name": f"{ns}/{name}-w-{i}", "group": name,
+                                   "req": {"cpu": "1", GPU: str(gpus)}, **pod_extra}
+            if prio:
+                pod["priorityClassName"] = prio
+            if running_on:
+                pod["node"], pod["phase"] = running_on, "Running"
+            pods.append(pod)
+    return pg, pods
+
+
+def why(scenario: dict[str, Any], key: str, context: Context | None = None) -> Any:
+    snap = build_snapshot(documents(scenario))
+    return explain(snap, CONF, [key], context)[key]
+
+
+def scenario(*gangs: tuple[dict[str, Any], list[dict[str, Any]]], **rest: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"podgroups": [g for g, _ in gangs], "pods": [p for _, ps in gangs for p in ps]}
+    out.update(rest)
+    return out
+
+
+def test_queue_missing() -> None:
+    s = scenario(gang("u/a", 2, "nope", phase="Pending"), nodes=gpu_nodes(1), queues=[{"name": "default"}])
+    e = why(s, "u/a")
+    assert e.kind is Kind.QUEUE_MISSING
+    assert "queue nope does not exist" in e.headline
+
+
+def test_closed_queue_names_who_closed_it() -> None:
+    s = scenario(gang("u/a", 2, "lab-a", phase="Pending"), nodes=gpu_nodes(1),
+                 queues=[{"name": "lab-a", "state": "Closed"}])
+    e = why(s, "u/a", Context(queue_closed_by={"lab-a": "by alice"}))
+    assert e.kind is Kind.QUEUE_CLOSED
+    assert "queue lab-a is Closed (closed by alice)" in e.headline
+    assert e.phase == "Pending"
+
+
+def test_over_capability_per_resource_with_numbers() -> None:
+    running = gang("u/old", 6, "lab-a", running_on="n0")
+    running[1][:] = [dict(p, node=f"n{i // 4}") for i, p in enumerate(running[1])]
+    s = scenario(running, gang("u/new", 4, "lab-a", phase="Pending"), nodes=gpu_nodes(4),
+                 queues=[{"name": "lab-a", "capability": {GPU: "8", "cpu": "100"}}])
+    e = why(s, "u/new")
+    assert e.kind is Kind.OVER_CAPABILITY, e.render()
+    assert f"needs {GPU} 4; queue lab-a may use 2 more of its capability 8" in e.headline
+    data = e.reasons[0].data["resources"][GPU]
+    assert (data["need"], data["room"], data["limit"], data["allocated"]) == (4, 2, 8, 6)
+    assert e.phase == "Pending"
+
+
+def test_gang_larger_than_any_placement_is_unresolvable() -> None:
+    s = scenario(gang("u/big", 3, "lab-a", gpus=8), nodes=gpu_nodes(4, gpus=4), queues=[{"name": "lab-a"}])
+    e = why(s, "u/big")
+    assert e.kind is Kind.UNRESOLVABLE, e.render()
+    assert "nothing in the cluster can ever fit this gang" in e.headline
+    assert f"0 of 3 pods placeable: 4 nodes are too small for {GPU} (need 8, have 4)" in e.headline
+
+
+def test_min_resources_above_the_whole_cluster_is_unresolvable_at_admission() -> None:
+    s = scenario(gang("u/big", 20, "lab-a", phase="Pending"), nodes=gpu_nodes(2), queues=[{"name": "lab-a"}])
+    e = why(s, "u/big")
+    assert e.kind is Kind.UNRESOLVABLE
+    assert f"needs {GPU} 20; the whole cluster has 8" in e.headline
+
+
+def test_taint_names_the_taint_and_node_count() -> None:
+    taint = [{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}]
+    nodes = [*gpu_nodes(2, taints=taint), {"name": "c0", "alloc": {"cpu": "16", "memory": "64Gi"}}]
+    s = scenario(gang("u/t", 4, "lab-a"), nodes=nodes, queues=[{"name": "lab-a"}])
+    e = why(s, "u/t")
+    assert "2 nodes are tainted dedicated=infer:NoSchedule" in e.headline, e.render()
+    assert f"1 node has no {GPU} (need 1)" in e.headline
+
+
+def test_behind_a_higher_priority_job_of_the_same_queue() -> None:
+    s = scenario(gang("u/high", 4, "lab-a", prio="high"), gang("u/low", 4, "lab-a"), nodes=gpu_nodes(1),
+                 queues=[{"name": "lab-a"}], priorityClasses=[{"name": "high", "value": 100}])
+    result = explain(build_snapshot(documents(s)), CONF)
+    assert result["u/high"].kind is Kind.STARTING
+    e = result["u/low"]
+    assert e.kind is Kind.ORDER, e.render()
+    assert "u/high goes first (priority 100 > 0)" in e.headline
+    assert e.reasons[0].data["position"] == 2
+
+
+def test_fair_share_and_queue_order_behind_a_fairer_queue() -> None:
+    # lab-a already runs 4 GPUs; both queues want 4 more of the 8: lab-b (share 0) goes first, and lab-a is at
+    # its deserved share.
+    s = scenario(gang("a/run", 4, "lab-a", running_on="n0"), gang("a/next", 4, "lab-a"), gang("b/next", 4, "lab-b"),
+                 nodes=gpu_nodes(2), queues=[{"name": "lab-a"}, {"name": "lab-b"}])
+    result = explain(build_snapshot(documents(s)), CONF)
+    assert result["b/next"].kind is Kind.STARTING
+    e = result["a/next"]
+    kinds = [r.kind for r in e.reasons]
+    assert Kind.FAIR_SHARE in kinds, e.render()
+    assert f"queue lab-a holds {GPU} 4 of its deserved 4" in e.render()
+
+
+def test_reclaim_not_allowed_from_a_non_reclaimable_queue() -> None:
+    s = scenario(gang("b/hog", 8, "lab-b", running_on="n0"), gang("a/want", 4, "lab-a"),
+                 nodes=gpu_nodes(2), queues=[{"name": "lab-a"}, {"name": "lab-b", "reclaimable": False}])
+    s["pods"] = [dict(p, node=f"n{i // 4}") if p["name"].startswith("b/") else p
+                 for i, p in enumerate(s["pods"])]
+    e = why(s, "a/want")
+    reclaim = next(r for r in e.reasons if r.kind is Kind.RECLAIM)
+    assert "queue(s) lab-b with reclaimable: false" in reclaim.message, e.render()
+    assert reclaim.data["allowed"] is False
+    assert e.reasons[0].kind is Kind.PLACEMENT
+    assert f"0 of 4 pods placeable: 2 nodes lack free {GPU}" in e.headline
+
+
+def test_reclaimable_queue_is_reclaimed_and_the_answer_says_starting() -> None:
+    s = scenario(gang("b/hog", 8, "lab-b", running_on="n0"), gang("a/want", 4, "lab-a"),
+                 nodes=gpu_nodes(2), queues=[{"name": "lab-a"}, {"name": "lab-b"}])
+    s["pods"] = [dict(p, node=f"n{i // 4}") if p["name"].startswith("b/") else p
+                 for i, p in enumerate(s["pods"])]
+    e = why(s, "a/want")
+    assert e.kind is Kind.STARTING, e.render()
+    assert "evicted this session" in e.headline
+
+
+@pytest.mark.parametrize("phase", ["Running"])
+def test_running_job(phase: str) -> None:
+    s = scenario(gang("u/r", 2, "lab-a", running_on="n0", phase=phase), nodes=gpu_nodes(1),
+                 queues=[{"name": "lab-a"}])
+    e = why(s, "u/r")
+    assert e.kind is Kind.RUNNING
+    assert e.headline == "running: 2 of 2 pods scheduled"
+    assert e.to_json()["kind"] == "Running"
+
+
+def test_not_admitted_behind_a_waiting_higher_priority_job() -> None:
+    # `hi` is admitted but cannot be placed (its pods select no node), so it keeps its reservation; `lo` waits
+    # behind it in the queue's order, and the enqueue numbers say what hi's reservation leaves.
+    hi = gang("u/hi", 4, "lab-a", prio="high", nodeSelector={"nope": "x"})
+    lo = gang("u/lo", 4, "lab-a", phase="Pending")
+    s = scenario(hi, lo, nodes=gpu_nodes(1), queues=[{"name": "lab-a"}],
+                 priorityClasses=[{"name": "high", "value": 1000}])
+    e = why(s, "u/lo")
+    assert e.kind is Kind.ORDER, e.render()
+    assert "u/hi goes first (priority 1000 > 0)" in e.headline
+    assert f"needs {GPU} 4; queue lab-a may use 0 more" in e.render()

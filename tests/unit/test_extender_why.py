@@ -1,0 +1,68 @@
+"""The why-condition on PodGroups and the per-queue job metrics (extender/service/why.py), over plain snapshots."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from extender.engine.explain import Explanation, Kind, Reason
+from extender.engine.snapshot import Snapshot, build_snapshot
+from extender.service.why import CONDITION, QueueJobMetrics, condition, with_condition
+from tests.unit.engine.builders import documents
+
+VOLCANO = {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": "0/4 tasks",
+           "lastTransitionTime": "2026-01-01T00:00:00Z"}
+
+
+def _waiting() -> Explanation:
+    return Explanation("ns/pg", "lab-a", "Pending", 4, 0, 0, [
+        Reason(Kind.QUEUE_CLOSED, "queue lab-a is Closed"), Reason(Kind.OVER_CAPABILITY, "needs gpu 4")])
+
+
+def test_condition_says_waiting_with_the_reasons_in_order() -> None:
+    cond = condition(_waiting())
+    assert cond == {"type": CONDITION, "status": "True", "reason": "QueueClosed",
+                    "message": "1. queue lab-a is Closed; 2. needs gpu 4"}
+    running = Explanation("ns/pg", "lab-a", "Running", 4, 4, 4, [Reason(Kind.RUNNING, "running: 4 of 4")])
+    assert condition(running)["status"] == "False"
+
+
+def test_volcano_conditions_are_kept_and_unchanged_text_is_not_rewritten() -> None:
+    first = with_condition([VOLCANO], condition(_waiting()), "2026-01-01T00:01:00Z")
+    assert first is not None
+    assert first[0]["type"] == CONDITION and first[0]["lastTransitionTime"] == "2026-01-01T00:01:00Z"
+    assert first[1] == VOLCANO
+    assert with_condition(first, condition(_waiting()), "2026-01-01T00:02:00Z") is None
+    changed = _waiting()
+    changed.reasons.pop(0)
+    second = with_condition(first, condition(changed), "2026-01-01T00:03:00Z")
+    assert second is not None and second[0]["reason"] == "OverCapability"
+    # Still waiting: the transition time is the one of the first True.
+    assert second[0]["lastTransitionTime"] == "2026-01-01T00:01:00Z"
+    assert [c["type"] for c in second] == [CONDITION, "Unschedulable"]
+
+
+def _snap(phases: dict[str, str]) -> Snapshot:
+    docs = documents({
+        "queues": [{"name": "lab-a"}],
+        "podgroups": [{"name": key, "queue": "lab-a", "min": 1, "phase": phase} for key, phase in phases.items()],
+    })
+    for doc in docs:
+        doc["metadata"]["creationTimestamp"] = "1970-01-01T00:00:40Z"
+    return build_snapshot(docs)
+
+
+def test_queue_job_counts_and_time_to_running() -> None:
+    registry = CollectorRegistry()
+    metrics = QueueJobMetrics(registry)
+    metrics.observe(_snap({"u/a": "Pending", "u/b": "Inqueue", "u/c": "Running"}), wall_now=100.0)
+
+    def jobs(phase: str) -> float | None:
+        return registry.get_sample_value("lapilli_queue_jobs", {"queue": "lab-a", "phase": phase})
+
+    assert (jobs("pending"), jobs("inqueue"), jobs("running")) == (1, 1, 1)
+    # u/b was seen waiting and runs now, 120 s after its creation; u/c was never seen waiting: not counted.
+    metrics.observe(_snap({"u/a": "Pending", "u/b": "Running", "u/c": "Running"}), wall_now=160.0)
+    assert (jobs("pending"), jobs("inqueue"), jobs("running")) == (1, 0, 2)
+    labels = {"queue": "lab-a"}
+    assert registry.get_sample_value("lapilli_podgroup_time_to_running_seconds_count", labels) == 1
+    assert registry.get_sample_value("lapilli_podgroup_time_to_running_seconds_sum", labels) == 120
