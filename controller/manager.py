@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -70,7 +71,7 @@ class ControllerSet:
         self.jobs.on_job(event)
         self.ttl.observe(event.type, event.obj)
 
-    async def _cleanup_job(self, job: dict[str, Any]) -> None:
+    async def _cleanup_job(self, job: Mapping[str, Any]) -> None:
         await self._guard(self.cleanup.job_deleted(job), "cleanup")
 
     def _on_pod(self, event: Event) -> None:

@@ -62,7 +62,7 @@ class FlagField:
 
 def flag(decl: str, default: T) -> T:
     """A settings field set by the command-line flag `decl` (`"--name"` or `"--on/--off"`)."""
-    return dataclasses.field(default=default, metadata={_FLAG: Flag(decl)})  # type: ignore[no-any-return]
+    return dataclasses.field(default=default, metadata={_FLAG: Flag(decl)})
 
 
 def flag_fields(cls: type) -> list[FlagField]:
@@ -80,7 +80,7 @@ def flag_fields(cls: type) -> list[FlagField]:
 def from_flags(cls: type[T], values: Mapping[str, object]) -> T:
     """Build `cls` (and its groups) from parsed flag values keyed by `Flag.key`; a flag absent from `values`
     leaves its field's default."""
-    hints = _hints(cls)
+    hints = get_type_hints(cls)
     kwargs: dict[str, object] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         flag_ = f.metadata.get(_FLAG)

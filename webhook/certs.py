@@ -68,8 +68,8 @@ def _san(host: str) -> x509.GeneralName:
 
 
 def _usage(**enabled: bool) -> x509.KeyUsage:
-    flags = ("digital_signature", "content_commitment", "key_encipherment", "data_encipherment", "key_agreement")
-    flags += ("key_cert_sign", "crl_sign", "encipher_only", "decipher_only")
+    flags = ("digital_signature", "content_commitment", "key_encipherment", "data_encipherment", "key_agreement",
+             "key_cert_sign", "crl_sign", "encipher_only", "decipher_only")
     return x509.KeyUsage(**{flag: enabled.get(flag, False) for flag in flags})
 
 

@@ -25,6 +25,11 @@ class AdmissionSettings:
     """Refuse changes to the root queue's capability, deserved and guarantee."""
     queue_allocated_pods_check: bool = flag("--enable-queue-allocated-pods-check", False)
     """Refuse deleting a queue that still has allocated pods (`status.allocated.pods` > 0)."""
+    max_job_replicas: int = flag("--max-job-replicas", 10_000)
+    """Most pods one Volcano Job may declare (all its tasks' replicas); bigger Jobs are refused at admission, so
+    one object cannot make the controllers, the scheduler and the API server do unbounded work (Lapilli's)."""
+    max_job_tasks: int = flag("--max-job-tasks", 256)
+    """Most tasks one Volcano Job may have (Lapilli's)."""
 
     def problems(self) -> list[str]:
         """Every reason these settings cannot work (empty when they can)."""
@@ -34,6 +39,10 @@ class AdmissionSettings:
         out += [f"--scheduler-name {n!r} is not a valid name" for n in self.scheduler_names if dns1123_subdomain(n)]
         if self.max_queue_depth < 1:
             out.append(f"--max-queue-depth {self.max_queue_depth} must be >= 1")
+        if self.max_job_replicas < 1:
+            out.append(f"--max-job-replicas {self.max_job_replicas} must be >= 1")
+        if self.max_job_tasks < 1:
+            out.append(f"--max-job-tasks {self.max_job_tasks} must be >= 1")
         return out
 
 

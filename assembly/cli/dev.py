@@ -126,6 +126,17 @@ def status(output: str, state_dir: Path | None) -> None:
     sys.exit(0 if running and all(running) else 1 if not any(running) else 2)
 
 
+@dev.command(context_settings={"ignore_unknown_options": True})
+@click.option("--pid-file", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="Where the running child's pid is written.")
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
+def supervise(pid_file: Path, argv: tuple[str, ...]) -> None:
+    """Run ARGV and start it again whenever it dies, as a Deployment would (`dev up` runs the service so)."""
+    from assembly.dev.supervise import supervise as run
+
+    sys.exit(run(argv, pid_file))
+
+
 @dev.command(hidden=False)
 @click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False, exists=True), required=True)
 @click.option("--ready-file", type=click.Path(path_type=Path, dir_okay=False), default=None,

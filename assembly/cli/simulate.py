@@ -46,8 +46,10 @@ def _conf(conf_file: Path | None) -> SchedulerConf:
 
 
 def _schedulers(which: str, conf: SchedulerConf) -> list[Scheduler]:
-    lapilli, default = LapilliScheduler(conf), DefaultScheduler()
-    return {"lapilli": [lapilli], "default": [default], "both": [lapilli, default]}[which]
+    lapilli: Scheduler = LapilliScheduler(conf)
+    default: Scheduler = DefaultScheduler()
+    choices: dict[str, list[Scheduler]] = {"lapilli": [lapilli], "default": [default], "both": [lapilli, default]}
+    return choices[which]
 
 
 def _run(work: Workload, schedulers: list[Scheduler], until: float | None) -> list[SimResult]:

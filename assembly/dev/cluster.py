@@ -39,12 +39,15 @@ from assembly.dev.ports import free_ports
 from assembly.dev.schedconfig import DEV_PROFILES, config_api_version, render
 from assembly.dev.service import (
     EXTENDER_TLS_DIR,
+    SERVICE_PID_FILE,
     WEBHOOK_EXEMPT_NAMESPACES,
     ServicePlan,
     exempt_namespace_patch,
     lapilli_argv,
     plan_service,
     service_available,
+    service_pid,
+    supervised,
 )
 from lapilli.kube import KubeClient, load_kubeconfig
 from lapilli.kube.config import write_kubeconfig
@@ -54,8 +57,8 @@ INFO_FILE: Final = "cluster.json"
 KUBELET_READY_FILE: Final = "kubelet.ready"
 # What `up` may remove from a state directory: only what it creates itself.
 _OWNED: Final = ("pki", "logs", "pids", "etcd", "webhook-tls", EXTENDER_TLS_DIR, "kubeconfig", "scheduler.kubeconfig",
-                 "service.kubeconfig", "kube-scheduler-config.yaml", "lapilli-scheduler-config.yaml", INFO_FILE,
-                 KUBELET_READY_FILE)
+                 "service.kubeconfig", "scheduler-config.yaml", "scheduler-default-config.yaml", INFO_FILE,
+                 KUBELET_READY_FILE, SERVICE_PID_FILE)
 _SHM: Final = Path("/dev/shm")
 
 
@@ -116,18 +119,18 @@ class _Ports:
     scheduler_http: int  # kube-scheduler 1.20's plain healthz/metrics listener (see schedconfig.render)
     webhook: int
     extender: int
-    lapilli_scheduler: int  # the second kube-scheduler, Volcano's profile with the extender (see _start_scheduler)
-    lapilli_scheduler_http: int
+    default_scheduler: int  # kube-scheduler for `default-scheduler` pods, when the extender is wired
+    default_scheduler_http: int
 
-    def in_use(self, plan: ServicePlan | None, split: bool) -> dict[str, int]:
+    def in_use(self, plan: ServicePlan | None) -> dict[str, int]:
         ports = {"etcd": self.etcd, "etcd-peer": self.etcd_peer, "kube-apiserver": self.apiserver,
                  "kube-scheduler": self.scheduler}
+        if plan is not None and plan.extender_url:
+            ports["kube-scheduler-default"] = self.default_scheduler
         if plan is not None:
             ports["lapilli-webhook"] = self.webhook
             if plan.extender_url:
                 ports["lapilli-extender"] = self.extender
-        if split:
-            ports["lapilli-scheduler"] = self.lapilli_scheduler
         return ports
 
 
@@ -235,7 +238,7 @@ class DevCluster:
         )
         return ClusterInfo(
             state_dir=str(self.state_dir), kubeconfig=str(self.kubeconfig), server=server,
-            kubernetes=bins.version_text, ports=ports.in_use(plan, self._split(plan)), service=plan is not None,
+            kubernetes=bins.version_text, ports=ports.in_use(plan), service=plan is not None,
             extender=plan is not None and plan.extender_url is not None,
             etcd_data=str((self.state_dir / "etcd").resolve()), nodes=self.spec.nodes,
         )
@@ -265,44 +268,43 @@ class DevCluster:
         link.mkdir(mode=0o700)
         return link
 
-    def _split(self, plan: ServicePlan | None) -> bool:
-        """Whether kube-scheduler runs as two processes: with the service's extender, the `default-scheduler`
-        profile runs alone in a kube-scheduler of its own, as the cluster's scheduler does next to a Lapilli
-        install (extenders are global to a kube-scheduler's profiles, and Lapilli's bind verb binds only the
-        pods of the schedulers it serves). A benchmark's own extender URL keeps one process with both profiles."""
-        return plan is not None and plan.extender_url is not None and not self.spec.extender_url
-
     async def _start_scheduler(self, kubeconfig: Path, ports: _Ports, plan: ServicePlan | None) -> None:
-        """The Lapilli service first (when wired), then kube-scheduler with or without the extender entries."""
+        """The Lapilli service first (when wired, under a supervisor that restarts it as a Deployment would),
+        then kube-scheduler: with the extender entries, one for `volcano` pods and a second, extender-free one
+        for `default-scheduler` pods, as the shipped configuration runs next to a cluster's own scheduler, so
+        ordinary pods are scheduled while the service is down."""
         assert self.binaries is not None and self.client is not None
         if plan is not None:
-            service = self._spawn("lapilli", plan.argv)
+            service = self._spawn("lapilli", supervised(plan.argv, self.state_dir))
             await wait_ready(service, plan.ready_url, timeout_s=60)
             for name in WEBHOOK_EXEMPT_NAMESPACES:
                 await self.client.patch(NAMESPACES, name, exempt_namespace_patch())
             for configuration in plan.webhook_configurations:
                 await create_or_replace(self.client, configuration)
         version = config_api_version(self.binaries.version)
-        url = self.spec.extender_url or (plan.extender_url if plan is not None else None)
-        schedulers: list[tuple[str, dict[str, Any], int]] = []
-        if self._split(plan):
-            assert plan is not None
-            schedulers.append(("kube-scheduler", render(
-                version, kubeconfig=str(kubeconfig), profiles=DEV_PROFILES[:1], insecure_port=ports.scheduler_http,
-            ), ports.scheduler))
-            schedulers.append(("lapilli-scheduler", render(
-                version, kubeconfig=str(kubeconfig), extender_url=url, profiles=DEV_PROFILES[1:],
-                insecure_port=ports.lapilli_scheduler_http, extender_tls=plan.extender_tls,
-            ), ports.lapilli_scheduler))
-        else:
-            schedulers.append(("kube-scheduler", render(
-                version, kubeconfig=str(kubeconfig), extender_url=url, insecure_port=ports.scheduler_http,
-            ), ports.scheduler))
-        for name, config, port in schedulers:
-            config_path = self.state_dir / f"{name}-config.yaml"
+        extender_url = self.spec.extender_url or (plan.extender_url if plan is not None else None)
+        schedulers = [("kube-scheduler", "scheduler-config.yaml", ports.scheduler, render(
+            version, kubeconfig=str(kubeconfig), extender_url=extender_url, insecure_port=ports.scheduler_http,
+            profiles=("volcano",) if extender_url else DEV_PROFILES,
+            # The service's extender port asks for kube-scheduler's client certificate (a benchmark's own
+            # extender URL is plain HTTP).
+            extender_tls=plan.extender_tls if plan is not None and not self.spec.extender_url else None,
+        ))]
+        if extender_url:
+            schedulers.append(("kube-scheduler-default", "scheduler-default-config.yaml", ports.default_scheduler,
+                               render(version, kubeconfig=str(kubeconfig), profiles=("default-scheduler",),
+                                      insecure_port=ports.default_scheduler_http)))
+        started = []
+        for name, file, port, config in schedulers:
+            config_path = self.state_dir / file
             config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-            record = self._spawn(name, scheduler_argv(self.binaries, config_path, port))
+            started.append((self._spawn(name, scheduler_argv(self.binaries, config_path, port)), port))
+        for record, port in started:
             await wait_ready(record, f"https://127.0.0.1:{port}/healthz", timeout_s=60)
+
+    def service_pid(self) -> int | None:
+        """The pid of `lapilli serve` itself (its supervisor's child), or None while it is not running."""
+        return service_pid(self.state_dir)
 
     async def _start_kubelet(self) -> None:
         mode = self.spec.kubelet

@@ -24,6 +24,7 @@ from webhook.configs import OPT_OUT_LABEL, OPT_OUT_VALUE
 from webhook.configs import render as render_webhook_configurations
 
 SERVICE_MODULE: Final = "assembly.serve"
+SERVICE_PID_FILE: Final = "service.pid"  # the supervised `lapilli serve` (the pid file of "lapilli" is its supervisor)
 READY_PATH: Final = "/readyz"
 EXTENDER_PATH: Final = "/extender"
 EXTENDER_OPTION: Final = "extender_port"
@@ -57,6 +58,18 @@ def lapilli_argv(*args: str) -> list[str]:
     if script.is_file():
         return [str(script), *args]
     return [sys.executable, "-c", "import sys; from assembly.cli import main; sys.exit(main())", *args]
+
+
+def supervised(argv: list[str], state_dir: Path) -> list[str]:
+    """`argv` under `lapilli dev supervise`, which restarts it when it dies (see assembly/dev/supervise.py)."""
+    return lapilli_argv("dev", "supervise", "--pid-file", str(state_dir / SERVICE_PID_FILE), "--", *argv)
+
+
+def service_pid(state_dir: Path) -> int | None:
+    """The running `lapilli serve` of a dev cluster (not its supervisor), or None."""
+    from assembly.dev.supervise import read_pid
+
+    return read_pid(state_dir / SERVICE_PID_FILE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
@@ -25,6 +26,7 @@ from assembly.serve.webhook import Background, WebhookServer
 from controller import Controllers
 from extender.service.component import ExtenderComponent
 from lapilli.cluster import LeaderGauge, LeaseElector, default_identity
+from lapilli.cluster.leader import IDENTITY_ENV
 from lapilli.kube import KubeClient, load_config
 from webhook.context import AdmissionContext
 
@@ -60,7 +62,7 @@ def build(settings: Settings, client: KubeClient) -> Service:
         settings.webhook, context, service.registry, extra_routes=ops.add_routes, background=background
     )
     service.components += [caches, webhook]
-    elect = _Electors(client, service.registry)
+    elect = _Electors(client, service.registry, settings.leader_identity)
     e, c = settings.extender, settings.controllers
     if e.enabled:
         elector = elect(e.lease_namespace, e.lease_name) if e.leader_elect else None
@@ -78,8 +80,10 @@ def build(settings: Settings, client: KubeClient) -> Service:
 class _Electors:
     """Electors of one process: one identity for all its Leases, each tracked on the `lapilli_leader` gauge."""
 
-    def __init__(self, client: KubeClient, registry: CollectorRegistry) -> None:
-        self.client, self.identity, self.gauge = client, default_identity(), LeaderGauge(registry)
+    def __init__(self, client: KubeClient, registry: CollectorRegistry, identity: str = "") -> None:
+        # `lapilli dev supervise` names its children so, as a pod's containers share the pod's name.
+        identity = identity or os.environ.get(IDENTITY_ENV, "") or default_identity()
+        self.client, self.identity, self.gauge = client, identity, LeaderGauge(registry)
 
     def __call__(self, namespace: str, name: str) -> LeaseElector:
         elector = LeaseElector(self.client, namespace, name, identity=self.identity)

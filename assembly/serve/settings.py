@@ -61,6 +61,10 @@ class Settings:
     """Kubeconfig file to reach the API server; default: $KUBECONFIG, in-cluster, ~/.kube/config."""
     log_level: str = flag("--log-level", "INFO")
     """Python logging level: DEBUG, INFO, WARNING or ERROR."""
+    leader_identity: str = flag("--leader-identity", "")
+    """Holder identity in the Leases; default $LAPILLI_LEADER_IDENTITY, else <hostname>_<random>. Give the pod's
+    name (downward API): a restarted container then leads again at once instead of waiting out its predecessor's
+    lease. Never share one between live replicas."""
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     extender: ExtenderSettings = field(default_factory=ExtenderSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)

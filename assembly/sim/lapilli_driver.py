@@ -61,6 +61,7 @@ def podgroup_document(state: JobState) -> dict[str, Any]:
             "namespace": job.namespace,
             "uid": job.key,
             "creationTimestamp": _timestamp(state.submitted or 0.0),
+            "annotations": dict(job.annotations),  # Volcano's job controller copies them (task-topology reads)
         },
         "spec": spec,
         "status": {"phase": state.pg_phase},

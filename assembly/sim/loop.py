@@ -72,6 +72,12 @@ class SimResult:
         return sorted(key for key, job in self.jobs.items() if job.state != "Completed")
 
     @property
+    def job_time_s(self) -> float:
+        """Total execution time: Σ (finished − started) over the jobs that completed."""
+        done = [j for j in self.jobs.values() if j.finished is not None and j.started is not None]
+        return sum((j.finished or 0.0) - (j.started or 0.0) for j in done)
+
+    @property
     def gpu_utilization(self) -> float | None:
         """GPU-seconds of started jobs over total GPUs × makespan; None when either is zero."""
         if self.total_gpus <= 0 or self.makespan_s <= 0:
@@ -82,6 +88,7 @@ class SimResult:
         return {
             "jobs": {key: self.jobs[key].to_json() for key in sorted(self.jobs)},
             "makespan_s": _number(self.makespan_s),
+            "job_time_s": _number(self.job_time_s),
             "gpu_utilization": _number(self.gpu_utilization, 4),
             "unfinished": self.unfinished,
             "gpu_idle_held_s": _number(self.gpu_idle_held_s),

@@ -45,6 +45,7 @@ def _column(result: SimResult, keys: Sequence[str]) -> list[str]:
         cells.append(f"{_time(job.started):>7} {_time(job.finished):>7}  {_state(job)}")
     cells += [
         f"{_time(result.makespan_s):>7}",
+        f"{_time(result.job_time_s):>7}",
         f"{_utilization(result):>7}",
         f"{_gpus(round(result.gpu_idle_held_s, 1)):>7}",
         f" {_unfinished(result)}",
@@ -55,8 +56,8 @@ def _column(result: SimResult, keys: Sequence[str]) -> list[str]:
 def render(results: Sequence[SimResult]) -> str:
     """Per-job rows with one column group per scheduler, side by side (one group for a single result)."""
     keys = sorted(results[0].jobs)
-    labels = ["JOB", *keys, "makespan (s)", "GPU utilization", "GPU idle-held (GPU·s)", "unfinished"]
-    submitted = ["SUBMIT", *(_time(results[0].jobs[k].submitted) for k in keys), "", "", "", ""]
+    labels = ["JOB", *keys, "makespan (s)", "job time (s)", "GPU utilization", "GPU idle-held (GPU·s)", "unfinished"]
+    submitted = ["SUBMIT", *(_time(results[0].jobs[k].submitted) for k in keys), "", "", "", "", ""]
     columns = [_column(r, keys) for r in results]
     label_w = max(len(x) for x in labels)
     widths = [max(len(cell) for cell in col) for col in columns]

@@ -115,7 +115,8 @@ class Cluster:
             placed = placed_by_job.get(key, 0)
             if state.started is None and placed >= state.job.min_available:
                 state.started = now
-                state.finish_at = now + state.job.duration
+                nodes = {p.name: p.node for p in self.job_pods(key)}
+                state.finish_at = now + state.job.run_time(nodes)
                 events.append((state.finish_at, key))
             elif state.started is not None and placed < state.job.min_available:
                 state.started = None

@@ -1,7 +1,12 @@
 """A simulation workload: multi-document YAML of Nodes, Queues, PriorityClasses and Volcano Jobs, parsed once.
 
 Each Job carries `sim.lapilli.io/submit-at` (default 0) and `sim.lapilli.io/duration` (required), in seconds
-(`600`, `90.5`) or as a Go duration (`10m`, `1h30m`). A Job expands as Volcano's job controller would expand it
+(`600`, `90.5`) or as a Go duration (`10m`, `1h30m`). A job whose tasks exchange data names the two roles in
+`sim.lapilli.io/exchange` (`ps,worker`) and what the exchange costs over the network in
+`sim.lapilli.io/exchange-cost` (a duration): the job runs that much longer when every pair of those roles sits on
+different nodes, and that share of it when some pairs share a node (pairs on one node exchange for free).
+
+A Job expands as Volcano's job controller would expand it
 (reference §3.3–3.4): tasks named `default<i>` when unnamed, pods `<job>-<task>-<i>` whose spec is the task
 template's, `minAvailable` defaulted by the webhook to Σ task minAvailable (task minAvailable defaults to
 replicas), and a PodGroup whose `minResources` is `calcPGMinResources` over the pods' requests.
@@ -26,6 +31,8 @@ from lapilli.times import parse_seconds
 
 SUBMIT_AT: Final = "sim.lapilli.io/submit-at"
 DURATION: Final = "sim.lapilli.io/duration"
+EXCHANGE: Final = "sim.lapilli.io/exchange"
+EXCHANGE_COST: Final = "sim.lapilli.io/exchange-cost"
 JOB_API_VERSION: Final = "batch.volcano.sh/v1alpha1"
 DEFAULT_MAX_PODS: Final = "110"  # kubelet's default --max-pods, for Nodes that do not state `pods`
 
@@ -64,10 +71,26 @@ class SimJob:
     submit_at: float
     duration: float
     pods: tuple[SimPodSpec, ...]
+    annotations: Mapping[str, str] = field(default_factory=dict)  # the Job's, which its PodGroup inherits
+    exchange: tuple[str, str] | None = None  # two roles that exchange data
+    exchange_cost: float = 0.0  # seconds added when every pair of them is on different nodes
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def run_time(self, node_of: Mapping[str, str | None]) -> float:
+        """How long the job runs with its pods on these nodes (pod name -> node): `duration`, plus the exchange
+        cost times the share of exchanging pairs that sit on different nodes."""
+        if self.exchange is None or self.exchange_cost <= 0:
+            return self.duration
+        left = [node_of.get(p.name) for p in self.pods if p.task == self.exchange[0]]
+        right = [node_of.get(p.name) for p in self.pods if p.task == self.exchange[1]]
+        pairs = [(a, b) for a in left for b in right]
+        if not pairs:
+            return self.duration
+        apart = sum(1 for a, b in pairs if a is None or a != b)
+        return self.duration + self.exchange_cost * apart / len(pairs)
 
 
 @dataclass(slots=True)
@@ -188,6 +211,7 @@ def _job(doc: Mapping[str, Any], queues: set[str], priorities: Mapping[str, int]
             raise ValueError(f"spec.tasks[{t_index}].template.spec.containers[].resources.{exc}") from None
         for i in range(task.replicas):
             pods.append(SimPodSpec(f"{name}-{task.name}-{i}", task.name, i, len(pods), spec, request))
+    exchange, exchange_cost = _exchange(annotations, {t.name for t in tasks})
     need = model.spec.min_available or sum(_task_min(t) for t in tasks)
     if need > len(pods):
         raise ValueError(f"spec.minAvailable: {need} is greater than the {len(pods)} replicas of all tasks")
@@ -204,7 +228,28 @@ def _job(doc: Mapping[str, Any], queues: set[str], priorities: Mapping[str, int]
         submit_at=submit_at,
         duration=duration,
         pods=tuple(pods),
+        annotations=dict(annotations),
+        exchange=exchange,
+        exchange_cost=exchange_cost,
     )
+
+
+def _exchange(annotations: Mapping[str, str], roles: set[str]) -> tuple[tuple[str, str] | None, float]:
+    if EXCHANGE not in annotations and EXCHANGE_COST not in annotations:
+        return None, 0.0
+    if EXCHANGE not in annotations or EXCHANGE_COST not in annotations:
+        raise ValueError(f"metadata.annotations: {EXCHANGE} and {EXCHANGE_COST} go together")
+    names = [r.strip() for r in annotations[EXCHANGE].split(",")]
+    if len(names) != 2 or not all(names):
+        raise ValueError(f"metadata.annotations.{EXCHANGE}: expected two task names like 'ps,worker'")
+    for name in names:
+        if name not in roles:
+            raise ValueError(f"metadata.annotations.{EXCHANGE}: the job has no task {name!r}")
+    try:
+        cost = parse_seconds(annotations[EXCHANGE_COST])
+    except ValueError as exc:
+        raise ValueError(f"metadata.annotations.{EXCHANGE_COST}: {exc}") from None
+    return (names[0], names[1]), cost
 
 
 def _check_kind(doc: Mapping[str, Any]) -> None:
@@ -269,6 +314,8 @@ def gpus(units: Mapping[str, float]) -> float:
 
 __all__ = [
     "DURATION",
+    "EXCHANGE",
+    "EXCHANGE_COST",
     "SUBMIT_AT",
     "SimJob",
     "SimPodSpec",

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from controller.context import Context
 from controller.jobs.podgroup import desired_podgroup, podgroup_name, spec_patch
@@ -22,7 +23,7 @@ from controller.jobs.requests import job_owner
 from controller.jobs.resources import PluginResources, PvcMissing
 from controller.jobs.state import NONE, SOFT, Counts, Op, Step, next_phase
 from controller.jobs.status import build_status, merge_patch, transition
-from controller.jobs.sync import Target, plan_kill, plan_sync
+from controller.jobs.sync import SyncPlan, Target, plan_kill, plan_sync
 from lapilli.api import Job, JobEvent, JobPhase, TaskSpec
 from lapilli.api.constants import CONTROLLER_OUT_OF_SYNC_KEY, JOB_FORWARDING_KEY
 from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
@@ -33,6 +34,8 @@ from lapilli.times import go_duration, parse_rfc3339, rfc3339
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
+CREATE_CHUNK: Final = 256
+"""Pods rendered and sent per round of one sync (the pod gate bounds how many are in flight)."""
 
 
 class ActionError(RuntimeError):
@@ -95,7 +98,7 @@ class JobActions:
         self._podgroup_events(job_doc, podgroup)
         plan = plan_sync(job, self.job_pods(job), deleting=self.ctx.pods.deleting,
                          admitted=phase not in ("", "Pending"))
-        await self._create_pods(job_doc, job, plan.create, forwarding)
+        await self._create_pods(job_doc, job, plan, forwarding)
         await self._delete_pods(job_doc, plan.delete)
         await self._write_status(job_doc, job, step, plan.counts, version=job.status.version,
                                  retry_count=job.status.retry_count, controlled=controlled)
@@ -137,11 +140,9 @@ class JobActions:
                     self._pending_notes[key] = message
                     self.ctx.recorder.record(job_doc, "Warning", JobEvent.POD_GROUP_PENDING.value, message)
 
-    async def _create_pods(
-        self, job_doc: Obj, job: Job, wanted: Sequence[tuple[TaskSpec, int]], forwarding: bool,
-    ) -> None:
-        if not wanted:
-            return
+    async def _create_pods(self, job_doc: Obj, job: Job, plan: SyncPlan, forwarding: bool) -> None:
+        """Create the plan's missing pods, `CREATE_CHUNK` at a time, so what is in flight or rendered at once
+        stays bounded whatever the Job declares; the first chunk with failures ends the sync (retried)."""
 
         async def one(task: TaskSpec, index: int) -> str | None:
             async with self.ctx.pod_gate:
@@ -155,11 +156,16 @@ class JobActions:
                     return f"failed to create pod {pod['metadata']['name']}, err: {exc.message}"
             return None
 
-        errors = [e for e in await asyncio.gather(*(one(t, i) for t, i in wanted)) if e]
-        if errors:
-            self.ctx.recorder.record(job_doc, "Warning", "FailedCreate", f"Error creating pods: {errors}")
-            raise ActionError(f"failed to create {len(errors)} pods of {len(wanted)}")
-        self.ctx.recorder.record(job_doc, "Normal", "SuccessfulCreate", f"Created {len(wanted)} pod(s)")
+        creations = plan.creations()
+        created = 0
+        while chunk := list(itertools.islice(creations, CREATE_CHUNK)):
+            errors = [e for e in await asyncio.gather(*(one(t, i) for t, i in chunk)) if e]
+            if errors:
+                self.ctx.recorder.record(job_doc, "Warning", "FailedCreate", f"Error creating pods: {errors}")
+                raise ActionError(f"failed to create {len(errors)} pods of {len(chunk)}")
+            created += len(chunk)
+        if created:
+            self.ctx.recorder.record(job_doc, "Normal", "SuccessfulCreate", f"Created {created} pod(s)")
 
     async def _delete_pods(self, job_doc: Obj, pods: Sequence[Obj]) -> None:
         if not pods:

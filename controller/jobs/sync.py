@@ -4,7 +4,8 @@ Mirrors `syncJob` and `killJob` in `job_controller_actions.go` (reference §3.2 
 
 * sync — every replica `<job>-<task>-<i>` that is missing is created (once the PodGroup is admitted, and for a
   task with `dependsOn` only once the tasks it depends on are ready); pods past `replicas` (scale down) and
-  pods the controller marked out-of-sync are deleted; everything else is counted by phase;
+  pods the controller marked out-of-sync are deleted; everything else is counted by phase. The work is in
+  proportion to the pods that exist: missing replicas are counted, then listed one by one as they are made;
 * kill — every pod not in a retained phase is deleted (all of the Job, or one task, pod or partition).
 
 Pods being deleted count as terminating and are never recreated under their still-taken name. Unlike
@@ -13,7 +14,7 @@ Volcano, pods are counted even while the PodGroup waits to be admitted, so `stat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,11 +47,11 @@ class Tally:
         self.terminating = 0
         self.tasks: dict[str, dict[str, int]] = {}
 
-    def add(self, task: str, phase: str) -> None:
+    def add(self, task: str, phase: str, count: int = 1) -> None:
         phase = phase if phase in PHASES else "Unknown"
-        self.by_phase[phase] += 1
+        self.by_phase[phase] += count
         per_task = self.tasks.setdefault(task, {})
-        per_task[phase] = per_task.get(phase, 0) + 1
+        per_task[phase] = per_task.get(phase, 0) + count
 
     def counts(self) -> Counts:
         p = self.by_phase
@@ -58,15 +59,59 @@ class Tally:
                       self.tasks)
 
 
+@dataclass(frozen=True, slots=True)
+class Missing:
+    """Replicas of one task that have no pod: `count` of them, found lazily among `range(task.replicas)`."""
+
+    task: TaskSpec
+    count: int
+    present: frozenset[int]
+
+    def indices(self) -> Iterator[int]:
+        found = 0
+        for index in range(self.task.replicas):
+            if found == self.count:
+                return
+            if index not in self.present:
+                found += 1
+                yield index
+
+
 @dataclass(slots=True)
 class SyncPlan:
-    create: list[tuple[TaskSpec, int]] = field(default_factory=list)
+    missing: list[Missing] = field(default_factory=list)
     delete: list[Obj] = field(default_factory=list)
     counts: Counts = field(default_factory=Counts)
+
+    def creations(self) -> Iterator[tuple[TaskSpec, int]]:
+        """The pods to create, one (task, index) at a time: nothing is built per replica ahead of time."""
+        for missing in self.missing:
+            for index in missing.indices():
+                yield missing.task, index
 
 
 def by_name(pods: Sequence[Obj]) -> dict[str, Obj]:
     return {name_of(p): p for p in pods}
+
+
+def replica_index(name: str, job_name: str, task: TaskSpec) -> int | None:
+    """The replica `name` is (`<job>-<task>-<i>` with `i < replicas`, as `make_pod_name` writes it), else None."""
+    prefix = make_pod_name(job_name, task.name, 0)[:-1]
+    digits = name[len(prefix):] if name.startswith(prefix) else ""
+    if not digits.isdecimal() or not digits.isascii() or (len(digits) > 1 and digits[0] == "0"):
+        return None
+    index = int(digits)
+    return index if index < task.replicas else None
+
+
+def task_replicas(job_name: str, task: TaskSpec, pods: Mapping[str, Obj]) -> dict[int, Obj]:
+    """The pods that are replicas of `task`, by index: proportional to the pods, never to `replicas`."""
+    out: dict[int, Obj] = {}
+    for name, pod in pods.items():
+        index = replica_index(name, job_name, task)
+        if index is not None:
+            out[index] = pod
+    return out
 
 
 def _ready(pod: Obj) -> bool:
@@ -82,8 +127,7 @@ def task_ready(job: Job, task_name: str, pods: Mapping[str, Obj]) -> bool:
     task = next((t for t in job.spec.tasks if t.name == task_name), None)
     if task is None:
         return True  # nothing to wait for (validation refuses unknown dependencies anyway)
-    names = (make_pod_name(job.name, task.name, i) for i in range(task.replicas))
-    ready = sum(1 for n in names if n in pods and _ready(pods[n]))
+    ready = sum(1 for pod in task_replicas(job.name, task, pods).values() if _ready(pod))
     return ready >= task_min_member(task)
 
 
@@ -97,26 +141,29 @@ def dependencies_met(job: Job, task: TaskSpec, pods: Mapping[str, Obj]) -> bool:
 
 
 def plan_sync(job: Job, pods: Sequence[Obj], *, deleting: IsDeleting, admitted: bool) -> SyncPlan:
-    """Pods to create and delete, and the counts after doing so. `admitted`: the PodGroup is past Pending."""
+    """Pods to create and delete, and the counts after doing so. `admitted`: the PodGroup is past Pending.
+
+    Work is proportional to the Job's pods and tasks: missing replicas are counted, and listed only lazily
+    (`SyncPlan.creations`), so a Job declaring millions of replicas costs nothing until pods are made.
+    """
     plan, tally, named = SyncPlan(), Tally(), by_name(pods)
     for task in job.spec.tasks:
-        wanted = {make_pod_name(job.name, task.name, i): i for i in range(task.replicas)}
-        may_create = admitted and dependencies_met(job, task, named)
-        for name, index in wanted.items():
-            pod = named.get(name)
-            if pod is None:
-                if may_create:
-                    plan.create.append((task, index))
-                    tally.add(task.name, "Pending")
-            elif deleting(pod):
+        present = task_replicas(job.name, task, named)
+        for pod in present.values():
+            if deleting(pod):
                 tally.terminating += 1
             elif out_of_sync(pod) and admitted:
                 plan.delete.append(pod)
                 tally.terminating += 1
             else:
                 tally.add(pod_task(pod), pod_phase(pod))
-        for name, pod in named.items():  # pods of tasks no longer in the spec are left alone, as in Volcano
-            if pod_task(pod) == task.name and name not in wanted:
+        absent = max(task.replicas, 0) - len(present)
+        if absent > 0 and admitted and dependencies_met(job, task, named):
+            plan.missing.append(Missing(task, absent, frozenset(present)))
+            tally.add(task.name, "Pending", absent)
+        replicas = {id(p) for p in present.values()}
+        for pod in named.values():  # pods of tasks no longer in the spec are left alone, as in Volcano
+            if pod_task(pod) == task.name and id(pod) not in replicas:
                 if deleting(pod):
                     tally.terminating += 1
                 elif admitted:

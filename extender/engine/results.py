@@ -119,6 +119,7 @@ class Decisions:
     podgroups: dict[str, PodGroupResult] = field(default_factory=dict)
     queues: dict[str, QueueResult] = field(default_factory=dict)
     nodes: NodeRoom | None = None
+    evicted_by: dict[str, str] = field(default_factory=dict)  # pod -> the action that evicted it (run_session)
 
     def to_json(self) -> dict[str, Any]:
         """The `lapilli schedule -o json` document (DESIGN.md)."""

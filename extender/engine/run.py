@@ -53,7 +53,12 @@ def collector_paused() -> Iterator[None]:
 def run_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> Decisions:
     with collector_paused():
         ssn = open_session(snapshot, conf, now)
+        evicted_by: dict[str, str] = {}
         for name in conf.actions:
+            before = len(ssn.records.evictions)
             ACTIONS[name]().execute(ssn)
+            evicted_by.update(dict.fromkeys(ssn.records.evictions[before:], name))
         ssn.close()
-        return decisions(ssn)
+        result = decisions(ssn)
+        result.evicted_by = evicted_by
+        return result

@@ -222,11 +222,11 @@ class Session(Callbacks):
             node.tasks.pop(task.uid, None)
             node.used_ports.difference_update(task.host_ports)
 
-    # ---- primitive moves (used by Statement) ----------------------------------------------------------------
-    def set_status(self, task: Task, status: TaskStatus) -> None:
+    # ---- primitive moves: for Statement only, which records each with its inverse ------------------------------
+    def _set_status(self, task: Task, status: TaskStatus) -> None:
         self.jobs[task.job].set_status(task, status)
 
-    def place(self, task: Task, node: Node, status: TaskStatus) -> None:
+    def _place(self, task: Task, node: Node, status: TaskStatus) -> None:
         """Pending → Allocated/Pipelined on `node`."""
         # `_occupy`, `set_status` and `fire_allocate` inlined: this runs once per placement.
         task.node = node.name
@@ -242,7 +242,7 @@ class Session(Callbacks):
         for allocate in self._on_allocate:
             allocate(task)
 
-    def unplace(self, task: Task) -> None:
+    def _unplace(self, task: Task) -> None:
         """Undo `place`: back to Pending."""
         node = self.node_by_name[task.node or ""]
         if task.status is TaskStatus.PIPELINED:
@@ -252,25 +252,25 @@ class Session(Callbacks):
             node.used_ports.difference_update(task.host_ports)
         else:
             self._occupy(task, node, -1)
-        self.set_status(task, TaskStatus.PENDING)
+        self._set_status(task, TaskStatus.PENDING)
         task.node = None
         self.fire_deallocate(task)
 
-    def release(self, task: Task) -> TaskStatus:
+    def _release(self, task: Task) -> TaskStatus:
         """A running/bound task starts releasing (eviction); returns the previous status."""
         node = self.node_by_name[task.node or ""]
         previous = task.status
         self.arrays.releasing[node.idx] += task.resreq
         self.placement.touch(node.idx)
-        self.set_status(task, TaskStatus.RELEASING)
+        self._set_status(task, TaskStatus.RELEASING)
         self.fire_deallocate(task)
         return previous
 
-    def unrelease(self, task: Task, previous: TaskStatus) -> None:
+    def _unrelease(self, task: Task, previous: TaskStatus) -> None:
         node = self.node_by_name[task.node or ""]
         self.arrays.releasing[node.idx] -= task.resreq
         self.placement.touch(node.idx)
-        self.set_status(task, previous)
+        self._set_status(task, previous)
         self.fire_allocate(task)
 
     # ---- placement (extender/engine/placement.py) -------------------------------------------------------------

@@ -1,23 +1,35 @@
 """Statement: the only way session state changes, with an inverse for every step (Volcano's `framework/statement.go`).
 
-`allocate` and `pipeline` put a pending task on a node; `evict` starts releasing a running task. `commit` makes the
-steps decisions (allocated tasks become Binding and are reported as binds, evictions are reported); `discard`
-undoes them in reverse, which is what makes a gang all-or-nothing.
+`allocate` and `pipeline` put a pending task on a node; `evict` starts releasing a running task; `unpipeline` takes a
+pipelined task back to pending. `commit` makes the steps decisions (allocated tasks become Binding and are reported
+as binds, evictions are reported); `discard` undoes them in reverse, which is what makes a gang all-or-nothing.
+`dispatch` is Volcano's `Session.Allocate` tail for backfill: once a job is ready, every Allocated task of it binds.
+The session's own moves (`Session._place`, `_unplace`, `_release`, `_unrelease`, `_set_status`) are for this
+module only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
-from extender.engine.model import Node, Task, TaskStatus
+from extender.engine.model import Job, Node, Task, TaskStatus
 from extender.engine.session import Session
+
+
+class StepKind(Enum):
+    ALLOCATE = "allocate"
+    PIPELINE = "pipeline"
+    EVICT = "evict"
+    UNPIPELINE = "unpipeline"
 
 
 @dataclass(slots=True)
 class _Step:
-    kind: str  # "allocate" | "pipeline" | "evict"
+    kind: StepKind
     task: Task
     previous: TaskStatus
+    node: Node | None = None  # where an unpipelined task was, to put it back on discard
 
 
 class Statement:
@@ -28,16 +40,22 @@ class Statement:
         self._steps: list[_Step] = []
 
     def allocate(self, task: Task, node: Node) -> None:
-        self._ssn.place(task, node, TaskStatus.ALLOCATED)
-        self._steps.append(_Step("allocate", task, TaskStatus.PENDING))
+        self._ssn._place(task, node, TaskStatus.ALLOCATED)
+        self._steps.append(_Step(StepKind.ALLOCATE, task, TaskStatus.PENDING))
 
     def pipeline(self, task: Task, node: Node) -> None:
-        self._ssn.place(task, node, TaskStatus.PIPELINED)
-        self._steps.append(_Step("pipeline", task, TaskStatus.PENDING))
+        self._ssn._place(task, node, TaskStatus.PIPELINED)
+        self._steps.append(_Step(StepKind.PIPELINE, task, TaskStatus.PENDING))
+
+    def unpipeline(self, task: Task) -> None:
+        """A pipelined task back to Pending (Volcano's `UnPipeline`)."""
+        node = self._ssn.node_by_name[task.node or ""]
+        self._ssn._unplace(task)
+        self._steps.append(_Step(StepKind.UNPIPELINE, task, TaskStatus.PIPELINED, node))
 
     def evict(self, task: Task) -> None:
-        previous = self._ssn.release(task)
-        self._steps.append(_Step("evict", task, previous))
+        previous = self._ssn._release(task)
+        self._steps.append(_Step(StepKind.EVICT, task, previous))
 
     def merge(self, other: Statement) -> None:
         """Take over `other`'s steps, which then commit or discard with this statement (Volcano's `Merge`):
@@ -50,18 +68,34 @@ class Statement:
 
     def discard(self) -> None:
         for step in reversed(self._steps):
-            if step.kind == "evict":
-                self._ssn.unrelease(step.task, step.previous)
+            if step.kind is StepKind.EVICT:
+                self._ssn._unrelease(step.task, step.previous)
+            elif step.kind is StepKind.UNPIPELINE:
+                assert step.node is not None
+                self._ssn._place(step.task, step.node, TaskStatus.PIPELINED)
             else:
-                self._ssn.unplace(step.task)
+                self._ssn._unplace(step.task)
         self._steps.clear()
 
     def commit(self) -> None:
         records = self._ssn.records
         for step in self._steps:
-            if step.kind == "allocate":
-                self._ssn.set_status(step.task, TaskStatus.BINDING)
-                records.binds[step.task.key] = step.task.node or ""
-            elif step.kind == "evict":
+            if step.kind is StepKind.ALLOCATE:
+                self._bind(step.task)
+            elif step.kind is StepKind.EVICT:
                 records.evictions.append(step.task.key)
         self._steps.clear()
+
+    def dispatch(self, job: Job) -> None:
+        """Commit, binding every Allocated task of the ready `job` in the job's task order: the ones this statement
+        placed and the ones an earlier statement left allocated without committing (a pipelined gang), as
+        Volcano's `Session.Allocate` dispatches the whole job once it is ready."""
+        for task in job.tasks.values():
+            if task.status is TaskStatus.ALLOCATED:
+                self._bind(task)
+        self._steps = [s for s in self._steps if s.kind is not StepKind.ALLOCATE]
+        self.commit()
+
+    def _bind(self, task: Task) -> None:
+        self._ssn._set_status(task, TaskStatus.BINDING)
+        self._ssn.records.binds[task.key] = task.node or ""

@@ -55,8 +55,10 @@ class ExtenderComponent:
         self.plan = Plan(ttl_s=settings.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
                                        restarts=self.state.restarts)
+        conf = ConfSource(settings.scheduler_conf, on_error=lambda _error: self.metrics.conf_reload_errors.inc())
+        self.metrics.conf_stale.set_function(lambda: float(bool(conf.error)))
         self.loop = SessionLoop(
-            self.state, self.plan, writer, ConfSource(settings.scheduler_conf), self.metrics,
+            self.state, self.plan, writer, conf, self.metrics,
             period_s=settings.session_period_s, is_leader=self.is_leader,
         )
         self.permit = PermitCache(self._bind_now, settings.permit_timeout_s, on_timeout=self._timed_out)
@@ -144,9 +146,9 @@ class ExtenderComponent:
 
     def ready(self) -> bool:
         """The service's readiness: a replica that does not hold the Lease is ready too, since it serves the
-        webhook; kube-scheduler's calls to it get a 503 and are retried."""
-        return self.state.synced
+        webhook; kube-scheduler's calls to it get a 503 and are retried. Not ready while sessions keep failing."""
+        return self.state.synced and self.loop.healthy()
 
     def answering(self) -> bool:
-        """The extender port's /readyz: this replica answers the verbs."""
-        return self.state.synced and self.is_leader()
+        """The extender port's /readyz: this replica answers the verbs (and its sessions are not failing)."""
+        return self.state.synced and self.is_leader() and self.loop.healthy()

@@ -36,6 +36,8 @@ WRITE_CONCURRENCY = 16
 # about this long while a session computes (CPython's default is 5 ms).
 SWITCH_INTERVAL_S = 0.0002
 MIN_SESSION_GAP_S = 0.2
+FAILING_AFTER = 3  # sessions failed in a row before the service says it is not ready
+MAX_FAILURE_BACKOFF_S = 30.0
 # Volcano's scheduler records its events as its scheduler name (`--scheduler-name`, default `volcano`), which is
 # what `kubectl describe podgroup` users of Volcano look for under From.
 EVENT_SOURCE = "volcano"
@@ -45,12 +47,19 @@ REMEMBERED_EVENTS = 65_536
 
 
 class ConfSource:
-    """The scheduler configuration file, re-read when its modification time changes."""
+    """The scheduler configuration file, re-read when its modification time changes.
 
-    def __init__(self, path: Path | None) -> None:
+    A reload that cannot be used — a parse error, an empty file, the file gone or unreadable — keeps the last good
+    configuration running and is reported once per distinct problem: one log line, `on_error` (the service counts
+    it in `lapilli_scheduler_conf_reload_errors_total`), and `error` stays set (`lapilli_scheduler_conf_stale` is 1)
+    until a good file is loaded again. At start a bad file is refused outright (settings check), never replaced."""
+
+    def __init__(self, path: Path | None, on_error: Callable[[str], None] | None = None) -> None:
         self.path = path
         self._mtime: float | None = None
         self.conf: SchedulerConf = parse_scheduler_conf(path.read_text() if path else None)
+        self.error = ""  # why the file on disk is not what runs ("" when it is)
+        self._on_error = on_error
         self._warn(self.conf)
         if path is not None:
             self._mtime = path.stat().st_mtime
@@ -60,19 +69,36 @@ class ConfSource:
         for warning in conf.warnings:
             log.warning("scheduler configuration %s: %s", self.path or "(default)", warning)
 
+    def _failed(self, error: str) -> None:
+        if error != self.error:
+            self.error = error
+            log.error("scheduler configuration %s: %s; keeping the last good configuration", self.path, error)
+            if self._on_error is not None:
+                self._on_error(error)
+
     def refresh(self) -> SchedulerConf:
         if self.path is None:
             return self.conf
-        with contextlib.suppress(OSError):
+        try:
             mtime = self.path.stat().st_mtime
-            if mtime != self._mtime:
-                self._mtime = mtime
-                try:
-                    self.conf = parse_scheduler_conf(self.path.read_text())
-                    log.info("scheduler configuration %s reloaded", self.path)
-                    self._warn(self.conf)
-                except ConfError as exc:
-                    log.error("keeping the previous scheduler configuration: %s: %s", self.path, exc)
+        except OSError as exc:
+            self._mtime = None  # whatever comes back in its place is read
+            self._failed(f"cannot be read ({exc.strerror or exc})")
+            return self.conf
+        if mtime == self._mtime:
+            return self.conf
+        self._mtime = mtime
+        try:
+            conf = parse_scheduler_conf(self.path.read_text())
+        except ConfError as exc:
+            self._failed(str(exc))
+        except (OSError, UnicodeDecodeError) as exc:
+            self._mtime = None
+            self._failed(f"cannot be read ({exc})")
+        else:
+            self.conf, self.error = conf, ""
+            log.info("scheduler configuration %s reloaded", self.path)
+            self._warn(conf)
         return self.conf
 
 
@@ -94,6 +120,8 @@ class SessionLoop:
         self.is_leader = is_leader
         self.latest: Outcome | None = None
         self.waiting: set[str] = set()  # pods filter turned away for want of a plan
+        self._leading = False  # a term (this process synced and holding the Lease) is under way
+        self.failures = 0  # sessions failed in a row
         self._wake = asyncio.Event()
         self._recent_evictions: dict[str, float] = {}
         self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
@@ -113,13 +141,29 @@ class SessionLoop:
                     await self._wake.wait()
             self._wake.clear()
             if not (self.state.synced and self.is_leader()):
+                self._leading = False
                 continue
+            if not self._leading:
+                self._leading = True
+                self.requeue_pending()
             try:
                 await self.run_once()
             except Exception:
-                log.exception("scheduling session failed; retrying next period")
+                self.failures += 1
+                self.metrics.session_failures.inc()
+                delay = min(MAX_FAILURE_BACKOFF_S, self.period_s * 2 ** (self.failures - 1))
+                log.exception("scheduling session failed (%d in a row); retrying in %.0fs", self.failures, delay)
+                # A failing session is not retried at the event rate: each retry may respawn the session
+                # process, and with it a full relist of the cluster.
+                await asyncio.sleep(delay)
+                continue
+            self.failures = 0
             # Coalesce bursts of watch events: at most five sessions a second, each over the whole cluster.
             await asyncio.sleep(MIN_SESSION_GAP_S)
+
+    def healthy(self) -> bool:
+        """False while sessions keep failing (`/readyz` turns false with it): nothing is being scheduled."""
+        return self.failures < FAILING_AFTER
 
     async def run_once(self) -> Outcome | None:
         now = time.monotonic()
@@ -198,12 +242,25 @@ class SessionLoop:
             except ApiError as exc:
                 log.warning("status of %s %s/%s not written: %s", res.kind, namespace or "", name, exc)
 
+    def requeue_pending(self) -> None:
+        """A term begins (start, restart after a crash, a Lease won): kube-scheduler has set aside every gang
+        member whose filter or bind met no extender, and would retry them only at its unschedulable-queue flush
+        (60 s). Count every unbound member as waiting, so each is touched as soon as its gang has a plan."""
+        pods = self.state.snapshot.pods
+        for members in self.state.gang_members.values():
+            for key in members:
+                pod = pods.get(key)
+                if pod is not None and not pod.node_name and pod.phase == "Pending":
+                    self.waiting.add(key)
+
     async def _requeue(self) -> None:
         """kube-scheduler keeps a pod it found unschedulable aside until the pod changes; once its gang has a
-        plan, touch the pod so it comes back at once instead of after the unschedulable-queue flush."""
+        plan, touch the pod so it comes back at once instead of after the unschedulable-queue flush. Members of
+        gangs already partly bound (a crash between a gang's Bindings) go first: they hold room for nothing."""
         ready = [key for key in self.waiting if self.plan.node_for(key) is not None]
         for key in ready:
             self.waiting.discard(key)
+        ready.sort(key=lambda k: (self.state.bound_members(self.plan.gang_of_pod.get(k, "")) == 0, k))
         await asyncio.gather(*(self._touch(key) for key in ready))
 
     async def _touch(self, key: str) -> None:

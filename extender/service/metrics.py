@@ -39,6 +39,18 @@ class ExtenderMetrics:
             "lapilli_session_duration_seconds", "Scheduling session duration.", buckets=_LATENCY_BUCKETS,
             registry=registry,
         )
+        self.session_failures = Counter(
+            "lapilli_session_failures_total", "Scheduling sessions that failed.", registry=registry
+        )
+        self.conf_reload_errors = Counter(
+            "lapilli_scheduler_conf_reload_errors_total",
+            "Scheduler configuration reloads refused (the last good configuration keeps running).", registry=registry,
+        )
+        self.conf_stale = Gauge(
+            "lapilli_scheduler_conf_stale",
+            "1 while the scheduler configuration file on disk is not the one in use (it failed to load).",
+            registry=registry,
+        )
         parked_gauge = Gauge("lapilli_gang_permit_waiting_pods", "Pods parked at bind.", registry=registry)
         parked_gauge.set_function(lambda: float(parked()))
         self._restarts = Gauge(

@@ -12,15 +12,15 @@ from typing import Final
 
 SCHEDULING_GROUP: Final = "scheduling.volcano.sh"
 SCHEDULING_VERSION: Final = "v1beta1"
-SCHEDULING_API_VERSION: Final = f"{SCHEDULING_GROUP}/{SCHEDULING_VERSION}"
+SCHEDULING_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"  # group/version, a literal for the models' type
 
 BATCH_GROUP: Final = "batch.volcano.sh"
 BATCH_VERSION: Final = "v1alpha1"
-BATCH_API_VERSION: Final = f"{BATCH_GROUP}/{BATCH_VERSION}"
+BATCH_API_VERSION: Final = "batch.volcano.sh/v1alpha1"
 
 BUS_GROUP: Final = "bus.volcano.sh"
 BUS_VERSION: Final = "v1alpha1"
-BUS_API_VERSION: Final = f"{BUS_GROUP}/{BUS_VERSION}"
+BUS_API_VERSION: Final = "bus.volcano.sh/v1alpha1"
 
 QUEUE_KIND: Final = "Queue"
 QUEUE_PLURAL: Final = "queues"

@@ -25,7 +25,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import aiohttp
 from prometheus_client import CollectorRegistry, Gauge
@@ -39,6 +39,12 @@ log = logging.getLogger("lapilli.leader")
 
 # What one try at the Lease may fail with and still be tried again.
 _TRANSIENT: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
+
+T = TypeVar("T")
+
+
+IDENTITY_ENV: Final = "LAPILLI_LEADER_IDENTITY"
+"""Set by whatever restarts a process in place (`lapilli dev supervise`), as a pod's containers share its name."""
 
 
 def default_identity() -> str:
@@ -117,7 +123,7 @@ class LeaseElector:
                 async with asyncio.timeout_at(deadline):
                     await changed.wait()
 
-    async def until_lost(self, work: Awaitable[None]) -> asyncio.Future[None]:
+    async def until_lost(self, work: Awaitable[T]) -> asyncio.Future[T]:
         """Await `work`, cancelled as soon as this replica does not lead (at once if it does not now); the
         finished future tells how it ended."""
         task = asyncio.ensure_future(work)

@@ -4,7 +4,9 @@ Lists (paged), then watches from the list's resourceVersion with bookmarks and a
 timeout, so a fleet of watchers does not reconnect in lock-step. When the server answers 410 Gone the
 reflector re-lists and *diffs* the fresh list against its store, emitting synthetic ADDED / MODIFIED /
 DELETED events, so handlers never miss a deletion that happened while the watch was down. Broken
-connections are retried with jittered exponential back-off (0.5 s doubling to 30 s).
+connections are retried with jittered exponential back-off (0.5 s doubling to 30 s), reset as soon as the server
+accepts a list or a watch again: after an outage the next drop is retried in 0.5 s, not after the back-off the
+outage built up (resetting only when a watch ran to its server timeout left reflectors blind for up to 30 s).
 
 A `transform` (client-go's SetTransform) slims every object before it is stored or handed out: a store of
 10,000 full Pods is ~1.5 million GC-tracked objects, and Python's full collections over it stall the event
@@ -157,15 +159,20 @@ class Reflector:
         self.store, events = diff(self.store, items)
         self.resource_version = listed.resource_version
         self.relists += 1
+        self._healthy()
         for event in events:
             await self._dispatch(event)
         self.synced.set()
+
+    def _healthy(self) -> None:
+        """The server accepted a list or a watch: the next failure is retried at the initial delay."""
+        self._backoff.forget(self.name)
 
     async def _watch(self) -> None:
         stream = self.client.watch(
             self.resource, self.namespace, resource_version=self.resource_version,
             timeout_seconds=watch_timeout(self.min_watch_timeout_s, self._rng), allow_bookmarks=True,
-            label_selector=self.label_selector, field_selector=self.field_selector,
+            label_selector=self.label_selector, field_selector=self.field_selector, on_open=self._healthy,
         )
         async for event in stream:
             obj = event.object

@@ -8,19 +8,19 @@ in every container and init container; every container and init container of eve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from lapilli.jobplugins.base import PodContext
-from lapilli.jobplugins.flags import parse_flags
+from lapilli.jobplugins.flags import FlagValue, parse_flags
 from lapilli.jobplugins.naming import JobShape, task_hosts
 from lapilli.jobplugins.podspec import add_env, add_port, containers
 
 NAME: Final = "mpi"
 PORT_NAME: Final = "mpijob-port"
 HOST_ENV: Final = "MPI_HOST"
-FLAGS: Final = {"master": "master", "worker": "worker", "port": 22}
+FLAGS: Final[Mapping[str, FlagValue]] = {"master": "master", "worker": "worker", "port": 22}
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,19 +10,19 @@ that polls the master port for up to `--wait-master-timeout` seconds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from lapilli.jobplugins.base import PodContext
-from lapilli.jobplugins.flags import parse_flags
+from lapilli.jobplugins.flags import FlagValue, parse_flags
 from lapilli.jobplugins.naming import JobShape, task_host
 from lapilli.jobplugins.podspec import add_env, add_port, containers, pod_spec
 
 NAME: Final = "pytorch"
 PORT_NAME: Final = "pytorchjob-port"
 WAIT_CONTAINER: Final = "wait-for-master"
-FLAGS: Final = {
+FLAGS: Final[Mapping[str, FlagValue]] = {
     "master": "master",
     "worker": "worker",
     "port": 23456,

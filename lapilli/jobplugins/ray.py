@@ -12,18 +12,18 @@ that gives every replica its DNS name. Volcano lets whichever plugin runs first 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from lapilli.api.constants import JOB_NAME_KEY, JOB_NAMESPACE_KEY, TASK_SPEC_KEY
 from lapilli.jobplugins.base import PodContext
-from lapilli.jobplugins.flags import parse_flags
+from lapilli.jobplugins.flags import FlagValue, parse_flags
 from lapilli.jobplugins.naming import JobShape, object_meta, task_host
 from lapilli.jobplugins.podspec import add_port, containers
 
 NAME: Final = "ray"
-FLAGS: Final = {
+FLAGS: Final[Mapping[str, FlagValue]] = {
     "head": "head",
     "headContainer": "head",
     "worker": "worker",

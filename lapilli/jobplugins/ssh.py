@@ -13,7 +13,7 @@ Secret on update) pass the existing pair to `job_resources`.
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from lapilli.jobplugins.base import PodContext
-from lapilli.jobplugins.flags import parse_flags
+from lapilli.jobplugins.flags import FlagValue, parse_flags
 from lapilli.jobplugins.naming import JobShape, make_pod_name, object_meta
 from lapilli.jobplugins.podspec import add_mount, add_volume, containers
 
@@ -30,7 +30,9 @@ DEFAULT_PATH: Final = "/root/.ssh"
 RELATIVE_PATH: Final = ".ssh"
 KEYS: Final = ("id_rsa", "id_rsa.pub", "authorized_keys", "config")
 DEFAULT_PORT: Final = 22
-FLAGS: Final = {"ssh-key-file-path": DEFAULT_PATH, "ssh-private-key": "", "ssh-public-key": "", "ssh-port": 22}
+FLAGS: Final[Mapping[str, FlagValue]] = {
+    "ssh-key-file-path": DEFAULT_PATH, "ssh-private-key": "", "ssh-public-key": "", "ssh-port": 22,
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,12 @@ where each list holds `<host>:<--port, 2222>` for every replica of the task name
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from lapilli.jobplugins.base import PodContext
-from lapilli.jobplugins.flags import parse_flags
+from lapilli.jobplugins.flags import FlagValue, parse_flags
 from lapilli.jobplugins.naming import JobShape, task_host
 from lapilli.jobplugins.podspec import add_env, containers
 
@@ -22,7 +22,9 @@ NAME: Final = "tensorflow"
 ENV: Final = "TF_CONFIG"
 ROLES: Final = ("ps", "worker", "chief", "evaluator")
 TYPE_ORDER: Final = ("chief", "worker", "ps", "evaluator")
-FLAGS: Final = {"ps": "ps", "worker": "worker", "chief": "chief", "evaluator": "evaluator", "port": 2222}
+FLAGS: Final[Mapping[str, FlagValue]] = {
+    "ps": "ps", "worker": "worker", "chief": "chief", "evaluator": "evaluator", "port": 2222,
+}
 
 
 @dataclass(frozen=True, slots=True)

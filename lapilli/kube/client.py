@@ -269,9 +269,10 @@ class KubeClient:
     async def watch(
         self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,
         timeout_seconds: int = 300, allow_bookmarks: bool = True, label_selector: str | None = None,
-        field_selector: str | None = None,
+        field_selector: str | None = None, on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[WatchEvent]:
-        """Yield decoded events until the server closes the stream (after `timeout_seconds`).
+        """Yield decoded events until the server closes the stream (after `timeout_seconds`). `on_open` is called
+        once the server has accepted the watch (a reflector resets its back-off there).
 
         Raises `Gone` when `resource_version` is too old (as an HTTP 410 or an ERROR event), `ApiError` for
         other refusals and aiohttp errors when the connection breaks; a reflector decides what to do next.
@@ -289,6 +290,8 @@ class KubeClient:
         ) as resp:
             if resp.status >= 400:
                 raise error_from_response(resp.status, await resp.read())
+            if on_open is not None:
+                on_open()
             splitter = LineSplitter()
             async for chunk in resp.content.iter_any():
                 for line in splitter.feed(chunk):

@@ -50,7 +50,8 @@ def less_equal(a: Vec, b: Vec) -> bool:
 
 def less_equal_rows(a: Vec, b: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
     """`less_equal(a, row)` for every row of a 2-D array."""
-    return np.all(a < b + TOLERANCE, axis=1)
+    out: npt.NDArray[np.bool_] = np.all(a < b + TOLERANCE, axis=1)
+    return out
 
 
 def less_equal_on(a: Vec, b: Vec, req: Vec, pods: int) -> bool:

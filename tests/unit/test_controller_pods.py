@@ -1,7 +1,9 @@
 """Pods rendered for a Job (reference §3.4) and the sync / kill plans over them (§3.2, §3.5)."""
 
+import itertools
+
 from controller.jobs.pods import pvc_volume_name, render_pod
-from controller.jobs.sync import Target, plan_kill, plan_sync
+from controller.jobs.sync import Target, plan_kill, plan_sync, replica_index
 from lapilli.api import Job
 from tests.unit.test_controller_builders import UID, job, job_doc, pod, task
 
@@ -88,9 +90,9 @@ def test_sync_waits_for_admission_then_creates_every_missing_replica():
     j = job(task("a", 2), task("b", 1))
     existing = [pod("job1", "a", 0, "Running")]
     waiting = plan_sync(j, existing, deleting=never, admitted=False)
-    assert waiting.create == [] and (waiting.counts.running, waiting.counts.pending) == (1, 0)
+    assert list(waiting.creations()) == [] and (waiting.counts.running, waiting.counts.pending) == (1, 0)
     plan = plan_sync(j, existing, deleting=never, admitted=True)
-    assert [(t.name, i) for t, i in plan.create] == [("a", 1), ("b", 0)]
+    assert [(t.name, i) for t, i in plan.creations()] == [("a", 1), ("b", 0)]
     assert (plan.counts.running, plan.counts.pending) == (1, 2)
     assert plan.counts.tasks == {"a": {"Running": 1, "Pending": 1}, "b": {"Pending": 1}}
 
@@ -101,20 +103,37 @@ def test_sync_scales_down_and_replaces_nothing_that_is_still_terminating():
     extra = pod("job1", "a", 1, "Running")
     marked = pod("job1", "a", 0, notes={"volcano.sh/controller-out-of-sync": "true"})
     plan = plan_sync(j, [going, extra], deleting=lambda p: p is going, admitted=True)
-    assert plan.create == [] and plan.delete == [extra] and plan.counts.terminating == 2
+    assert list(plan.creations()) == [] and plan.delete == [extra] and plan.counts.terminating == 2
     plan = plan_sync(j, [marked], deleting=never, admitted=True)
     assert plan.delete == [marked] and plan.counts.running == 0
+
+
+def test_sync_of_a_huge_job_is_proportional_to_its_pods():
+    """2^31-1 declared replicas: counting and planning touch the 3 pods that exist, creations come lazily."""
+    j = job(task("a", 2**31 - 1), task("a1", 2), minAvailable=1)
+    existing = [pod("job1", "a", 0, "Running"), pod("job1", "a", 2, "Running"), pod("job1", "a1", 0, "Running")]
+    plan = plan_sync(j, existing, deleting=never, admitted=True)
+    assert plan.counts.pending == 2**31 - 3 + 1 and plan.counts.running == 3
+    assert [m.present for m in plan.missing] == [frozenset({0, 2}), frozenset({0})]
+    first = list(itertools.islice(plan.creations(), 4))
+    assert [(t.name, i) for t, i in first] == [("a", 1), ("a", 3), ("a", 4), ("a", 5)]
+
+
+def test_replica_index_reads_only_names_the_controller_writes():
+    t = job(task("w", 3)).spec.tasks[0]
+    names = ("job1-w-0", "job1-w-2", "job1-w-3", "job1-w-01", "job1-w-1-0", "job1-w-", "job1-w-٣", "job1-x-0")
+    assert [replica_index(n, "job1", t) for n in names] == [0, 2, None, None, None, None, None, None]
 
 
 def test_depends_on_waits_for_ready_pods_of_the_dependencies():
     j = job(task("a", 2), task("b", 1, dependsOn={"name": ["a"]}))
     plan = plan_sync(j, [pod("job1", "a", 0), pod("job1", "a", 1, "Pending")], deleting=never, admitted=True)
-    assert [(t.name, i) for t, i in plan.create] == []
+    assert [(t.name, i) for t, i in plan.creations()] == []
     plan = plan_sync(j, [pod("job1", "a", 0), pod("job1", "a", 1, "Succeeded")], deleting=never, admitted=True)
-    assert [(t.name, i) for t, i in plan.create] == [("b", 0)]
+    assert [(t.name, i) for t, i in plan.creations()] == [("b", 0)]
     either = job(task("a", 1), task("c", 1), task("b", 1, dependsOn={"name": ["a", "c"], "iteration": "any"}))
     plan = plan_sync(either, [pod("job1", "a", 0)], deleting=never, admitted=True)
-    assert [(t.name, i) for t, i in plan.create] == [("c", 0), ("b", 0)]
+    assert [(t.name, i) for t, i in plan.creations()] == [("c", 0), ("b", 0)]
 
 
 def test_kill_keeps_retained_phases_and_hits_only_the_target():

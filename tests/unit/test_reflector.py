@@ -94,6 +94,10 @@ class ScriptedClient:
     async def watch(self, res, namespace=None, **kw):
         self.watch_calls.append(kw)
         script = self.watches.pop(0) if self.watches else []
+        if script and isinstance(script[0], OSError):
+            raise script[0]  # refused before the server accepted the watch
+        if kw.get("on_open"):
+            kw["on_open"]()
         for item in script:
             if isinstance(item, Exception):
                 raise item
@@ -159,6 +163,34 @@ async def test_broken_connection_backs_off_and_resumes_from_last_version():
     assert kinds(seen) == [("ADDED", "n1"), ("ADDED", "n2")]
     assert reflector.restarts == 2 and reflector.relists == 1  # a failed list, then a broken watch
     assert [c["resource_version"] for c in client.watch_calls] == ["3", "4"]
+
+
+class RecordingBackoff(RateLimiter[str]):
+    def __init__(self) -> None:
+        super().__init__(0.001, 0.05)
+        self.delays: list[float] = []
+
+    def when(self, item: str) -> float:
+        self.delays.append(super().when(item))
+        return self.delays[-1]
+
+
+async def test_backoff_resets_once_the_server_accepts_again_not_only_after_a_full_watch():
+    """An API server outage builds the back-off up; once a list or watch is accepted again, the next drop is
+    retried at the initial delay (it used to wait for a watch to run to its server timeout: up to 30 s)."""
+    refused = ConnectionRefusedError("refused")
+    client = ScriptedClient(
+        lists=[refused, refused, refused, refused, ObjectList([], "1")],
+        watches=[[aiohttp.ServerDisconnectedError()], [refused], [refused],
+                 [aiohttp.ServerDisconnectedError()], []],
+    )
+    backoff = RecordingBackoff()
+    reflector = Reflector(client, PODS, backoff=backoff)  # type: ignore[arg-type]
+    await run_until_idle(reflector, client)
+    assert backoff.delays == [0.001, 0.002, 0.004, 0.008,  # the outage: four refused lists
+                              0.001,  # listed, watch accepted, then dropped: back to the start
+                              0.002, 0.004,  # refused twice more
+                              0.001]  # accepted again, dropped again
 
 
 async def test_a_failing_handler_does_not_stop_the_others():

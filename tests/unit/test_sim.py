@@ -236,7 +236,7 @@ def test_json_output_has_the_designed_shape():
     result = _run(str(SEED), "--scheduler", "default", "-o", "json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
-    assert set(out) == {"jobs", "makespan_s", "gpu_utilization", "unfinished", "gpu_idle_held_s"}
+    assert set(out) == {"jobs", "makespan_s", "job_time_s", "gpu_utilization", "unfinished", "gpu_idle_held_s"}
     assert set(out["jobs"]) == {f"ml/tf-{i}" for i in range(1, 6)}
     for entry in out["jobs"].values():
         assert set(entry) == {"submitted", "started", "finished", "state"}

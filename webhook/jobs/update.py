@@ -32,8 +32,8 @@ def _prune(value: Any) -> Any:
     return value
 
 
-def _comparable(spec: Mapping[str, Any]) -> Any:
-    spec = copy.deepcopy(dict(spec))
+def _comparable(given: Mapping[str, Any]) -> Any:
+    spec = copy.deepcopy(dict(given))
     for key in ("minAvailable", "priorityClassName"):
         spec.pop(key, None)
     for task in spec.get("tasks") or []:

@@ -11,6 +11,7 @@ from extender.engine.actions.ordering import PriorityQueue, pop_best
 from extender.engine.framework import register_action
 from extender.engine.model import Job, Queue, Task, TaskStatus
 from extender.engine.session import Session
+from extender.engine.statement import Statement
 
 
 class Backfill:
@@ -23,13 +24,12 @@ class Backfill:
             if not feasible.any():
                 job.fit_errors[task.uid] = ssn.fit_error(task)
                 continue
-            node = ssn.best_node(task, feasible)
-            ssn.place(task, node, TaskStatus.ALLOCATED)
+            stmt = Statement(ssn)
+            stmt.allocate(task, ssn.best_node(task, feasible))
+            # Volcano's `Session.Allocate`: a job becomes ready → all its Allocated tasks bind; until then the task
+            # stays Allocated (neither bound nor undone), as there.
             if ssn.job_ready(job):
-                for sibling in job.tasks.values():
-                    if sibling.status is TaskStatus.ALLOCATED:
-                        ssn.set_status(sibling, TaskStatus.BINDING)
-                        ssn.records.binds[sibling.key] = sibling.node or ""
+                stmt.dispatch(job)
 
     @staticmethod
     def _pending(ssn: Session) -> list[Task]:
@@ -41,8 +41,10 @@ class Backfill:
         for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
             if job.is_pending() or ssn.job_valid(job) is not None:
                 continue
+            unpipeline = Statement(ssn)
             for task in [t for t in job.tasks.values() if t.best_effort and t.status is TaskStatus.PIPELINED]:
-                ssn.unplace(task)
+                unpipeline.unpipeline(task)
+            unpipeline.commit()
             best_effort = [t for t in job.pending_tasks() if t.best_effort]
             if not best_effort:
                 continue

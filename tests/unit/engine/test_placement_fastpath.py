@@ -187,10 +187,10 @@ def test_fast_path_matches_vectorised_computation(cluster: dict[str, Any], data:
         if task.status is TaskStatus.PENDING:
             node = data.draw(st.sampled_from(ssn.nodes))
             status = data.draw(st.sampled_from([TaskStatus.ALLOCATED, TaskStatus.PIPELINED]))
-            ssn.place(task, node, status)
+            ssn._place(task, node, status)
         elif task.status is TaskStatus.ALLOCATED and data.draw(st.booleans()):
-            ssn.set_status(task, TaskStatus.RUNNING)
-            ssn.release(task)  # evicted: its room is released, not yet free
+            ssn._set_status(task, TaskStatus.RUNNING)
+            ssn._release(task)  # evicted: its room is released, not yet free
         elif task.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
-            ssn.unplace(task)
+            ssn._unplace(task)
         _check(ssn)
