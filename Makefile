@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo venv lint unit e2e k8s bench clean image
+.PHONY: test demo venv lint unit e2e k8s bench clean image chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,13 +22,19 @@ k8s:
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit tests/service
 
-test: $(STAMP)
+# The dashboard's browser test drives Debian's headless chromium; installed here when missing.
+chromium:
+	command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
+
+test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	export LAPILLI_K8S_BIN="$$(bash hack/build-k8s.sh | tail -n 1)" && $(BIN)/pytest -q -ra
 
 # The service's container image (Dockerfile) built with podman; prints its name and size. Installs podman, buildah,

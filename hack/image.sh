@@ -2,6 +2,7 @@
 # `make image`: build Lapilli's container image with podman and print its name and size.
 #
 #   IMAGE=localhost/lapilli:dev  BASE_IMAGE=python:3.11-slim  PYTHON=.venv/bin/python  bash hack/image.sh
+#   BUILDER=docker bash hack/image.sh    (skaffold's custom build on a machine with Docker: plain `docker build`)
 #
 # 1. podman, buildah, runc and mmdebstrap are installed from Debian when missing (root + apt-get).
 # 2. build/wheelhouse/ gets the wheels of Lapilli and its dependencies (the Dockerfile installs only from it).
@@ -12,12 +13,30 @@
 # shared/reference/container-notes.md) so nothing under /etc is changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BUILDER=${BUILDER:-podman}
 
 IMAGE=${IMAGE:-localhost/lapilli:dev}
 PYTHON=${PYTHON:-.venv/bin/python}
 PUBLIC_BASE=docker.io/library/python:3.11-slim
 LOCAL_BASE=localhost/lapilli-base:bookworm
 BUILD=build
+
+# The wheelhouse: Lapilli's wheel and its dependencies' for the image's Python (3.11). Kept between builds
+# (pip reuses the wheels already there); only Lapilli's own wheel is always rebuilt.
+wheelhouse() {
+    mkdir -p "$BUILD"
+    rm -f "$BUILD"/wheelhouse/lapilli-*.whl
+    "$PYTHON" -m pip wheel -q --disable-pip-version-check --find-links "$BUILD/wheelhouse" -w "$BUILD/wheelhouse" . \
+        > "$BUILD/wheelhouse.log" 2>&1 || { cat "$BUILD/wheelhouse.log" >&2; exit 1; }
+}
+
+if [[ "$BUILDER" == docker ]]; then
+    PYTHON=${PYTHON:-python3}
+    [[ -x "$PYTHON" ]] || command -v "$PYTHON" > /dev/null || PYTHON=python3
+    wheelhouse
+    docker build --build-arg BASE_IMAGE="${BASE_IMAGE:-python:3.11-slim}" -t "$IMAGE" -f Dockerfile .
+    exit 0
+fi
 
 need=()
 for tool in podman buildah runc mmdebstrap; do command -v "$tool" > /dev/null || need+=("$tool"); done
@@ -32,11 +51,7 @@ fi
 # shellcheck source=hack/podman-env.sh
 source hack/podman-env.sh
 
-mkdir -p "$BUILD"
-# Kept between builds (pip reuses the wheels already there); only Lapilli's own wheel is always rebuilt.
-rm -f "$BUILD"/wheelhouse/lapilli-*.whl
-"$PYTHON" -m pip wheel -q --disable-pip-version-check --find-links "$BUILD/wheelhouse" -w "$BUILD/wheelhouse" . > "$BUILD/wheelhouse.log" 2>&1 \
-    || { cat "$BUILD/wheelhouse.log" >&2; exit 1; }
+wheelhouse
 
 base_exists() { podman image exists "$1"; }
 if [[ -z "${BASE_IMAGE:-}" ]]; then

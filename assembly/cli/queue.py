@@ -98,7 +98,7 @@ async def _shares(client: KubeClient) -> dict[str, float]:
     from extender.engine.run import run_session
 
     view, source = await read_cluster(client), await read_conf(client, None)
-    return {name: float(q["share"]) for name, q in run_session(view.snapshot, source.conf).queues.items()}
+    return {name: float(q.share) for name, q in run_session(view.snapshot, source.conf).queues.items()}
 
 
 @queue.command("list")

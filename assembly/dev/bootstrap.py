@@ -110,10 +110,22 @@ async def create_standing_queues(client: KubeClient) -> None:
         await client.patch_status(QUEUES, name, {"status": {"state": "Open"}})
 
 
+# The dev cluster runs every component in one `lapilli serve` as ServiceAccount lapilli; installed, the extender
+# runs in the scheduler pod as lapilli-scheduler. So here lapilli also holds the extender's role: the union of
+# the two accounts, and nothing beyond the shipped roles.
+DEV_EXTENDER_BINDING: Final = {
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+    "metadata": {"name": "lapilli-dev-extender"},
+    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "lapilli-extender"},
+    "subjects": [{"kind": "ServiceAccount", "name": "lapilli", "namespace": SERVICE_NAMESPACE}],
+}
+
+
 async def install_rbac(client: KubeClient, rbac_dir: Path) -> None:
-    """Lapilli's own ServiceAccount, roles and bindings (the same manifests a real install applies)."""
+    """Lapilli's own ServiceAccounts, roles and bindings (the same manifests a real install applies), and the
+    extender's role for the one dev service."""
     await ensure_namespace(client, SERVICE_NAMESPACE)
-    for obj in load_objects(rbac_dir.glob("*.yaml")):
+    for obj in [*load_objects(rbac_dir.glob("*.yaml")), DEV_EXTENDER_BINDING]:
         await create_or_replace(client, obj)
 
 

@@ -85,6 +85,9 @@ class ClusterSpec:
     # protocol itself costs with a do-nothing extender).
     extender_url: str | None = None
     heartbeat_s: float = 60.0
+    # False: no kube-scheduler (and no service); the caller brings its own, as the installed-mode tests run the
+    # rendered scheduler pods in containers.
+    kube_scheduler: bool = True
 
 
 @dataclass(slots=True)
@@ -274,6 +277,8 @@ class DevCluster:
         for `default-scheduler` pods, as the shipped configuration runs next to a cluster's own scheduler, so
         ordinary pods are scheduled while the service is down."""
         assert self.binaries is not None and self.client is not None
+        if not self.spec.kube_scheduler:
+            return
         if plan is not None:
             service = self._spawn("lapilli", supervised(plan.argv, self.state_dir))
             await wait_ready(service, plan.ready_url, timeout_s=60)

@@ -3,6 +3,7 @@ ready; 503 with the laggards otherwise), `/metrics` (Prometheus text or OpenMetr
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 import orjson
@@ -11,6 +12,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from assembly.serve.component import Component
+
+log = logging.getLogger("lapilli.serve")
 
 
 class Ops:
@@ -38,3 +41,33 @@ class Ops:
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/readyz", self.readyz)
         app.router.add_get("/metrics", self.metrics)
+
+
+class OpsServer:
+    """The operational endpoints on a plain-HTTP port of their own, for a process without the webhook (the
+    extender beside kube-scheduler): probes and Prometheus reach them there."""
+
+    name = "ops"
+
+    def __init__(self, ops: Ops, host: str, port: int) -> None:
+        self.ops, self.host, self.port = ops, host, port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        app = web.Application()
+        self.ops.add_routes(app)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.host, self.port, reuse_address=True).start()
+        for address in self._runner.addresses:
+            if isinstance(address, tuple) and len(address) >= 2:
+                self.port = int(address[1])
+        log.info("/healthz, /readyz and /metrics on http://%s:%d", self.host, self.port)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def ready(self) -> bool:
+        return self._runner is not None

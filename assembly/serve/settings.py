@@ -32,6 +32,9 @@ class SettingsError(ValueError):
 class WebhookSettings:
     """The admission webhook, served over TLS on every replica."""
 
+    enabled: bool = flag("--enable-webhook/--disable-webhook", True)
+    """Serve the admission webhook in this process (off for the extender beside kube-scheduler; /healthz,
+    /readyz and /metrics then move to --metrics-port)."""
     host: str = flag("--webhook-host", "0.0.0.0")
     """Address the webhook listens on."""
     port: int = flag("--webhook-port", 8443)
@@ -45,6 +48,12 @@ class WebhookSettings:
     ca_bundle_file: Path | None = flag("--ca-bundle-file", None)
     """When set, the webhook configurations' `caBundle` is kept equal to this PEM file (patched at start and
     whenever the file changes)."""
+    tls_secret: str | None = flag("--tls-secret", None)
+    """NAMESPACE/NAME of a Secret that keeps the serving certificate: made there with its CA at first start,
+    re-issued before it expires, and written by the service to --tls-cert-file/--tls-key-file (the CA to
+    --ca-bundle-file). No certificate step by hand. Unset: the files are provided."""
+    tls_service: str = flag("--tls-service", "lapilli-webhook")
+    """The webhook's Service (in the --tls-secret namespace), whose DNS names a made certificate carries."""
     configurations: tuple[str, ...] = flag("--webhook-configuration", ("lapilli-mutating", "lapilli-validating"))
     """Mutating- or ValidatingWebhookConfiguration whose `caBundle` is kept in step (repeatable)."""
     admission: AdmissionSettings = field(default_factory=AdmissionSettings)
@@ -61,6 +70,10 @@ class Settings:
     """Kubeconfig file to reach the API server; default: $KUBECONFIG, in-cluster, ~/.kube/config."""
     log_level: str = flag("--log-level", "INFO")
     """Python logging level: DEBUG, INFO, WARNING or ERROR."""
+    metrics_host: str = flag("--metrics-host", "0.0.0.0")
+    """Address of plain-HTTP /healthz, /readyz and /metrics while the webhook (their usual port) is disabled."""
+    metrics_port: int = flag("--metrics-port", 8081)
+    """Port of those, while the webhook is disabled."""
     leader_identity: str = flag("--leader-identity", "")
     """Holder identity in the Leases; default $LAPILLI_LEADER_IDENTITY, else <hostname>_<random>. Give the pod's
     name (downward API): a restarted container then leads again at once instead of waiting out its predecessor's
@@ -76,7 +89,10 @@ class Settings:
             out.append(f"--log-level {self.log_level!r} is not a logging level (DEBUG, INFO, WARNING, ERROR)")
         if self.kubeconfig is not None and not self.kubeconfig.is_file():
             out.append(f"--kubeconfig {self.kubeconfig}: no such file")
-        out += _webhook_problems(self.webhook)
+        if self.webhook.enabled:
+            out += _webhook_problems(self.webhook)
+        elif not 0 <= self.metrics_port <= 65535:
+            out.append(f"--metrics-port {self.metrics_port} is not a TCP port (0-65535; 0 picks a free one)")
         if self.extender.enabled:
             out += self.extender.problems()
         if self.controllers.enabled:
@@ -110,17 +126,20 @@ def _webhook_problems(w: WebhookSettings) -> list[str]:
     out: list[str] = []
     if not 0 <= w.port <= 65535:
         out.append(f"--webhook-port {w.port} is not a TCP port (0-65535; 0 picks a free one)")
-    out += _tls_problems(w)
+    if w.tls_secret is None:
+        out += _tls_problems(w)
+    elif len([part for part in w.tls_secret.split("/") if part]) != 2 or w.tls_secret.count("/") != 1:
+        out.append(f"--tls-secret {w.tls_secret!r} is not NAMESPACE/NAME")
     if w.tls_reload_interval_s <= 0:
         out.append(f"--tls-reload-interval {w.tls_reload_interval_s} must be > 0 seconds")
-    if w.ca_bundle_file is not None and not w.ca_bundle_file.is_file():
+    if w.ca_bundle_file is not None and w.tls_secret is None and not w.ca_bundle_file.is_file():
         out.append(f"--ca-bundle-file {w.ca_bundle_file}: no such file")
     return out + w.admission.problems()
 
 
 def _lease_problems(e: ExtenderSettings, c: ControllerSettings) -> list[str]:
     leases: dict[str, tuple[str, str]] = {}
-    if e.enabled and e.leader_elect:
+    if e.enabled and e.leader_elect and e.follow_lease is None:
         leases["--lease-name"] = (e.lease_namespace, e.lease_name)
     if c.enabled and c.leader_elect:
         leases["--controllers-lease-name"] = (c.lease_namespace, c.lease_name)

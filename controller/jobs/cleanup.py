@@ -17,16 +17,19 @@ from typing import Any, Final
 from controller.context import Context
 from controller.jobs.podgroup import podgroup_name
 from controller.jobs.requests import job_owner
-from controller.jobs.resources import NETWORK_POLICIES, PVCS, PluginResources, plugin_object_names
+from controller.jobs.resources import PVCS, PluginResources, plugin_object_names
 from lapilli.api import Job
 from lapilli.kube import ApiError, Conflict, NotFound
-from lapilli.kube.resources import CONFIG_MAPS, PODGROUPS, PODS, SECRETS, SERVICES, VC_JOBS, Resource
+from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS, Resource
 from lapilli.meta import uid_of
 
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
-SWEPT: Final[tuple[Resource, ...]] = (SERVICES, CONFIG_MAPS, SECRETS, NETWORK_POLICIES, PVCS)
+# Listed by the orphan sweep: only PVCs (their names are random, kept in the status of a Job that is gone). The
+# plugins' Services, ConfigMaps, Secrets and NetworkPolicies have names derived from the Job's, so they are
+# deleted by name for every gone Job the sweep finds: the service never lists Secrets (least privilege).
+SWEPT: Final[tuple[Resource, ...]] = (PVCS,)
 
 
 class Cleanup:
@@ -45,7 +48,7 @@ class Cleanup:
         pg = self.ctx.podgroups.get(f"{job.namespace}/{podgroup_name(job.name, uid)}")
         stub = {"metadata": {"name": podgroup_name(job.name, uid), "namespace": job.namespace, "uid": ""}}
         await self._delete(PODGROUPS, pg or stub, linger=False)
-        for res, name, _plugin in plugin_object_names(job):
+        for res, name, _plugin in plugin_object_names(job.name):
             await self.plugins.delete_owned(res, name, job.namespace, uid)
         for claim in (v for k, v in job.status.controlled_resources.items() if k.startswith("volume-pvc-")):
             await self.plugins.delete_owned(PVCS, claim, job.namespace, uid)
@@ -83,6 +86,10 @@ class Cleanup:
                 gone[ident] = await self._owner_gone(*ident)
             if gone[ident]:
                 await self._delete(res, obj, linger=res is PODS)
+        for (namespace, name, uid), is_gone in gone.items():
+            if is_gone:
+                for res, obj_name, _plugin in plugin_object_names(name):
+                    await self.plugins.delete_owned(res, obj_name, namespace, uid)
 
     async def _owner_gone(self, namespace: str, name: str, uid: str) -> bool:
         try:

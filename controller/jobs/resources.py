@@ -46,11 +46,11 @@ def plugin_objects(job_doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     return job_resources(job_doc, ssh_keypair=_PLACEHOLDER)
 
 
-def plugin_object_names(job: Job) -> list[tuple[Resource, str, str]]:
-    """(resource, name, owning plugin) of every object a Job's plugins may have made."""
+def plugin_object_names(job_name: str) -> list[tuple[Resource, str, str]]:
+    """(resource, name, owning plugin) of every object the plugins of Job `job_name` may have made."""
     return [
-        (SERVICES, job.name, "svc"), (CONFIG_MAPS, f"{job.name}-svc", "svc"),
-        (NETWORK_POLICIES, job.name, "svc"), (SECRETS, f"{job.name}-ssh", "ssh"),
+        (SERVICES, job_name, "svc"), (CONFIG_MAPS, f"{job_name}-svc", "svc"),
+        (NETWORK_POLICIES, job_name, "svc"), (SECRETS, f"{job_name}-ssh", "ssh"),
     ]
 
 
@@ -85,7 +85,7 @@ class PluginResources:
 
     async def on_delete(self, job: Job, controlled: dict[str, str]) -> None:
         """Delete the objects of the plugins recorded in `controlled` and forget them."""
-        for res, name, plugin in plugin_object_names(job):
+        for res, name, plugin in plugin_object_names(job.name):
             if controlled.get(plugin_key(plugin)) == plugin:
                 await self.delete_owned(res, name, job.namespace, job.metadata.uid or "")
         for key in [k for k in controlled if k.startswith("plugin-")]:

@@ -107,7 +107,7 @@ class Snapshot:
     default_priority: int | None = None
 
 
-def timestamp(value: Any) -> float:
+def timestamp(value: object) -> float:
     if not value:
         return 0.0
     if isinstance(value, datetime):
@@ -118,7 +118,7 @@ def timestamp(value: Any) -> float:
         raise ValueError(f"not an RFC 3339 time: {value!r}") from exc
 
 
-def _parse_bool(value: Any) -> bool | None:
+def _parse_bool(value: object) -> bool | None:
     text = str(value).strip().lower()
     if text in ("true", "1", "t", "yes"):
         return True
@@ -135,7 +135,7 @@ def _preemptable(meta: Mapping[str, Any], default: bool) -> bool:
     return default
 
 
-def _int(value: Any, what: str) -> int:
+def _int(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise ValueError(f"{what}: expected an integer, got {value!r}")
     try:
@@ -352,7 +352,7 @@ def copy_snapshot(snap: Snapshot) -> Snapshot:
     )
 
 
-def build_snapshot(docs: Iterable[Any]) -> Snapshot:
+def build_snapshot(docs: Iterable[object]) -> Snapshot:
     """Build a snapshot from decoded documents; `SnapshotError` names the document, field and problem."""
     snap = Snapshot()
     for index, doc in enumerate(docs):

@@ -25,7 +25,7 @@ MAX_BODY = 8 * 1024 * 1024
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("lapilli.extender")
 EXTENDER: web.AppKey[Extender] = web.AppKey("extender", Extender)
-IS_LEADER: web.AppKey[Callable[[], bool]] = web.AppKey("is_leader", Callable[[], bool])
+IS_LEADER: web.AppKey[Callable[[], bool]] = web.AppKey("is_leader")
 
 
 class BadRequest(Exception):

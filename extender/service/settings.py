@@ -45,6 +45,9 @@ class ExtenderSettings:
     """Namespace of the extender's and the controllers' Leases."""
     lease_name: str = flag("--lease-name", "lapilli-extender")
     """Name of the extender's Lease."""
+    follow_lease: str | None = flag("--follow-scheduler-lease", None)
+    """Hold no Lease of its own: answer while the kube-scheduler beside this process (same hostname: the same
+    pod) holds this Lease in --lease-namespace, as the extender sidecar of a dedicated scheduler does."""
     scheduler_names: tuple[str, ...] = flag("--scheduler-name", (DEFAULT_SCHEDULER_NAME,))
     """Pods of these schedulers are Volcano's (as the webhook and the controllers read them)."""
     why_interval_s: float = flag("--why-interval", 10.0)

@@ -13,6 +13,7 @@ queues-for-examples.yaml holds ml-training with its deserved, so the jobs that n
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import yaml
 
 from assembly.dev import DevCluster
 from lapilli.kube import resource_for
+from tests.e2e.test_controller_helpers import remove_example_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -79,7 +81,7 @@ def test_every_example_is_a_manifest_or_a_scheduler_conf():
 
 
 @pytest.fixture(scope="module")
-async def prerequisites(control_plane: DevCluster) -> DevCluster:
+async def prerequisites(control_plane: DevCluster) -> AsyncIterator[DevCluster]:
     defined = {d["metadata"]["name"] for p in MANIFESTS for d in documents(p) if d["kind"] == "Namespace"}
     named = {d["metadata"].get("namespace") for p in MANIFESTS for d in documents(p)} - {None}
     for namespace in sorted(named - defined):
@@ -90,7 +92,10 @@ async def prerequisites(control_plane: DevCluster) -> DevCluster:
     # Namespaces made by `kubectl apply` lack the ServiceAccount a controller-manager would add.
     for namespace in sorted(defined):
         await control_plane.ensure_namespace(namespace)
-    return control_plane
+    yield control_plane
+    # The examples' Jobs would hold the shared nodes' GPUs (vLLM alone takes two 8-GPU nodes) for every test after.
+    assert control_plane.client is not None
+    await remove_example_jobs(control_plane.client)
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

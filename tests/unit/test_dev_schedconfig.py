@@ -8,9 +8,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from assembly.dev.schedconfig import MANIFEST_VERSIONS, config_api_version, in_cluster, manifest_text, render
+from assembly.dev.schedconfig import (
+    MANIFEST_FILES,
+    MANIFEST_VERSIONS,
+    config_api_version,
+    in_cluster,
+    manifest_text,
+    render,
+)
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "scheduler"
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 
 
 @pytest.mark.parametrize(
@@ -61,10 +68,10 @@ def test_without_service_no_extenders():
 
 @pytest.mark.parametrize("version", MANIFEST_VERSIONS)
 def test_shipped_manifest_is_generated(version):
-    path = MANIFESTS / f"kubescheduler-config-{version}.yaml"
+    path = MANIFESTS / MANIFEST_FILES[version]
     assert path.read_text() == manifest_text(version), "regenerate: python -m assembly.dev.schedconfig"
     config = yaml.safe_load(path.read_text())
     assert config == in_cluster(version)
     assert [p["schedulerName"] for p in config["profiles"]] == ["volcano"]
     assert config["leaderElection"]["leaderElect"] is True
-    assert config["extenders"][1]["urlPrefix"].endswith(".svc:8080/extender/gang")
+    assert config["extenders"][1]["urlPrefix"] == "http://127.0.0.1:8080/extender/gang"  # the extender beside it

@@ -76,9 +76,9 @@ def explain(
     now: float = 0.0,
 ) -> dict[str, Explanation]:
     """Explanations for `keys` (PodGroup `ns/name`; default: every PodGroup in the snapshot)."""
-    ssn, result = probe(snap, conf, now)
-    run = _Run(snap, conf, now, ssn, result, context or Context())
     wanted = sorted(snap.podgroups) if keys is None else list(keys)
+    ssn, result = probe(snap, conf, now, wanted)
+    run = _Run(snap, conf, now, ssn, result, context or Context())
     return {key: _explain(run, key) for key in wanted if key in snap.podgroups}
 
 
@@ -194,7 +194,7 @@ def _admitted(run: _Run, job: Job) -> list[Reason]:
                        {"pods": len(job.tasks), "minMember": job.min_member})]
     reasons: list[Reason] = []
     share = _fair_share(run, job)
-    now_fit = gang_fit(ssn, job)
+    now_fit = ssn.recorded.fit_after.get(job.uid) or gang_fit(run.before, run.before.jobs[job.uid])
     before_job = run.before.jobs[job.uid]
     open_fit = gang_fit(run.before, before_job)
     if not open_fit.fits:

@@ -9,6 +9,7 @@ the queues themselves had when the session opened.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 from typing import Any, Protocol
@@ -16,8 +17,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from extender.engine.conf import SchedulerConf
+from extender.engine.explain.fit import GangFit, gang_fit
 from extender.engine.framework import ACTIONS
+from extender.engine.interface import Plugin
 from extender.engine.model import Job, Queue, Task
+from extender.engine.plugins.overcommit import OvercommitPlugin
 from extender.engine.results import Decisions, decisions
 from extender.engine.run import collector_paused
 from extender.engine.session import Session
@@ -84,9 +88,10 @@ class Recorded:
     refused: dict[str, list[QuotaView]] = field(default_factory=dict)  # job uid -> quota numbers when refused
     queue_order: list[OrderEntry] = field(default_factory=list)
     job_order: dict[str, list[OrderEntry]] = field(default_factory=dict)  # queue -> its waiting jobs in order
+    fit_after: dict[str, GangFit] = field(default_factory=dict)  # job uid -> where its pods could go after actions
 
 
-def plugin(ssn: Session, name: str) -> Any | None:
+def plugin(ssn: Session, name: str) -> Plugin | None:
     for _, option, instance in ssn.plugins:
         if option.name == name:
             return instance
@@ -109,7 +114,7 @@ def quota_views(ssn: Session, queue: str) -> list[QuotaView]:
 
 def cluster_view(ssn: Session) -> ClusterView | None:
     instance = plugin(ssn, "overcommit")
-    if instance is None or not len(getattr(instance, "idle", ())):
+    if not isinstance(instance, OvercommitPlugin) or not len(instance.idle):
         return None
     return ClusterView(float(instance.factor), np.array(instance.idle, copy=True),
                        np.array(instance.inqueue, copy=True))
@@ -179,14 +184,19 @@ def _cmp_key(compare: Any) -> Any:
     return cmp_to_key(compare)
 
 
-def probe(snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> tuple[ProbeSession, Decisions]:
-    """Run one session exactly as `run.run_session` does, recording as it goes; the session is returned closed
-    but intact, so its final state can be questioned (where pending tasks could still go)."""
+def probe(snap: Snapshot, conf: SchedulerConf, now: float = 0.0, keys: Iterable[str] | None = None,
+          ) -> tuple[ProbeSession, Decisions]:
+    """Run one session exactly as `run.run_session` does, recording as it goes, and before it closes (the plugins
+    drop their state then) ask where the pending pods of the admitted jobs among `keys` could still go."""
     with collector_paused():
         ssn = ProbeSession(snap, conf, now)
         _record_order(ssn)
         for name in conf.actions:
             ACTIONS[name]().execute(ssn)
+        for key in ssn.jobs if keys is None else keys:
+            job = ssn.jobs.get(key)
+            if job is not None and not job.is_pending() and job.pending_tasks():
+                ssn.recorded.fit_after[key] = gang_fit(ssn, job)
         ssn.close()
         return ssn, decisions(ssn)
 

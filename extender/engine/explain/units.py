@@ -25,7 +25,7 @@ def amount(name: str, value: float) -> str:
         return "unlimited"
     if name in (MEMORY, PODS):
         return format_quantity(Fraction(max(round(value), 0)), binary=name == MEMORY)
-    return format_quantity(Fraction(max(round(value), 0)) / 1000)
+    return f"{max(round(value), 0) / 1000:g}"  # cores and devices as people count them: 4, 0.5, 3.6
 
 
 def resource_map(dims: Dims, vec: Vec, only: Vec | None = None) -> dict[str, float]:

@@ -7,10 +7,8 @@ session close every job gets an `Unschedulable` or `Scheduled` condition.
 
 from __future__ import annotations
 
-from typing import Any
-
 from extender.engine.framework import register_plain_plugin
-from extender.engine.interface import PERMIT, REJECT, KeyedOrder, SessionView, ValidateResult
+from extender.engine.interface import PERMIT, REJECT, KeyedOrder, SessionView, ValidateResult, VictimsFn
 from extender.engine.model import READY_STATUS, VALID_STATUS, Job, Task, TaskStatus
 
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
@@ -62,7 +60,7 @@ class GangPlugin:
         return None
 
     @staticmethod
-    def _victims_fn(ssn: SessionView) -> Any:
+    def _victims_fn(ssn: SessionView) -> VictimsFn:
         def victims(_actor: Task, candidates: list[Task]) -> list[Task]:
             occupied: dict[str, int] = {}
             chosen: list[Task] = []

@@ -176,3 +176,17 @@ def test_not_admitted_behind_a_waiting_higher_priority_job() -> None:
     assert e.kind is Kind.ORDER, e.render()
     assert "u/hi goes first (priority 1000 > 0)" in e.headline
     assert f"needs {GPU} 4; queue lab-a may use 0 more" in e.render()
+
+
+def test_fair_share_while_the_fairer_queue_waits_for_admission() -> None:
+    # qa runs 4 of 8 GPUs, qb runs 2 and wants 4 more (not admitted yet); qa's next 2 would fit the free 2, but
+    # qa holds its deserved 4 — the answer is computed after the session's actions, before plugins close.
+    s = scenario(gang("x/ra", 4, "qa", running_on="n0"), gang("x/rb", 2, "qb", running_on="n1"),
+                 gang("x/pb", 4, "qb"), gang("x/pa", 2, "qa"),
+                 nodes=gpu_nodes(2), queues=[{"name": "qa"}, {"name": "qb"}])
+    s["podgroups"] = [dict(g, phase="Pending") if g["name"] == "x/pb" else g for g in s["podgroups"]]
+    result = explain(build_snapshot(documents(s)), CONF)
+    e = result["x/pa"]
+    assert e.kind is Kind.FAIR_SHARE, e.render()
+    assert f"queue qa holds {GPU} 4 of its deserved 4" in e.headline and "qb (share 0.50)" in e.headline
+    assert "the cluster has room for 1.6 more (8 × 1.2 overcommit" in result["x/pb"].headline

@@ -39,5 +39,10 @@ def test_scenario(scenario: dict[str, Any]) -> None:
         assert key not in result.podgroups, key
     for key, phase in (expect.get("phases") or {}).items():
         assert result.podgroups[key].phase == phase, key
+    for key, code in (expect.get("codes") or {}).items():  # kube-scheduler's Status code of the gang's outcome
+        assert result.podgroups[key].status.code.value == code, (key, result.podgroups[key].status)
+    for key, counts in (expect.get("counts") or {}).items():  # the typed result's ready/pending/task counts
+        pg = result.podgroups[key]
+        assert {k: getattr(pg, k) for k in counts} == counts, key
     for name, deserved in (expect.get("deserved") or {}).items():
         assert result.to_json()["queues"][name]["deserved"] == deserved, name

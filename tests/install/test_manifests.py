@@ -1,0 +1,121 @@
+"""The install as kustomize renders it: every tree renders, validates against the Kubernetes versions it is for
+(kubernetes-validate --strict, offline schemas), and holds what the deployment relies on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from kubernetes_validate.utils import SchemaNotFoundError
+
+from assembly.cli import main as cli
+from tests.install.manifests import INSTALL, TREES, containers, find, kustomizations, render, render_text
+
+
+@pytest.mark.parametrize("tree", kustomizations())
+def test_every_kustomization_renders(tree):
+    assert render(tree), f"manifests/{tree} renders nothing"
+
+
+def _crd_schemas(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    out = {}
+    for crd in (o for o in objects if o["kind"] == "CustomResourceDefinition"):
+        for version in crd["spec"]["versions"]:
+            key = (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])
+            out[key] = version["schema"]["openAPIV3Schema"]
+    return out
+
+
+def _errors(objects: list[dict[str, Any]], version: str) -> list[str]:
+    """kubernetes-validate --strict on every object. It only warns on a kind it has no schema for (a FlowSchema
+    of an apiVersion that Kubernetes version does not serve would pass), so that is an error here; objects of
+    the install's own CRDs are checked against the CRD's schema instead."""
+    crds, errors = _crd_schemas(objects), []
+    for obj in objects:
+        what = f"{obj['kind']} {obj['metadata']['name']} ({obj['apiVersion']})"
+        try:
+            kubernetes_validate.validate(obj, version, strict=True)
+        except SchemaNotFoundError:
+            schema = crds.get((obj["apiVersion"], obj["kind"]))
+            if schema is None:
+                errors.append(f"{what}: Kubernetes {version} has no such kind")
+            else:
+                errors += [f"{what}: {e.message}" for e in jsonschema.Draft7Validator(schema).iter_errors(obj)]
+        except kubernetes_validate.ValidationError as exc:
+            errors.append(f"{what}: {exc.message} at {'/'.join(map(str, exc.path))}")
+    return errors
+
+
+@pytest.mark.parametrize(("tree", "version"), [(t, v) for t, versions in TREES.items() for v in versions])
+def test_install_validates_strictly(tree, version):
+    assert _errors(render(tree), version) == []
+
+
+def test_validation_catches_an_api_version_the_cluster_does_not_serve():
+    """The check above can fail: the 1.20 overlay's FlowSchemas (v1beta1) are not served by 1.29."""
+    errors = _errors(render("overlays/k8s-1.20"), "1.29.0")
+    assert any("FlowSchema" in e and "no such kind" in e for e in errors), errors
+
+
+def _serve_options() -> set[str]:
+    command = cli.get_command(click.Context(cli), "serve")
+    assert command is not None
+    return {opt.split("=")[0] for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+
+
+@pytest.mark.parametrize(("deployment", "container"), [("lapilli", "lapilli"), ("lapilli-scheduler", "extender")])
+def test_lapilli_containers_pass_only_flags_serve_has(deployment, container):
+    args = containers(find(render(INSTALL), "Deployment", deployment))[container]["args"]
+    unknown = [a for a in args if a.split("=")[0] not in _serve_options()]
+    assert unknown == [], f"`lapilli serve` has no such flag: {unknown}"
+
+
+@pytest.mark.parametrize("deployment", ["lapilli", "lapilli-scheduler"])
+def test_deployments_are_hardened_and_highly_available(deployment):
+    objects = render(INSTALL)
+    d = find(objects, "Deployment", deployment)
+    spec = d["spec"]["template"]["spec"]
+    assert d["spec"]["replicas"] == 2
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for c in spec["containers"]:
+        sc = c["securityContext"]
+        assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False, c["name"]
+        assert sc["capabilities"]["drop"] == ["ALL"], c["name"]
+        assert c["resources"]["requests"] and c["resources"]["limits"]["memory"], c["name"]
+        assert "livenessProbe" in c, c["name"]
+    selector = d["spec"]["selector"]["matchLabels"]
+    budgets = [o for o in objects if o["kind"] == "PodDisruptionBudget" and o["spec"]["selector"]["matchLabels"]
+               == selector]
+    assert len(budgets) == 1 and budgets[0]["spec"]["minAvailable"] == 1
+
+
+def test_extender_is_reachable_from_its_own_pod_only():
+    """kube-scheduler calls the extender beside it on loopback; the extender listens there and nowhere else, and
+    no Service or container port exposes it."""
+    objects = render(INSTALL)
+    pod = containers(find(objects, "Deployment", "lapilli-scheduler"))
+    assert "--extender-host=127.0.0.1" in pod["extender"]["args"]
+    assert [p["containerPort"] for p in pod["extender"]["ports"]] == [8081], "only the metrics port"
+    assert "--metrics-port=8081" in pod["extender"]["args"]
+    config_maps = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith(
+        "lapilli-scheduler-config")]
+    config = yaml.safe_load(config_maps[0]["data"]["config.yaml"])
+    assert {e["urlPrefix"].split("/")[2] for e in config["extenders"]} == {"127.0.0.1:8080"}
+    assert config["leaderElection"]["resourceName"] in " ".join(pod["extender"]["args"])
+    services = [o for o in objects if o["kind"] == "Service"]
+    assert [p["targetPort"] for s in services for p in s["spec"]["ports"]] == ["webhook"]
+
+
+def test_install_has_no_manual_certificate_step():
+    """No Secret to make by hand: the service provisions it (and the webhook configurations ship without a CA)."""
+    text = render_text(INSTALL)
+    objects = render(INSTALL)
+    assert not [o for o in objects if o["kind"] == "Secret"]
+    assert "caBundle" not in text
+    args = containers(find(objects, "Deployment", "lapilli"))["lapilli"]["args"]
+    assert any(a.startswith("--tls-secret=") for a in args) and any(a.startswith("--ca-bundle-file=") for a in args)

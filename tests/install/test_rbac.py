@@ -1,0 +1,167 @@
+"""Least privilege (issue 12 item 7): each component's ClusterRole is exactly the API calls its code makes.
+
+`CALLS` is the table: for each component, every (API group, resource, verbs) it calls, with where in the code the
+call is made (a file and a pattern that must be found there). The tests fail when
+- a ClusterRole grants a verb the table does not list (a rule nothing uses), or misses one it lists;
+- a table entry's call is no longer in the code (the rule it justifies has become unused);
+- the code makes a direct call (`client.<verb>(RESOURCE, ...)`, a Reflector, a status patch) on a resource and
+  verb the table does not list for that component (a new call without its rule).
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import product
+
+import pytest
+
+from controller.jobs import resources as job_resources
+from lapilli.kube import resources as kube_resources
+from lapilli.kube.resources import Resource
+from tests.install.manifests import INSTALL, ROOT, find, render
+
+Call = tuple[str, tuple[str, ...], tuple[str, ...], str, str]  # group, resources, verbs, file, pattern
+
+CALLS: dict[str, list[Call]] = {
+    "lapilli-webhook": [
+        ("scheduling.volcano.sh", ("queues",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, QUEUES"),
+        ("batch.volcano.sh", ("jobs",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, VC_JOBS"),
+        ("", ("namespaces",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, NAMESPACES"),
+        ("admissionregistration.k8s.io", ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
+         ("get", "patch"), "assembly/serve/cabundle.py",
+         r"client\.get\(resource, name\)[\s\S]*client\.patch\(resource, name"),
+    ],
+    "lapilli-controllers": [
+        ("batch.volcano.sh", ("jobs",), ("list", "watch"), "controller/manager.py", r"Reflector\(client, VC_JOBS"),
+        ("batch.volcano.sh", ("jobs",), ("get",), "controller/jobs/cleanup.py", r"client\.get\(VC_JOBS"),
+        ("batch.volcano.sh", ("jobs",), ("patch",), "controller/jobs/resources.py", r"client\.patch\(VC_JOBS"),
+        ("batch.volcano.sh", ("jobs",), ("delete",), "controller/jobs/ttl.py", r"client\.delete\(VC_JOBS"),
+        ("batch.volcano.sh", ("jobs/status",), ("patch",), "controller/jobs/actions.py",
+         r"client\.patch\(VC_JOBS, .*subresource=subresource"),
+        ("scheduling.volcano.sh", ("podgroups",), ("list", "watch"), "controller/manager.py",
+         r"Reflector\(client, PODGROUPS"),
+        ("scheduling.volcano.sh", ("podgroups",), ("create", "patch", "delete"), "controller/jobs/actions.py",
+         r"client\.create\(PODGROUPS[\s\S]*client\.patch\(PODGROUPS[\s\S]*client\.delete\(PODGROUPS"),
+        ("scheduling.volcano.sh", ("podgroups",), ("get",), "controller", r"client\.get\(PODGROUPS"),
+        ("scheduling.volcano.sh", ("queues",), ("list", "watch"), "controller/manager.py", r"Reflector\(client, QUEUES"),
+        ("scheduling.volcano.sh", ("queues",), ("get", "create", "patch"), "controller",
+         r"client\.get\(QUEUES|client\.create\(QUEUES|client\.patch\(QUEUES"),
+        ("scheduling.volcano.sh", ("queues/status",), ("patch",), "controller/queues/controller.py",
+         r"client\.patch_status\(QUEUES"),
+        ("bus.volcano.sh", ("commands",), ("list", "watch"), "controller/manager.py", r"Reflector\(client, COMMANDS"),
+        ("bus.volcano.sh", ("commands",), ("delete",), "controller/commands.py", r"client\.delete\(COMMANDS"),
+        ("", ("pods",), ("list", "watch"), "controller/manager.py", r"Reflector\(client, PODS"),
+        ("", ("pods",), ("create", "patch", "delete"), "controller/jobs/actions.py",
+         r"client\.create\(PODS[\s\S]*client\.patch\(PODS[\s\S]*client\.delete\(PODS"),
+        ("scheduling.k8s.io", ("priorityclasses",), ("list", "watch"), "controller/manager.py",
+         r"Reflector\(client, PRIORITY_CLASSES"),
+        # Plugin objects: created from the plugins' wants, read and deleted by name (delete_owned).
+        ("", ("services", "secrets", "configmaps"), ("create",), "controller/jobs/resources.py",
+         r"client\.create\(_BY_KIND\["),
+        ("networking.k8s.io", ("networkpolicies",), ("create",), "controller/jobs/resources.py",
+         r"client\.create\(_BY_KIND\["),
+        ("", ("services", "secrets", "configmaps"), ("get", "delete"), "controller/jobs/resources.py",
+         r"client\.get\(res, name, namespace\)[\s\S]*client\.delete\(res, name"),
+        ("networking.k8s.io", ("networkpolicies",), ("get", "delete"), "controller/jobs/resources.py",
+         r"client\.get\(res, name, namespace\)[\s\S]*client\.delete\(res, name"),
+        ("", ("configmaps",), ("patch",), "controller/jobs/resources.py", r"client\.patch\(CONFIG_MAPS"),
+        ("", ("persistentvolumeclaims",), ("get", "create"), "controller/jobs/resources.py",
+         r"client\.get\(PVCS[\s\S]*client\.create\(PVCS"),
+        ("", ("persistentvolumeclaims",), ("list", "delete"), "controller/jobs/cleanup.py",
+         r"(?s)(?=.*SWEPT: .*= \(PVCS,\))(?=.*client\.list\(res\))(?=.*client\.delete\(res)"),
+        ("", ("events",), ("create", "patch"), "lapilli/kube/events.py", r"client\.patch\(EVENTS[\s\S]*create\(EVENTS"),
+        # The owner of a plain pod, read for scheduling.volcano.sh/group-min-member (controller/podgroups/plain.py).
+        ("apps", ("replicasets", "statefulsets", "deployments", "daemonsets"), ("get",), "controller/podgroups",
+         r"client\.get\(res, str\(owner"),
+        ("batch", ("jobs",), ("get",), "controller/podgroups/plain.py", r'"Job": "jobs"'),
+        ("", ("replicationcontrollers",), ("get",), "controller/podgroups/plain.py",
+         r'"ReplicationController": "replicationcontrollers"'),
+    ],
+    "lapilli-extender": [
+        ("", ("nodes", "pods"), ("list", "watch"), "extender/service/state.py", r"WATCHED.*NODES, PODS"),
+        ("scheduling.volcano.sh", ("podgroups", "queues"), ("list", "watch"), "extender/service/state.py",
+         r"WATCHED.*PODGROUPS, QUEUES"),
+        ("scheduling.k8s.io", ("priorityclasses",), ("list", "watch"), "extender/service/state.py",
+         r"WATCHED.*PRIORITY_CLASSES"),
+        ("", ("pods",), ("get",), "extender/service", r"client\.get\(PODS"),
+        ("", ("pods",), ("patch",), "extender/service/loop.py", r"client\.patch\(PODS"),
+        ("", ("pods/binding",), ("create",), "extender/service/core.py", r"client\.bind\("),
+        ("", ("pods/eviction",), ("create",), "extender/service/loop.py", r"client\.evict\("),
+        ("scheduling.volcano.sh", ("podgroups/status", "queues/status"), ("patch",), "extender/service/loop.py",
+         r'kinds = \{"PodGroup": PODGROUPS, "Queue": QUEUES\}[\s\S]*client\.patch_status\(res'),
+        ("", ("events",), ("create", "patch"), "extender/service/loop.py", r"EventRecorder"),
+    ],
+}
+# Where each component's direct calls are looked for (the reverse check).
+CODE: dict[str, tuple[str, ...]] = {
+    "lapilli-webhook": ("webhook", "assembly/serve/caches.py", "assembly/serve/cabundle.py"),
+    "lapilli-controllers": ("controller",),
+    "lapilli-extender": ("extender/service",),
+}
+_VERB_OF = {"get": "get", "list": "list", "watch": "watch", "create": "create", "replace": "update",
+            "patch": "patch", "delete": "delete"}
+
+
+def _table(role: str) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for g, res, verbs, _f, _p in CALLS[role] for r, v in product(res, verbs)}
+
+
+def _granted(role: str) -> set[tuple[str, str, str]]:
+    rules = find(render(INSTALL), "ClusterRole", role)["rules"]
+    return {(g, r, v) for rule in rules for g, r, v in product(rule["apiGroups"], rule["resources"], rule["verbs"])}
+
+
+def _text(where: str) -> str:
+    path = ROOT / where
+    files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return "\n".join(f.read_text() for f in files)
+
+
+@pytest.mark.parametrize("role", sorted(CALLS))
+def test_cluster_role_is_exactly_the_calls_the_code_makes(role):
+    granted, used = _granted(role), _table(role)
+    assert granted - used == set(), f"{role} grants what no code calls: {sorted(granted - used)}"
+    assert used - granted == set(), f"{role} lacks what the code calls: {sorted(used - granted)}"
+
+
+@pytest.mark.parametrize(("role", "index"), [(r, i) for r, calls in CALLS.items() for i in range(len(calls))])
+def test_every_call_in_the_table_is_still_in_the_code(role, index):
+    group, resources, verbs, where, pattern = CALLS[role][index]
+    assert re.search(pattern, _text(where)), f"{role}: {verbs} on {group}/{resources} no longer at {where}"
+
+
+def _constants() -> dict[str, Resource]:
+    return {name: value for module in (kube_resources, job_resources) for name, value in vars(module).items()
+            if isinstance(value, Resource)}
+
+
+def _direct_calls(text: str) -> set[tuple[str, str, str]]:
+    constants, found = _constants(), set()
+    for method, name in re.findall(r"client\.(get|list|watch|create|replace|patch|delete)\(([A-Z_]+)\b", text):
+        if name in constants:
+            found.add((constants[name].group, constants[name].plural, _VERB_OF[method]))
+    for name in re.findall(r"client\.patch_status\(([A-Z_]+)\b", text):
+        if name in constants:
+            found.add((constants[name].group, f"{constants[name].plural}/status", "patch"))
+    for name in re.findall(r"Reflector\(\w+, ([A-Z_]+)\b", text):
+        if name in constants:
+            found |= {(constants[name].group, constants[name].plural, v) for v in ("list", "watch")}
+    return found
+
+
+@pytest.mark.parametrize("role", sorted(CODE))
+def test_every_direct_call_in_the_code_is_in_the_table(role):
+    calls = set().union(*(_direct_calls(_text(where)) for where in CODE[role]))
+    assert calls, f"no calls found in {CODE[role]}: the scan is broken"
+    assert calls - _table(role) == set(), f"{role}: calls without a rule: {sorted(calls - _table(role))}"
+
+
+def test_no_cluster_wide_secret_list_and_webhook_configurations_by_name_only():
+    objects = render(INSTALL)
+    for role in (o for o in objects if o["kind"] in ("ClusterRole", "Role")):
+        for rule in role["rules"]:
+            if "secrets" in rule["resources"]:
+                assert not {"list", "watch"} & set(rule["verbs"]), role["metadata"]["name"]
+            if any(r.endswith("webhookconfigurations") for r in rule["resources"]):
+                assert rule.get("resourceNames") == ["lapilli-mutating", "lapilli-validating"]
+    assert not any("*" in str(r) for o in objects if o["kind"] in ("ClusterRole", "Role") for r in o["rules"])
