@@ -53,7 +53,7 @@ async def test_watches_recover_after_an_apiserver_restart_and_a_job_made_at_once
         await eventually(podgroup_and_pods, 60, "the Job made after the restart has its PodGroup and pods")
         await wait_completed(api, [*before, "during"], 120)
     await assert_nothing_lost(api, [*before, "during"])
-    assert not sampler.partial, f"gangs seen partly bound: {sampler.partial}"
+    assert not sampler.lasting(), f"gangs left partly bound: {sampler.lasting()}"
 
 
 async def test_reflectors_are_back_in_seconds_after_an_outage_and_more_drops(faults):
