@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo venv lint unit e2e k8s bench clean image
+.PHONY: test demo venv lint unit e2e k8s bench clean image chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,7 +27,11 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit tests/service
 
-test: $(STAMP)
+# The dashboard's browser test drives Debian's headless chromium; installed here when missing.
+chromium:
+	command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
+
+test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy

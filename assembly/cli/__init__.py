@@ -12,6 +12,7 @@ import click
 
 # name -> "module:attribute" (relative to this package)
 _COMMANDS: dict[str, str] = {
+    "dashboard": "dashboard:dashboard",
     "dev": "dev:dev",
     "job": "job:job",
     "queue": "queue:queue",

@@ -26,6 +26,7 @@ from assembly.sim import (
     sim_conf,
 )
 from assembly.sim import simulate as run_simulation
+from assembly.sim.groups import group_stats, render_groups
 from assembly.sim.report import render, render_summary
 from extender.engine.conf import ConfError, SchedulerConf
 from lapilli.times import parse_seconds
@@ -76,6 +77,9 @@ def _json(results: list[SimResult]) -> dict[str, Any]:
 @click.option("--conf", "conf_file", type=click.Path(path_type=Path, dir_okay=False), help="Volcano scheduler conf.")
 @click.option("--jobs", "job_counts", type=click.IntRange(min=1), multiple=True, help="Keep the first N jobs.")
 @click.option("--until", "until_text", help="Stop at this simulated time (seconds or a duration like 2h).")
+@click.option("--groups", is_flag=True,
+              help="Also report each queue group (a top-level queue and the queues under it, e.g. a lab): its "
+                   "jobs' waiting times and its GPU utilization.")
 def simulate_command(
     workload_file: Path,
     scheduler: str,
@@ -84,6 +88,7 @@ def simulate_command(
     conf_file: Path | None,
     job_counts: tuple[int, ...],
     until_text: str | None,
+    groups: bool,
 ) -> None:
     """Replay WORKLOAD_FILE (Nodes, Queues, Volcano Jobs) over simulated time and report per-job times."""
     try:
@@ -100,9 +105,14 @@ def simulate_command(
     runs = [(label, _run(case, schedulers, until)) for label, case in cases]
     if output == "json":
         payload = _json(runs[0][1]) if len(runs) == 1 else {label: _json(res) for label, res in runs}
+        if groups and len(runs) == 1:
+            payload["groups"] = {r.scheduler: {g.group: g.to_json() for g in group_stats(r, work.queues)}
+                                 for r in runs[0][1]}
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         return
     blocks = [(f"== {workload_file} · {label}\n" if label else "") + render(res) for label, res in runs]
+    if groups:
+        blocks += [render_groups(r, work.queues) for _, results in runs for r in results]
     if len(runs) > 1:
         blocks.append("== summary\n" + render_summary(runs))
     click.echo("\n\n".join(blocks))

@@ -65,6 +65,8 @@ class SimResult:
     total_gpus: float = 0.0
     gpu_used_s: float = 0.0
     gpu_idle_held_s: float = 0.0
+    queue_gpu_s: dict[str, float] = field(default_factory=dict)  # GPU-seconds of started jobs, by queue
+    job_queue: dict[str, str] = field(default_factory=dict)  # job key -> queue
     deadlocked: bool = False
 
     @property
@@ -150,6 +152,7 @@ def simulate(workload: Workload, scheduler: Scheduler, until: float | None = Non
             if not changed:
                 break
     result.jobs = _outcomes(cluster, stuck)
+    result.job_queue = {key: state.job.queue for key, state in cluster.jobs.items()}
     result.makespan_s = now
     result.deadlocked = stuck and any(o.state == "Deadlocked" for o in result.jobs.values())
     return result
@@ -161,3 +164,5 @@ def _advance(cluster: Cluster, result: SimResult, start: float, end: float) -> N
     used, idle = cluster.gpu_usage()
     result.gpu_used_s += used * (end - start)
     result.gpu_idle_held_s += idle * (end - start)
+    for queue, gpus_used in cluster.gpu_used_by_queue().items():
+        result.queue_gpu_s[queue] = result.queue_gpu_s.get(queue, 0.0) + gpus_used * (end - start)

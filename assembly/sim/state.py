@@ -2,7 +2,8 @@
 
 A pod is either pending (no node) or placed; a placed pod counts as running at once (no image pulls, no kubelet
 delay). A job starts when `minAvailable` of its pods are placed and finishes `duration` later, freeing its pods.
-A started job that drops below `minAvailable` (eviction) is interrupted and starts again from scratch.
+A started job that drops below `minAvailable` (eviction) is interrupted: it releases all its pods (as a Volcano Job
+with a `PodEvicted → RestartJob` policy does) and starts again from scratch once its gang is placed again.
 """
 
 from __future__ import annotations
@@ -122,7 +123,20 @@ class Cluster:
                 state.started = None
                 state.finish_at = None
                 state.interruptions += 1
+                # The job restarts whole (a Job's PodEvicted → RestartJob policy): its other pods are released
+                # too, instead of holding their resources while the gang waits to be whole again.
+                for pod in self.job_pods(key):
+                    pod.node = None
         return events
+
+    def gpu_used_by_queue(self) -> dict[str, float]:
+        """GPUs held by started jobs, by the jobs' queue."""
+        out: dict[str, float] = {}
+        for pod in self.pods.values():
+            job = self.jobs[pod.job]
+            if pod.node is not None and job.started is not None:
+                out[job.job.queue] = out.get(job.job.queue, 0.0) + gpus(pod.request)
+        return out
 
     def gpu_usage(self) -> tuple[float, float]:
         """GPUs of placed pods: (held by started jobs, held idle by jobs that have not started)."""

@@ -4,9 +4,11 @@ Lists (paged), then watches from the list's resourceVersion with bookmarks and a
 timeout, so a fleet of watchers does not reconnect in lock-step. When the server answers 410 Gone the
 reflector re-lists and *diffs* the fresh list against its store, emitting synthetic ADDED / MODIFIED /
 DELETED events, so handlers never miss a deletion that happened while the watch was down. Broken
-connections are retried with jittered exponential back-off (0.5 s doubling to 30 s), reset as soon as the server
+connections are retried with jittered exponential back-off (0.5 s doubling to 5 s), reset as soon as the server
 accepts a list or a watch again: after an outage the next drop is retried in 0.5 s, not after the back-off the
 outage built up (resetting only when a watch ran to its server timeout left reflectors blind for up to 30 s).
+The cap is 5 s, not client-go's 30 s: once kube-apiserver is back a reflector is back within seconds, and a
+retry every 5 s from a few dozen reflectors is nothing to a server (an overloaded one answers 429 at once).
 
 A `transform` (client-go's SetTransform) slims every object before it is stored or handed out: a store of
 10,000 full Pods is ~1.5 million GC-tracked objects, and Python's full collections over it stall the event
@@ -22,7 +24,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import aiohttp
 
@@ -33,6 +35,8 @@ from lapilli.kube.resources import Resource
 from lapilli.meta import key_of, resource_version, uid_of
 
 log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S: Final = 5.0
 
 Obj = dict[str, Any]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
@@ -107,8 +111,8 @@ class Reflector:
         self.name = name or resource.plural
         self.transform = transform
         self._rng = rng or random.Random()
-        # A broken connection is retried after 0.5 s doubling to 30 s, jittered by up to half.
-        self._backoff: RateLimiter[str] = backoff or RateLimiter(0.5, 30.0, jitter=0.5, rng=self._rng)
+        # A broken connection is retried after 0.5 s doubling to 5 s, jittered by up to half (see the docstring).
+        self._backoff: RateLimiter[str] = backoff or RateLimiter(0.5, MAX_BACKOFF_S, jitter=0.5, rng=self._rng)
         self.store: dict[str, Obj] = {}
         self.resource_version = ""
         self.synced = asyncio.Event()

@@ -46,8 +46,10 @@ def reclaim(ssn: Session, job: Job, task: Task) -> Reason:
     victims = ssn.reclaimable(task, victim_order(ssn, open_, task)) or []
     if not victims:
         holders = sorted({ssn.jobs[t.job].queue for t in open_})
+        also = f"; {', '.join(closed)} {'is' if len(closed) == 1 else 'are'} not reclaimable" if closed else ""
         return Reason(Kind.RECLAIM, f"reclaim not allowed: queue(s) {', '.join(holders)} hold no more than "
-                      "their deserved share", {"allowed": False, "why": "victims within deserved", "queues": holders})
+                      f"their deserved share{also}", {"allowed": False, "why": "victims within deserved",
+                                                      "queues": holders, "notReclaimable": closed})
     queues = sorted({ssn.jobs[t.job].queue for t in victims})
     return Reason(Kind.RECLAIM, f"reclaim allowed: {len(victims)} pod(s) of queue(s) {', '.join(queues)} above "
                   "their deserved share can be evicted", {"allowed": True, "victims": [t.key for t in victims]})

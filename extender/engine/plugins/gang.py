@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from extender.engine.framework import register_plain_plugin
 from extender.engine.interface import PERMIT, REJECT, KeyedOrder, SessionView, ValidateResult, VictimsFn
-from extender.engine.model import READY_STATUS, VALID_STATUS, Job, Task, TaskStatus
+from extender.engine.model import READY_STATUS, SCHEDULED_STATUS, VALID_STATUS, Job, Task, TaskStatus
 
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
@@ -17,19 +17,38 @@ NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 PIPELINED_STATUS = frozenset({TaskStatus.PIPELINED})
 
 
-def _per_role_ok(job: Job, statuses: frozenset[TaskStatus]) -> bool:
+def _per_role_ok(job: Job, statuses: frozenset[TaskStatus], best_effort_pending: bool = False) -> bool:
     # Volcano skips the per-role check when minMember is below the sum of role minima.
     if job.min_member < job.task_min_sum():
         return True
-    return all(job.role_count(role, statuses) >= need for role, need in job.min_task_member.items())
+    extra: dict[str, int] = {}
+    if best_effort_pending:
+        for task in job.pending_tasks():
+            if task.best_effort:
+                extra[task.role] = extra.get(task.role, 0) + 1
+    return all(
+        job.role_count(role, statuses) + extra.get(role, 0) >= need for role, need in job.min_task_member.items()
+    )
 
 
 def task_ready(job: Job) -> bool:
-    return _per_role_ok(job, READY_STATUS)
+    # Volcano's CheckTaskReady (getJobAllocatedRoles) counts a role's pending BestEffort tasks as occupied, as
+    # IsReady does for the whole job: backfill places them, so a role of BestEffort pods (an MPI master that
+    # requests nothing) does not hold back a gang whose other roles request resources.
+    return _per_role_ok(job, READY_STATUS, best_effort_pending=True)
 
 
 def task_pipelined(job: Job) -> bool:
-    return _per_role_ok(job, READY_STATUS | PIPELINED_STATUS)
+    return _per_role_ok(job, READY_STATUS | PIPELINED_STATUS, best_effort_pending=True)
+
+
+def releasing_only(job: Job) -> bool:
+    """Volcano's `shouldSkipUnschedulableForReleasing`: the gang is short only because placed members are being
+    deleted (counting them it has its minimum) and no member waits to be placed."""
+    releasing = sum(1 for t in job.tasks.values() if t.status is TaskStatus.RELEASING and t.node)
+    if not releasing or job.counts[TaskStatus.PENDING] or job.counts[TaskStatus.PIPELINED]:
+        return False
+    return job.count(SCHEDULED_STATUS) + releasing >= job.min_member
 
 
 class GangPlugin:
@@ -82,6 +101,8 @@ class GangPlugin:
             if job.is_ready():
                 ssn.set_condition(job, "Scheduled", "tasks in gang are ready to be scheduled", "")
                 continue
+            if releasing_only(job):
+                continue  # members on their way out, none waiting: no Unschedulable condition (Volcano)
             unready = job.min_member - job.ready_num()
             message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {ssn.job_fit_error(job)}"
             ssn.set_condition(job, "Unschedulable", NOT_ENOUGH_RESOURCES, message)

@@ -99,6 +99,11 @@ class GangSampler:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
 
+    def lasting(self) -> dict[str, tuple[float, float]]:
+        """Gangs seen partly bound at more than one sample: not a release caught between its Bindings (a window
+        of milliseconds), but a gang left partly bound."""
+        return {gang: span for gang, span in self.partial.items() if span[1] > span[0]}
+
     @property
     def longest_s(self) -> float:
         return max((last - first + self.interval_s for first, last in self.partial.values()), default=0.0)

@@ -153,9 +153,9 @@ class Installed:
         container = containers(deployment)["lapilli"]
         (port,) = free_ports(1)
         files = self._files(hostname, await self.service_account(spec["serviceAccountName"]))
+        env = {**self.kubelet_env, "POD_NAME": hostname}  # the downward API's metadata.name
         argv = container_argv(spec, container, name=f"{hostname}-{self.run_id}", hostname=hostname, image=IMAGE,
-                              files=files, env=self.kubelet_env,
-                              args=_mapped(container["args"], {"--webhook-port": port}, self.kubelet_env))
+                              files=files, env=env, args=_mapped(container["args"], {"--webhook-port": port}, env))
         podman(*argv)
         pod = Pod(hostname, [argv[argv.index("--name") + 1]], {"webhook": port})
         self.pods.append(pod)
@@ -283,7 +283,7 @@ async def test_a_volcano_job_runs_through_the_containers_and_the_standbys_take_o
 
     # The leaders die: the scheduler pod whose kube-scheduler holds the Lease, and the controllers' leader.
     controllers_leader = await holder(client, "lapilli-controllers")
-    victim = next(p for p in (lapilli_a, lapilli_b) if controllers_leader.startswith(f"{p.name}_"))
+    victim = next(p for p in (lapilli_a, lapilli_b) if controllers_leader == p.name)
     survivor = lapilli_b if victim is lapilli_a else lapilli_a
     await installed.register_webhooks(survivor.ports["webhook"])  # the Service keeps only ready endpoints
     await client.create(VC_JOBS, vcjob("gang-2", 4), JOBS_NS)
@@ -292,8 +292,18 @@ async def test_a_volcano_job_runs_through_the_containers_and_the_standbys_take_o
     victim.kill()
     partial: list[dict[str, tuple[int, int]]] = []
     previous: dict[str, tuple[int, int]] = {}
-    while time.monotonic() - killed_at < 120:
+    seen: dict[str, float] = {}  # when each step of the takeover was first seen, seconds after the kill
+    while time.monotonic() - killed_at < 150:
         counts = await bound_counts(client)
+        steps = {"sched-b holds the scheduler Lease": _holder_is(client, "lapilli-scheduler", "sched-b_"),
+                 f"{survivor.name} holds the controllers' Lease": _holder_is(
+                     client, "lapilli-controllers", f"{survivor.name}_"),
+                 "gang-2 has its 4 pods": _pods_exist(client, "gang-2", 4)}
+        for step, check in steps.items():
+            if step not in seen and await check:
+                seen[step] = round(time.monotonic() - killed_at, 1)
+            elif step in seen:
+                check.close()
         now_partial = {g for g, (bound, need) in counts.items() if 0 < bound < need}
         if now_partial & {g for g, (bound, need) in previous.items() if 0 < bound < need}:
             partial.append(counts)  # partly bound at two samples in a row: not the instant of a gang's release
@@ -302,7 +312,7 @@ async def test_a_volcano_job_runs_through_the_containers_and_the_standbys_take_o
             break
         await asyncio.sleep(0.5)
     took = time.monotonic() - killed_at
-    print(f"after the leaders were killed, gang-2 bound whole in {took:.1f}s")
+    print(f"after the leaders were killed, gang-2 bound whole in {took:.1f}s; first seen: {seen}")
     assert not partial, f"a gang stayed partly bound: {partial}"
     assert await _all_bound(client, "gang-2", 4), "\n".join(p.logs() for p in (sched_b, survivor))
     assert (await holder(client, "lapilli-scheduler")).startswith("sched-b_")
@@ -328,7 +338,16 @@ async def _all_ready(pods: list[Pod]) -> bool:
 
 
 async def _holder_is(client: KubeClient, lease: str, prefix: str) -> bool:
-    return (await holder(client, lease)).startswith(prefix)
+    """The holder is `prefix` + a suffix (kube-scheduler's `<pod>_<uuid>`) or the pod's name itself
+    (`--leader-identity=$(POD_NAME)`)."""
+    current = await holder(client, lease)
+    return current == prefix.rstrip("_") or current.startswith(prefix)
+
+
+async def _pods_exist(client: KubeClient, job: str, replicas: int) -> bool:
+    pods = [p for p in (await client.list(PODS, JOBS_NS)).items
+            if (p["metadata"].get("labels") or {}).get("volcano.sh/job-name") == job]
+    return len(pods) == replicas
 
 
 async def _all_bound(client: KubeClient, job: str, replicas: int) -> bool:

@@ -1,0 +1,157 @@
+"""What the dashboard shows, as plain values computed from the cluster view: queues as a tree (lab → user) with
+deserved / allocated / capability per resource, each queue's jobs with state, age and the one-line why, and the
+nodes' GPU use. Numbers come from one session of the scheduler's engine and its explain module (the same conf)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from assembly.cli.vcctl import since
+from assembly.why.gather import ClusterView
+from extender.engine.conf import SchedulerConf
+from extender.engine.explain import Context, explain
+from extender.engine.explain.units import number
+from extender.engine.run import run_session
+from lapilli.meta import meta, owner_references
+from lapilli.resources.units import CPU, GPU, MEMORY, PODS
+
+
+@dataclass(slots=True)
+class Bar:
+    resource: str
+    deserved: float | None
+    allocated: float
+    capability: float | None  # None: no limit
+
+
+@dataclass(slots=True)
+class JobRow:
+    key: str
+    job: str  # the Volcano Job that owns the PodGroup, else ""
+    phase: str
+    age: str
+    kind: str
+    why: str
+
+
+@dataclass(slots=True)
+class QueueRow:
+    name: str
+    depth: int
+    state: str
+    weight: int
+    share: float
+    bars: list[Bar] = field(default_factory=list)
+    jobs: list[JobRow] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class NodeRow:
+    name: str
+    gpus_used: float
+    gpus: float
+    cpu_used: float
+    cpu: float
+
+
+@dataclass(slots=True)
+class Page:
+    queues: list[QueueRow]
+    nodes: list[NodeRow]
+    conf: str
+    at: str
+
+
+def _parent(queue: Mapping[str, Any]) -> str:
+    name = str(queue["metadata"]["name"])
+    parent = str((queue.get("spec") or {}).get("parent") or "")
+    return "" if name == "root" else (parent or "root")
+
+
+def _tree(queues: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, int]]:
+    """(name, depth) in tree order: each queue after its parent, siblings by name."""
+    children: dict[str, list[str]] = {}
+    for name, queue in queues.items():
+        parent = _parent(queue)
+        children.setdefault(parent if parent in queues else "", []).append(name)
+    out: list[tuple[str, int]] = []
+
+    def walk(parent: str, depth: int) -> None:
+        for name in sorted(children.get(parent, [])):
+            out.append((name, depth))
+            walk(name, depth + 1)
+
+    walk("", 0)
+    return out
+
+
+def _owner_job(pg: Mapping[str, Any]) -> str:
+    for ref in owner_references(pg):
+        if ref.get("kind") == "Job":
+            return str(ref.get("name") or "")
+    return ""
+
+
+def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Mapping[str, str],
+          now: datetime | None = None) -> Page:
+    now = now or datetime.now(UTC)
+    snap = view.snapshot
+    result = run_session(snap, conf)
+    answers = explain(snap, conf, None, Context(queue_closed_by=dict(closed_by)))
+    dims = result.dims
+    raw_queues = view.objects.get("Queue", {})
+    raw_pgs = view.objects.get("PodGroup", {})
+    rows: list[QueueRow] = []
+    for name, depth in _tree(raw_queues):
+        record = snap.queues.get(name)
+        computed = result.queues.get(name)
+        row = QueueRow(name, depth, record.state if record else "", record.weight if record else 0,
+                       computed.share if computed else 0.0)
+        for i, resource in enumerate(dims.names):
+            if resource in (PODS,) or record is None:
+                continue
+            allocated = float(computed.allocated[i]) if computed else 0.0
+            deserved = float(computed.deserved[i]) if computed and computed.deserved is not None else None
+            cap = record.capability.get(resource)
+            if not allocated and not deserved and cap is None:
+                continue
+            row.bars.append(Bar(resource, number(resource, deserved) if deserved is not None else None,
+                                number(resource, allocated), number(resource, cap) if cap is not None else None))
+        for key, answer in sorted(answers.items()):
+            if answer.queue != name:
+                continue
+            pg = raw_pgs.get(key) or {}
+            created = meta(pg).get("creationTimestamp")
+            row.jobs.append(JobRow(key, _owner_job(pg), answer.phase, since(created, now), str(answer.kind),
+                                   answer.headline))
+        rows.append(row)
+    nodes = []
+    room = result.nodes
+    if room is not None:
+        for i, node in enumerate(room.names):
+            gpu_used, gpus = _use(room.allocatable[i], room.idle[i], dims.index, GPU)
+            cpu_used, cpu = _use(room.allocatable[i], room.idle[i], dims.index, CPU)
+            nodes.append(NodeRow(node, gpu_used, gpus, cpu_used, cpu))
+    return Page(rows, nodes, conf_where, now.strftime("%Y-%m-%d %H:%M:%S UTC"))
+
+
+def _use(allocatable: Any, idle: Any, index: Mapping[str, int], resource: str) -> tuple[float, float]:
+    """(used, allocatable) of one resource on one node, in people's units."""
+    if resource not in index:
+        return 0.0, 0.0
+    d = index[resource]
+    total = float(allocatable[d])
+    return number(resource, total - float(idle[d])), number(resource, total)
+
+
+def fraction(part: float, whole: float | None) -> float:
+    if whole is None or not math.isfinite(whole) or whole <= 0:
+        return 0.0
+    return max(0.0, min(part / whole, 1.0))
+
+
+__all__ = ["MEMORY", "Bar", "JobRow", "NodeRow", "Page", "QueueRow", "build", "fraction"]

@@ -1,0 +1,99 @@
+"""The dashboard's HTML: readable without JavaScript (server-rendered tables and CSS bars); a 20-line script
+re-fetches the `#live` fragment every few seconds. No build step, no external asset."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Final
+
+from assembly.dashboard.page import Bar, Page, QueueRow, fraction
+from lapilli.resources.units import MEMORY
+
+REFRESH_MS: Final = 2000
+
+_STYLE: Final = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.3em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.2em 0 .4em}
+table{border-collapse:collapse;width:100%;margin-bottom:.6em}
+th,td{text-align:left;padding:.25em .5em;border-bottom:1px solid #eee;vertical-align:top}
+th{background:#f6f6f6;font-weight:600}
+.q{font-weight:600}.muted{color:#777}.small{font-size:.85em}
+.bar{position:relative;background:#eee;height:.9em;width:14em;display:inline-block;vertical-align:middle}
+.bar .a{position:absolute;left:0;top:0;bottom:0;background:#4a7bd0}
+.bar .d{position:absolute;top:-2px;bottom:-2px;width:2px;background:#d04a4a}
+.kind{display:inline-block;padding:0 .4em;border-radius:3px;background:#eee;font-size:.85em}
+.Running,.Starting{background:#d7f0d7}.Unresolvable,.QueueClosed,.QueueMissing{background:#f6d0d0}
+"""
+
+_SCRIPT: Final = """
+<script>
+(function(){
+  var live=document.getElementById('live');
+  function refresh(){
+    fetch('fragment',{cache:'no-store'}).then(function(r){return r.ok?r.text():null;})
+      .then(function(t){if(t!==null){live.innerHTML=t;}}).catch(function(){});
+  }
+  setInterval(refresh,REFRESH);
+})();
+</script>
+""".replace("REFRESH", str(REFRESH_MS))
+
+
+def _amount(resource: str, value: float | None, missing: str = "∞") -> str:
+    if value is None:
+        return missing
+    if resource == MEMORY:
+        return f"{value / 2**30:.1f}Gi"
+    return f"{value:g}"
+
+
+def _bar(bar: Bar) -> str:
+    scale = bar.capability if bar.capability is not None else max(bar.deserved or 0.0, bar.allocated) or 1.0
+    a = fraction(bar.allocated, scale) * 100
+    d = fraction(bar.deserved or 0.0, scale) * 100
+    title = (f"allocated {_amount(bar.resource, bar.allocated)}, deserved {_amount(bar.resource, bar.deserved, '-')}, "
+             f"capability {_amount(bar.resource, bar.capability)}")
+    marker = f'<span class="d" style="left:{d:.1f}%"></span>' if bar.deserved is not None else ""
+    return (f'<div class="small">{escape(bar.resource)} <span class="bar" title="{escape(title)}">'
+            f'<span class="a" style="width:{a:.1f}%"></span>{marker}</span> '
+            f'{_amount(bar.resource, bar.allocated)} / deserved {_amount(bar.resource, bar.deserved, "-")}'
+            f' / cap {_amount(bar.resource, bar.capability)}</div>')
+
+
+def _queue(row: QueueRow) -> str:
+    indent = "&nbsp;" * 4 * row.depth + ("└ " if row.depth else "")
+    bars = "".join(_bar(b) for b in row.bars) or '<span class="muted small">nothing allocated</span>'
+    head = (f'<tr><td class="q">{indent}{escape(row.name)}</td><td>{escape(row.state)}</td><td>{row.weight}</td>'
+            f'<td>{row.share:.2f}</td><td>{bars}</td></tr>')
+    jobs = "".join(
+        f'<tr><td>{"&nbsp;" * 4 * (row.depth + 1)}{escape(j.job or j.key)}</td><td>{escape(j.phase)}</td>'
+        f'<td>{escape(j.age)}</td><td><span class="kind {escape(j.kind)}">{escape(j.kind)}</span></td>'
+        f'<td class="why">{escape(j.why)}</td></tr>'
+        for j in row.jobs)
+    return head + jobs
+
+
+def fragment(page: Page) -> str:
+    """The part the script refreshes."""
+    queues = "".join(_queue(q) for q in page.queues)
+    nodes = "".join(
+        f'<tr><td>{escape(n.name)}</td><td><span class="bar"><span class="a" style="width:'
+        f'{fraction(n.gpus_used, n.gpus) * 100:.1f}%"></span></span> {n.gpus_used:g} / {n.gpus:g}</td>'
+        f'<td>{n.cpu_used:g} / {n.cpu:g}</td></tr>' for n in page.nodes)
+    return (
+        f'<p class="muted small">as of {escape(page.at)} · scheduler conf: {escape(page.conf)}</p>'
+        '<h2>Queues and jobs</h2><table id="queues"><tr><th>Queue / job</th><th>State / phase</th>'
+        '<th>Weight / age</th><th>Share / reason</th><th>Allocated · deserved · capability / why</th></tr>'
+        f'{queues}</table>'
+        '<h2>Nodes</h2><table id="nodes"><tr><th>Node</th><th>GPU used</th><th>CPU used</th></tr>'
+        f'{nodes}</table>'
+    )
+
+
+def document(page: Page) -> str:
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Lapilli</title>'
+        '<link rel="icon" href="data:,">'
+        f'<style>{_STYLE}</style></head><body><h1>Lapilli: queues, jobs and why they wait</h1>'
+        f'<div id="live">{fragment(page)}</div>{_SCRIPT}</body></html>'
+    )

@@ -1,0 +1,75 @@
+"""`lapilli dashboard` in a real headless chromium against the control plane: the page loads with no console
+error, shows a scenario's jobs with their reasons, and updates (its script, no reload) when a job starts. The
+screenshot stays under the test's tmp dir (its path is printed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from assembly.dev import DevCluster
+from lapilli.kube.resources import QUEUES
+from tests.e2e.browser import chromium, open_page
+from tests.e2e.extender_helpers import Pool, eventually, open_pool
+from tests.e2e.test_why import ONE, SLOT, api, gang, make_queue, running
+
+
+@pytest.fixture
+async def pool(control_plane: DevCluster, request: pytest.FixtureRequest) -> AsyncIterator[Pool]:
+    async with open_pool(control_plane, request.node.name) as p:
+        yield p
+
+
+@pytest.fixture
+def dashboard(control_plane: DevCluster) -> Iterator[str]:
+    """`lapilli dashboard --port 0` as a user runs it (their kubeconfig); yields its URL."""
+    env = {**os.environ, "KUBECONFIG": str(control_plane.kubeconfig)}
+    script = Path(sys.executable).with_name("lapilli")
+    proc = subprocess.Popen([str(script), "dashboard", "--port", "0"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "dashboard on http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() else "")
+        yield line.split()[2]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_dashboard_in_chromium(pool: Pool, dashboard: str, tmp_path: Path) -> None:
+    assert chromium() is not None, "chromium is missing: `make test` installs it (apt-get install chromium)"
+    await pool.add_nodes(1, gpus=0, extra={SLOT: "4"})
+    queue = await make_queue(pool, "lab", capability={SLOT: "2"})
+    await gang(pool, "small", 1, queue, ONE)
+    await running(pool, "small")
+    await gang(pool, "wide", 2, queue, ONE)  # 1 + 2 > capability 2: not admitted
+    async with open_page(tmp_path / "profile") as page:
+        await page.goto(dashboard)
+        key = f"{pool.namespace}/wide"
+
+        async def shown() -> str | None:
+            text = await page.text("live")
+            row = next((line for line in text.splitlines() if line.strip().startswith(key)), "")
+            return text if "OverCapability" in row and f"queue {queue} may use 1 more of its capability 2" in row \
+                else None
+
+        text = await eventually(shown, 60, every_s=1.0)
+        assert queue in text and f"{pool.namespace}/small" in text and pool.nodes[0] in text
+        shot = await page.screenshot(tmp_path / "dashboard.png")
+        print(f"dashboard screenshot: {shot}")
+        await api(pool).patch(QUEUES, queue, {"spec": {"capability": {SLOT: "4"}}})
+
+        async def started() -> bool:  # the page's own refresh, no navigation
+            text = await page.text("live")
+            row = next((line for line in text.splitlines() if line.strip().startswith(key)), "")
+            return "Running" in row
+
+        await eventually(started, 90, every_s=1.0)
+        await page.screenshot(tmp_path / "dashboard-running.png")
+        assert page.errors == [], page.errors

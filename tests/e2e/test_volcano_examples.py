@@ -1,0 +1,132 @@
+"""Every Volcano Job and Queue in examples/ and every one Volcano ships (tests/e2e/volcano_examples/, Volcano's
+`example/` directory, unchanged) on the real control plane: applied with kubectl as written, each Job reaches
+Running (its gang bound, its pods running), each Queue is Open; Volcano's `invalid_jobs` are refused."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from assembly.dev import DevCluster
+from lapilli.kube import KubeClient, NotFound
+from lapilli.kube.resources import QUEUES
+from tests.e2e.test_controller_helpers import (
+    EXAMPLES,
+    eventually,
+    get_job,
+    job_pods,
+    phase,
+    podgroup_of,
+    remove_example_jobs,
+    remove_job,
+)
+
+VOLCANO = Path(__file__).with_name("volcano_examples")
+INVALID = sorted((VOLCANO / "example" / "invalid_jobs").glob("*.yaml"))
+SHIPPED = sorted(p for p in VOLCANO.rglob("*.yaml") if p not in INVALID)
+# queues other files' jobs name: applied first, removed last
+PREREQUISITES = [VOLCANO / "example" / "hierarchical-jobs" / "queues.yaml"]
+OURS = sorted(p for p in EXAMPLES.glob("*.yaml")
+              if any(d.get("kind") == "Job" for d in yaml.safe_load_all(p.read_text()) if isinstance(d, dict)))
+
+
+def docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+
+
+def jobs_in(path: Path) -> list[tuple[str, str]]:
+    return [(d["metadata"].get("namespace", "default"), d["metadata"]["name"])
+            for d in docs(path) if d["kind"] == "Job" and d["apiVersion"].startswith("batch.volcano.sh")]
+
+
+def queues_in(path: Path) -> list[str]:
+    return [d["metadata"]["name"] for d in docs(path) if d["kind"] == "Queue"]
+
+
+@pytest.fixture(scope="module")
+async def cluster(control_plane: DevCluster):
+    assert control_plane.info is not None and control_plane.info.extender, "needs the service with its extender"
+    assert control_plane.client is not None
+    await remove_example_jobs(control_plane.client)
+    await control_plane.ensure_namespace("ml")
+    control_plane.kubectl("apply", "-f", str(EXAMPLES / "priorityclass-high-priority.yaml"),
+                          "-f", str(EXAMPLES / "queues-for-examples.yaml"))
+    for path in PREREQUISITES:
+        control_plane.kubectl("apply", "-f", str(path))
+    yield control_plane
+    for path in PREREQUISITES:
+        for name in queues_in(path):
+            with contextlib.suppress(NotFound):
+                await control_plane.client.delete(QUEUES, name)
+
+
+async def diagnosis(api: KubeClient, ns: str, name: str) -> dict[str, Any]:
+    """What a failure message needs: the Job's phase, its PodGroup's phase and conditions, its pods' phases."""
+    job = await get_job(api, ns, name)
+    out: dict[str, Any] = {"phase": phase(job)}
+    if job:
+        with contextlib.suppress(NotFound):
+            status = (await podgroup_of(api, job)).get("status") or {}
+            out["podgroup"] = (status.get("phase"), [c.get("message") for c in status.get("conditions") or []])
+    out["pods"] = {p["metadata"]["name"]: (p.get("status") or {}).get("phase") for p in await job_pods(api, ns, name)}
+    return out
+
+
+async def all_running(api: KubeClient, jobs: list[tuple[str, str]], timeout_s: float = 120) -> None:
+    if not jobs:
+        return
+
+    async def check() -> dict[str, str] | None:
+        phases = {f"{ns}/{name}": phase(await get_job(api, ns, name)) for ns, name in jobs}
+        return None if any(p != "Running" for p in phases.values()) else phases
+
+    try:
+        await eventually(check, timeout_s, f"{jobs} Running")
+    except AssertionError:
+        found = {f"{ns}/{name}": await diagnosis(api, ns, name) for ns, name in jobs}
+        raise AssertionError(f"not all Running after {timeout_s:.0f}s: {found}") from None
+
+
+async def queue_open(api: KubeClient, name: str) -> bool:
+    return ((await api.get(QUEUES, name)).get("status") or {}).get("state") == "Open"
+
+
+async def apply_and_run(cluster: DevCluster, path: Path) -> None:
+    api = cluster.client
+    assert api is not None
+    jobs = jobs_in(path)
+    await asyncio.gather(*(remove_job(api, ns, name) for ns, name in jobs))
+    cluster.kubectl("apply", "-f", str(path))  # unchanged
+    fresh = [q for q in queues_in(path) if path not in PREREQUISITES]
+    try:
+        for name in queues_in(path):
+            await eventually(lambda name=name: queue_open(api, name), 30, f"queue {name} Open")
+        await all_running(api, jobs)
+    finally:
+        await asyncio.gather(*(remove_job(api, ns, name) for ns, name in jobs))
+        for name in fresh:
+            with contextlib.suppress(NotFound):
+                await api.delete(QUEUES, name)
+
+
+# Volcano's MindSpore GPU example (a BestEffort master, GPU workers, per-role minimums) needs the gang plugin to
+# count a role's pending BestEffort tasks, as Volcano's CheckTaskReady does.
+@pytest.mark.parametrize("path", SHIPPED, ids=[str(p.relative_to(VOLCANO)) for p in SHIPPED])
+async def test_volcano_example_runs_unchanged(cluster, path):
+    await apply_and_run(cluster, path)
+
+
+@pytest.mark.parametrize("path", OURS, ids=[p.name for p in OURS])
+async def test_our_example_job_runs_unchanged(cluster, path):
+    await apply_and_run(cluster, path)
+
+
+@pytest.mark.parametrize("path", INVALID, ids=[p.name for p in INVALID])
+async def test_volcano_invalid_job_is_refused(cluster, path):
+    refused = cluster.kubectl("apply", "-f", str(path), check=False)
+    assert refused.returncode != 0 and 'denied the request' in refused.stderr, refused.stderr
