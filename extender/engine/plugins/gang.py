@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from extender.engine.framework import register_plain_plugin
 from extender.engine.interface import PERMIT, REJECT, KeyedOrder, SessionView, ValidateResult, VictimsFn
-from extender.engine.model import READY_STATUS, VALID_STATUS, Job, Task, TaskStatus
+from extender.engine.model import READY_STATUS, SCHEDULED_STATUS, VALID_STATUS, Job, Task, TaskStatus
 
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
@@ -30,6 +30,15 @@ def task_ready(job: Job) -> bool:
 
 def task_pipelined(job: Job) -> bool:
     return _per_role_ok(job, READY_STATUS | PIPELINED_STATUS)
+
+
+def releasing_only(job: Job) -> bool:
+    """Volcano's `shouldSkipUnschedulableForReleasing`: the gang is short only because placed members are being
+    deleted (counting them it has its minimum) and no member waits to be placed."""
+    releasing = sum(1 for t in job.tasks.values() if t.status is TaskStatus.RELEASING and t.node)
+    if not releasing or job.counts[TaskStatus.PENDING] or job.counts[TaskStatus.PIPELINED]:
+        return False
+    return job.count(SCHEDULED_STATUS) + releasing >= job.min_member
 
 
 class GangPlugin:
@@ -82,6 +91,8 @@ class GangPlugin:
             if job.is_ready():
                 ssn.set_condition(job, "Scheduled", "tasks in gang are ready to be scheduled", "")
                 continue
+            if releasing_only(job):
+                continue  # members on their way out, none waiting: no Unschedulable condition (Volcano)
             unready = job.min_member - job.ready_num()
             message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {ssn.job_fit_error(job)}"
             ssn.set_condition(job, "Unschedulable", NOT_ENOUGH_RESOURCES, message)

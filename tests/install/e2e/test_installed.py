@@ -153,9 +153,9 @@ class Installed:
         container = containers(deployment)["lapilli"]
         (port,) = free_ports(1)
         files = self._files(hostname, await self.service_account(spec["serviceAccountName"]))
+        env = {**self.kubelet_env, "POD_NAME": hostname}  # the downward API's metadata.name
         argv = container_argv(spec, container, name=f"{hostname}-{self.run_id}", hostname=hostname, image=IMAGE,
-                              files=files, env=self.kubelet_env,
-                              args=_mapped(container["args"], {"--webhook-port": port}, self.kubelet_env))
+                              files=files, env=env, args=_mapped(container["args"], {"--webhook-port": port}, env))
         podman(*argv)
         pod = Pod(hostname, [argv[argv.index("--name") + 1]], {"webhook": port})
         self.pods.append(pod)
@@ -283,7 +283,7 @@ async def test_a_volcano_job_runs_through_the_containers_and_the_standbys_take_o
 
     # The leaders die: the scheduler pod whose kube-scheduler holds the Lease, and the controllers' leader.
     controllers_leader = await holder(client, "lapilli-controllers")
-    victim = next(p for p in (lapilli_a, lapilli_b) if controllers_leader.startswith(f"{p.name}_"))
+    victim = next(p for p in (lapilli_a, lapilli_b) if controllers_leader == p.name)
     survivor = lapilli_b if victim is lapilli_a else lapilli_a
     await installed.register_webhooks(survivor.ports["webhook"])  # the Service keeps only ready endpoints
     await client.create(VC_JOBS, vcjob("gang-2", 4), JOBS_NS)
@@ -338,7 +338,10 @@ async def _all_ready(pods: list[Pod]) -> bool:
 
 
 async def _holder_is(client: KubeClient, lease: str, prefix: str) -> bool:
-    return (await holder(client, lease)).startswith(prefix)
+    """The holder is `prefix` + a suffix (kube-scheduler's `<pod>_<uuid>`) or the pod's name itself
+    (`--leader-identity=$(POD_NAME)`)."""
+    current = await holder(client, lease)
+    return current == prefix.rstrip("_") or current.startswith(prefix)
 
 
 async def _pods_exist(client: KubeClient, job: str, replicas: int) -> bool:

@@ -48,10 +48,12 @@ def pod(spec: dict[str, Any]) -> dict[str, Any]:
             pod_spec[key] = spec[key]
     if spec.get("node"):
         pod_spec["nodeName"] = spec["node"]
+    meta_extra = {"deletionTimestamp": "2024-01-01T00:00:00Z"} if spec.get("deleting") else {}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns, "uid": f"{ns}-{name}", "annotations": annotations, "labels": labels},
+        "metadata": {"name": name, "namespace": ns, "uid": f"{ns}-{name}", "annotations": annotations, "labels": labels,
+                     **meta_extra},
         "spec": pod_spec,
         "status": {"phase": spec.get("phase", "Pending")},
     }

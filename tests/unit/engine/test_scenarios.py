@@ -37,6 +37,8 @@ def test_scenario(scenario: dict[str, Any]) -> None:
         assert result.pipelined == (expect["pipelined"] or {})
     for key in expect.get("dropped") or []:  # a PodGroup whose queue does not exist leaves the session
         assert key not in result.podgroups, key
+    for key, kinds in (expect.get("conditions") or {}).items():  # the condition types the PodGroup ends with
+        assert [c.type for c in result.podgroups[key].conditions] == kinds, key
     for key, phase in (expect.get("phases") or {}).items():
         assert result.podgroups[key].phase == phase, key
     for key, code in (expect.get("codes") or {}).items():  # kube-scheduler's Status code of the gang's outcome

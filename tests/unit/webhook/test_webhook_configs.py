@@ -9,7 +9,7 @@ import yaml
 from webhook.configs import ServiceRef, ca_bundle_patch, render
 from webhook.routes import ROUTES
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "webhook"
+MANIFESTS = Path(__file__).resolve().parents[3] / "manifests" / "webhook"
 
 
 def hooks(configs):

@@ -9,7 +9,7 @@ import pytest
 from lapilli.cluster.follower import LeaseFollower
 from lapilli.kube import Fenced, KubeClient, KubeConfig
 from lapilli.kube.resources import LEASES
-from tests.unit.test_leader import NS, Clock, Leases, Store
+from tests.unit.lapilli.cluster.test_leader import NS, Clock, Leases, Store
 
 NAME = "lapilli-scheduler"
 

@@ -9,7 +9,7 @@ from assembly.sim.kube_default import least_allocated, tolerates
 from assembly.sim.lapilli_driver import LapilliScheduler
 from assembly.sim.state import Cluster
 from lapilli.times import parse_seconds
-from tests.unit.test_sim import GPU_WORKER, job, node
+from tests.unit.assembly.sim.test_sim import GPU_WORKER, job, node
 
 # --- durations ------------------------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from controller.jobs.ttl import expires_at
 from controller.queues.state import needs_root_parent, next_state, status_patch
 from lapilli.api import Action, JobPhase
 from lapilli.times import go_duration
-from tests.unit.test_controller_builders import pod
+from tests.unit.controller.test_controller_builders import pod
 
 
 def test_status_omits_zeros_and_keeps_one_condition_per_phase():

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from assembly.cli import main
 from assembly.sim import LapilliScheduler, load_workload, sim_conf, simulate
 from assembly.sim.groups import group_stats, top_level
-from tests.unit.test_sim import job, node
+from tests.unit.assembly.sim.test_sim import job, node
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
 
 def _queue(name: str, parent: str | None = None) -> dict:

@@ -17,7 +17,7 @@ from assembly.dev.schedconfig import (
     render,
 )
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+MANIFESTS = Path(__file__).resolve().parents[4] / "manifests"
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 EXAMPLES_DIR = REPO / "examples"
 CRD_DIR = REPO / "manifests" / "crds"
 VOLCANO_GROUPS = ("scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh")

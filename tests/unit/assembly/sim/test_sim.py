@@ -14,7 +14,7 @@ from assembly.cli import main
 from assembly.sim import DefaultScheduler, LapilliScheduler, SimResult, Workload, load_workload, simulate
 from assembly.sim.state import Cluster
 
-SEED = Path(__file__).resolve().parents[2] / "examples" / "sim" / "seed-gang-deadlock.yaml"
+SEED = Path(__file__).resolve().parents[4] / "examples" / "sim" / "seed-gang-deadlock.yaml"
 
 
 def node(name: str, cpu: str = "16", gpu: str = "2", memory: str = "64Gi") -> dict[str, Any]:

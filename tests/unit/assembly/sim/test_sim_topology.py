@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from assembly.sim import DefaultScheduler, LapilliScheduler, WorkloadError, load_workload, sim_conf, simulate
-from tests.unit.test_sim import job, node
+from tests.unit.assembly.sim.test_sim import job, node
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 PS, WORKER = {"cpu": "2", "memory": "4Gi"}, {"cpu": "3", "memory": "8Gi"}
 
 

@@ -6,7 +6,7 @@ from controller.jobs.podgroup import desired_podgroup, min_resources, podgroup_n
 from controller.podgroups.plain import build_podgroup, min_member, podgroup_name_for, wants_podgroup
 from controller.quota import pod_quota_usage, same_resources, scheduler_view
 from lapilli.api import TaskSpec
-from tests.unit.test_controller_builders import UID, container, job, job_doc, task
+from tests.unit.controller.test_controller_builders import UID, container, job, job_doc, task
 
 
 def test_quota_usage_of_a_pod_spec():
