@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Build kube-apiserver and kube-scheduler from Debian's `kubernetes` source package, cached outside the repo.
 #
+# Debian 12 (bookworm): the system's `kubernetes` source package (1.20.2, complete) and its Go 1.19.
+# Elsewhere (Debian 13's `kubernetes` source holds kubectl only, and its Go is too new for 1.20): the same 1.20.2
+# source and Debian 12's golang-1.19 are fetched explicitly through a private apt configuration whose only
+# sources are bookworm's, pinned to that version, without touching the system's; Go is unpacked into the cache.
+# Either way the unpacked tree must hold cmd/kube-apiserver before anything is built.
+#
 # Idempotent: a finished build is reused; a half-finished one is thrown away so the next run starts clean.
 # Concurrent runs wait for each other (flock). Prints the bin directory on its last line.
 # LAPILLI_K8S_BIN=DIR short-circuits to a directory the user names (etcd then comes from PATH or DIR).
+# LAPILLI_K8S_SOURCE=bookworm takes the pinned path on Debian 12 too, and LAPILLI_K8S_FETCH_ONLY=1 stops once the
+# source tree is unpacked and checked (printing its directory): they let the Debian 13 path be tried on Debian 12.
 set -euo pipefail
 
 # Bump when the recipe changes what the binaries contain: a cached build with another stamp is rebuilt.
@@ -46,8 +54,8 @@ cached_build() {
 ensure_etcd() {
   command -v etcd >/dev/null && return 0
   log "installing etcd-server (provides /usr/bin/etcd)"
-  $sudo apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq etcd-server >&2
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq etcd-server >&2
 }
 
 if bin=$(cached_build); then
@@ -79,23 +87,110 @@ ensure_deb_src() {
   fi
 }
 
-ensure_deb_src
+# The one source with the complete 1.20.2 tree (Debian 12's), pinned: this upstream version, a Debian revision of it.
+pinned_suite="bookworm"
+pinned_upstream="1.20.5+really1.20.2"
+mirror="${LAPILLI_DEBIAN_MIRROR:-http://deb.debian.org}"
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+bookworm_apt_dir="$cache_root/apt-$pinned_suite"
+
+bookworm_apt() {
+  # apt-get / apt-cache with only bookworm (main + security) as sources and state of their own under the cache:
+  # the system's sources, lists and preferences are neither read nor changed.
+  local tool=$1
+  shift
+  "$tool" -o Dir::Etc::SourceList="$bookworm_apt_dir/sources.list" -o Dir::Etc::SourceParts="$bookworm_apt_dir/parts" \
+    -o Dir::Etc::Preferences="$bookworm_apt_dir/preferences" -o Dir::Etc::PreferencesParts="$bookworm_apt_dir/parts" \
+    -o Dir::State::Lists="$bookworm_apt_dir/lists" -o Dir::Cache="$bookworm_apt_dir/cache" "$@"
+}
+
+bookworm_apt_update() {
+  mkdir -p "$bookworm_apt_dir/lists/partial" "$bookworm_apt_dir/cache/archives/partial" "$bookworm_apt_dir/parts"
+  local signed="signed-by=$keyring"
+  {
+    echo "deb [$signed] $mirror/debian $pinned_suite main"
+    echo "deb-src [$signed] $mirror/debian $pinned_suite main"
+    echo "deb [$signed] $mirror/debian-security $pinned_suite-security main"
+    echo "deb-src [$signed] $mirror/debian-security $pinned_suite-security main"
+  } >"$bookworm_apt_dir/sources.list"
+  : >"$bookworm_apt_dir/preferences"
+  log "reading the $pinned_suite package lists into $bookworm_apt_dir (a private apt configuration)"
+  bookworm_apt apt-get update -qq >&2
+}
+
+pinned_version() {
+  # The newest Debian revision of the pinned upstream version that the private bookworm sources list.
+  bookworm_apt apt-cache showsrc kubernetes | sed -n 's/^Version: //p' | grep -F "$pinned_upstream-" \
+    | sort -V | tail -n1
+}
+
+fetch_source() {
+  # Download beside the cache and move in only when complete, so an interrupted fetch leaves nothing behind.
+  rm -rf download.partial
+  mkdir download.partial
+  if [[ $source == system ]]; then
+    log "fetching the kubernetes source package"
+    (cd download.partial && apt-get source --download-only kubernetes >&2)
+  else
+    local version
+    version=$(pinned_version)
+    if [[ -z $version ]]; then
+      log "no kubernetes $pinned_upstream-* source package in $pinned_suite"
+      return 1
+    fi
+    log "fetching kubernetes $version from $pinned_suite (pinned)"
+    (cd download.partial && bookworm_apt apt-get source --download-only "kubernetes=$version" >&2)
+  fi
+  mv download.partial/kubernetes_* .
+  rmdir download.partial
+}
+
+bookworm_go() {
+  # Debian 12's Go 1.19 (what 1.20.2 is built with there), unpacked into the cache, never installed.
+  local root="$cache_root/go-$pinned_suite"
+  local goroot="$root/usr/lib/go-1.19"
+  if [[ ! -x $goroot/bin/go ]]; then
+    log "fetching golang-1.19 from $pinned_suite into $root"
+    rm -rf "$root.partial"
+    mkdir -p "$root.partial/debs"
+    (cd "$root.partial/debs" && bookworm_apt apt-get download golang-1.19-go golang-1.19-src >&2)
+    local deb
+    for deb in "$root.partial"/debs/*.deb; do
+      dpkg-deb -x "$deb" "$root.partial"
+    done
+    rm -rf "$root.partial/debs" "$root"
+    mv "$root.partial" "$root"
+  fi
+  "$goroot/bin/go" version >&2
+  echo "$goroot"
+}
+
+# Debian 12 builds from its own sources; any other system (Debian 13: kubectl-only source, newer Go) from the
+# pinned bookworm ones.
+source=system
+if [[ ${LAPILLI_K8S_SOURCE:-} == bookworm ]] || ! grep -qx 'VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
+  source=pinned
+fi
+
 log "installing build dependencies"
-$sudo apt-get update -qq >&2
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
-  golang-go rsync etcd-server golang-github-modern-go-reflect2-dev >&2
+if [[ $source == system ]]; then
+  ensure_deb_src
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    golang-go rsync etcd-server golang-github-modern-go-reflect2-dev >&2
+else
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    rsync dpkg-dev debian-archive-keyring golang-github-modern-go-reflect2-dev >&2
+  ensure_etcd || log "no etcd-server package here: etcd must be on PATH or in LAPILLI_K8S_BIN"
+  bookworm_apt_update
+fi
 
 work="$cache_root/src"
 mkdir -p "$work"
 cd "$work"
 if ! ls kubernetes_*.orig.tar.gz >/dev/null 2>&1; then
-  log "fetching the kubernetes source package"
-  # Download beside the cache and move in only when complete, so an interrupted fetch leaves nothing behind.
-  rm -rf download.partial
-  mkdir download.partial
-  (cd download.partial && apt-get source --download-only kubernetes >&2)
-  mv download.partial/kubernetes_* .
-  rmdir download.partial
+  fetch_source
 fi
 tarball=$(ls kubernetes_*.orig.tar.gz | head -n1)
 # kubernetes_1.20.5+really1.20.2.orig.tar.gz -> 1.20.2 (the "really" part is the true upstream version)
@@ -117,6 +212,25 @@ if [[ ! -d $tree ]]; then
   mkdir -p "$tree.partial"
   tar -xzf "$tarball" -C "$tree.partial" --strip-components=1
   mv "$tree.partial" "$tree"
+fi
+if [[ ! -d $tree/cmd/kube-apiserver || ! -d $tree/cmd/kube-scheduler ]]; then
+  # Debian 13's `kubernetes` source is kubectl only: never build from such a tree.
+  log "$tarball has no cmd/kube-apiserver and cmd/kube-scheduler (a client-only source?); removing it"
+  rm -rf "$tree" "$work"/kubernetes_*
+  hint="run again"
+  [[ $source == pinned ]] || hint="run again with LAPILLI_K8S_SOURCE=bookworm"
+  log "$hint to fetch the complete $pinned_upstream source of $pinned_suite"
+  exit 1
+fi
+goroot=""
+if [[ $source == pinned ]]; then
+  goroot=$(bookworm_go)
+fi
+if [[ ${LAPILLI_K8S_FETCH_ONLY:-} == 1 ]]; then
+  log "source tree checked: $tree${goroot:+; Go: $goroot}"
+  trap - ERR INT TERM
+  echo "$tree"
+  exit 0
 fi
 
 # Go >= 1.18 needs reflect2 >= 1.0.2; Debian packages it, so vendor that copy in place of 1.0.1.
@@ -140,6 +254,9 @@ start=$(date +%s)
 (
   cd "$gopath/src/k8s.io/kubernetes"
   export GOPATH="$gopath" GO111MODULE=off GOFLAGS="" CGO_ENABLED=0
+  if [[ -n $goroot ]]; then
+    export GOROOT="$goroot" PATH="$goroot/bin:$PATH" GOTOOLCHAIN=local
+  fi
   make WHAT="cmd/kube-apiserver cmd/kube-scheduler" >&2
 )
 rm -rf "$dest"

@@ -19,6 +19,7 @@ import pytest_asyncio
 from assembly.dev import BinariesNotFound, ClusterSpec, DevCluster, NodeShape, find_binaries
 
 CONTROL_PLANE_NODES = 4
+MANUAL_SCHEDULER = "lapilli-e2e-manual"
 _REAL_TIERS = ("e2e", "conformance")
 
 
@@ -45,6 +46,9 @@ async def control_plane(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterat
         state_dir=tmp_path_factory.mktemp("control-plane"), nodes=CONTROL_PLANE_NODES,
         shape=NodeShape(cpu="64", memory="512Gi", gpus=8), kubelet="inprocess", tie_to_parent=True,
         heartbeat_s=10.0,
+        # A second scheduler name the service serves and no kube-scheduler profile does: tests that play
+        # kube-scheduler themselves (filter, then bind) use it, so the real kube-scheduler never races them.
+        serve_args=("--scheduler-name", "volcano", "--scheduler-name", MANUAL_SCHEDULER),
     )
     cluster = DevCluster(spec, binaries)
     await cluster.up()

@@ -101,25 +101,37 @@ def generate_ca(common_name: str = "lapilli-webhook-ca", days: int = 3650) -> tu
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
-def issue_serving_cert(ca_cert: bytes, ca_key: bytes, hosts: Sequence[str], days: int = 365) -> tuple[bytes, bytes]:
-    """A serving certificate for `hosts` (SANs; the first is also the CN) signed by the CA: (cert PEM, key PEM)."""
+def _issue(
+    ca_cert: bytes, ca_key: bytes, common_name: str, usage: x509.ObjectIdentifier, hosts: Sequence[str], days: int,
+) -> tuple[bytes, bytes]:
     issuer = x509.load_pem_x509_certificate(ca_cert)
     signer = serialization.load_pem_private_key(ca_key, password=None)
     if not isinstance(signer, ec.EllipticCurvePrivateKey):
         raise ValueError("the CA key must be an ECDSA key made by `lapilli certs generate`")
     key = ec.generate_private_key(ec.SECP256R1())
-    usage = _usage(digital_signature=True, key_encipherment=True)
     aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key())
+    builder = _builder(common_name, issuer.subject, key.public_key(), days)
+    if hosts:
+        builder = builder.add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
     cert = (
-        _builder(hosts[0], issuer.subject, key.public_key(), days)
-        .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(usage, critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        builder.add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_usage(digital_signature=True, key_encipherment=True), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(aki, critical=False)
         .sign(signer, hashes.SHA256())
     )
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def issue_serving_cert(ca_cert: bytes, ca_key: bytes, hosts: Sequence[str], days: int = 365) -> tuple[bytes, bytes]:
+    """A serving certificate for `hosts` (SANs; the first is also the CN) signed by the CA: (cert PEM, key PEM)."""
+    return _issue(ca_cert, ca_key, hosts[0], ExtendedKeyUsageOID.SERVER_AUTH, hosts, days)
+
+
+def issue_client_cert(ca_cert: bytes, ca_key: bytes, common_name: str, days: int = 365) -> tuple[bytes, bytes]:
+    """A client certificate (CN `common_name`, client-auth usage) signed by the CA: (cert PEM, key PEM) — what
+    kube-scheduler presents to a TLS extender that verifies clients."""
+    return _issue(ca_cert, ca_key, common_name, ExtendedKeyUsageOID.CLIENT_AUTH, (), days)
 
 
 def generate(hosts: Sequence[str], *, ca: tuple[bytes, bytes] | None = None, days: int = 365) -> CertBundle:

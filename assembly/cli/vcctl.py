@@ -44,7 +44,7 @@ def run_with_client(
     except (ConfigError, OSError) as exc:
         raise click.ClickException(f"cannot load kubeconfig: {exc}") from None
     if master:
-        config.server = master.rstrip("/")
+        config.override_server(master)
 
     async def main() -> T:
         async with KubeClient(config) as client:
@@ -52,6 +52,8 @@ def run_with_client(
 
     try:
         return asyncio.run(main())
+    except ConfigError as exc:  # credentials are loaded on first use (an exec plugin, an OIDC refresh)
+        raise click.ClickException(f"cannot load kubeconfig: {exc}") from None
     except ApiError as exc:
         raise click.ClickException(exc.message or str(exc)) from None
     except OSError as exc:

@@ -16,6 +16,7 @@ from extender.engine.conf import SchedulerConf
 from extender.engine.explain import Context, explain
 from extender.engine.explain.units import number
 from extender.engine.run import run_session
+from lapilli.meta import meta, owner_references
 from lapilli.resources.units import CPU, GPU, MEMORY, PODS
 
 
@@ -89,7 +90,7 @@ def _tree(queues: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, int]]:
 
 
 def _owner_job(pg: Mapping[str, Any]) -> str:
-    for ref in (pg.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in owner_references(pg):
         if ref.get("kind") == "Job":
             return str(ref.get("name") or "")
     return ""
@@ -124,7 +125,7 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
             if answer.queue != name:
                 continue
             pg = raw_pgs.get(key) or {}
-            created = (pg.get("metadata") or {}).get("creationTimestamp")
+            created = meta(pg).get("creationTimestamp")
             row.jobs.append(JobRow(key, _owner_job(pg), answer.phase, since(created, now), str(answer.kind),
                                    answer.headline))
         rows.append(row)

@@ -38,6 +38,7 @@ from assembly.dev.pki import StaticUser, new_token, write_service_account_keys, 
 from assembly.dev.ports import free_ports
 from assembly.dev.schedconfig import DEV_PROFILES, config_api_version, render
 from assembly.dev.service import (
+    EXTENDER_TLS_DIR,
     SERVICE_PID_FILE,
     WEBHOOK_EXEMPT_NAMESPACES,
     ServicePlan,
@@ -55,7 +56,7 @@ from lapilli.kube.resources import NAMESPACES
 INFO_FILE: Final = "cluster.json"
 KUBELET_READY_FILE: Final = "kubelet.ready"
 # What `up` may remove from a state directory: only what it creates itself.
-_OWNED: Final = ("pki", "logs", "pids", "etcd", "webhook-tls", "kubeconfig", "scheduler.kubeconfig",
+_OWNED: Final = ("pki", "logs", "pids", "etcd", "webhook-tls", EXTENDER_TLS_DIR, "kubeconfig", "scheduler.kubeconfig",
                  "service.kubeconfig", "scheduler-config.yaml", "scheduler-default-config.yaml", INFO_FILE,
                  KUBELET_READY_FILE, SERVICE_PID_FILE)
 _SHM: Final = Path("/dev/shm")
@@ -290,6 +291,9 @@ class DevCluster:
         schedulers = [("kube-scheduler", "scheduler-config.yaml", ports.scheduler, render(
             version, kubeconfig=str(kubeconfig), extender_url=extender_url, insecure_port=ports.scheduler_http,
             profiles=("volcano",) if extender_url else DEV_PROFILES,
+            # The service's extender port asks for kube-scheduler's client certificate (a benchmark's own
+            # extender URL is plain HTTP).
+            extender_tls=plan.extender_tls if plan is not None and not self.spec.extender_url else None,
         ))]
         if extender_url:
             schedulers.append(("kube-scheduler-default", "scheduler-default-config.yaml", ports.default_scheduler,

@@ -47,22 +47,28 @@ def config_api_version(k8s: tuple[int, int]) -> str:
     return "v1"
 
 
-def extender_entries(url: str) -> list[dict[str, Any]]:
-    """Entry A (filter/prioritize/preempt, short timeout) and entry B (bind alone, long timeout)."""
+def extender_entries(url: str, tls: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Entry A (filter/prioritize/preempt, short timeout) and entry B (bind alone, long timeout). `tls`: the
+    entries' `tlsConfig` (certFile/keyFile: kube-scheduler's client certificate; caFile: the extender's CA —
+    without one kube-scheduler would not verify the extender at all)."""
     base = url.rstrip("/")
-    return [
+    entries: list[dict[str, Any]] = [
         {
             "urlPrefix": base, "filterVerb": "filter", "prioritizeVerb": "prioritize", "preemptVerb": "preempt",
             "weight": 1, "nodeCacheCapable": True, "httpTimeout": "5s",
         },
         {"urlPrefix": f"{base}/gang", "bindVerb": "bind", "nodeCacheCapable": True, "httpTimeout": "60s"},
     ]
+    if tls is not None:
+        for entry in entries:
+            entry |= {"enableHTTPS": True, "tlsConfig": dict(tls)}
+    return entries
 
 
 def render(
     api_version: str, *, kubeconfig: str = "", extender_url: str | None = None,
     profiles: tuple[str, ...] = DEV_PROFILES, leader_elect: bool = False, qps: int = 500, burst: int = 1000,
-    insecure_port: int | None = None,
+    insecure_port: int | None = None, extender_tls: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A KubeSchedulerConfiguration. An empty `kubeconfig` means in-cluster credentials.
 
@@ -85,7 +91,7 @@ def render(
     if insecure_port is not None and api_version == "v1beta1":
         config["healthzBindAddress"] = config["metricsBindAddress"] = f"127.0.0.1:{insecure_port}"
     if extender_url:
-        config["extenders"] = extender_entries(extender_url)
+        config["extenders"] = extender_entries(extender_url, extender_tls)
     return config
 
 

@@ -10,6 +10,7 @@ service has an `--extender-port` option. Adjust the flags here when `lapilli ser
 from __future__ import annotations
 
 import importlib.util
+import ssl
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any, Final
 import click
 
 from webhook.certs import generate as generate_certs
-from webhook.certs import write_bundle
+from webhook.certs import generate_ca, issue_client_cert, write_bundle
 from webhook.configs import OPT_OUT_LABEL, OPT_OUT_VALUE
 from webhook.configs import render as render_webhook_configurations
 
@@ -27,6 +28,8 @@ SERVICE_PID_FILE: Final = "service.pid"  # the supervised `lapilli serve` (the p
 READY_PATH: Final = "/readyz"
 EXTENDER_PATH: Final = "/extender"
 EXTENDER_OPTION: Final = "extender_port"
+EXTENDER_TLS_OPTION: Final = "extender_client_ca_file"
+EXTENDER_TLS_DIR: Final = "extender-tls"
 SCHEDULER_CONF: Final = Path(__file__).resolve().parents[2] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
 # Namespaces the webhook must never block (the install labels them the same way).
 WEBHOOK_EXEMPT_NAMESPACES: Final = ("kube-system", "lapilli-system")
@@ -77,6 +80,7 @@ class ServicePlan:
     ready_url: str
     webhook_configurations: list[dict[str, Any]]
     extender_url: str | None  # None: the service has no extender yet; kube-scheduler runs without one
+    extender_tls: dict[str, str] | None = None  # kube-scheduler's extender tlsConfig (certFile, keyFile, caFile)
 
 
 def plan_service(
@@ -94,18 +98,51 @@ def plan_service(
         "--webhook-host", "127.0.0.1", "--webhook-port", str(webhook_port),
         "--tls-cert-file", str(tls["tls.crt"]), "--tls-key-file", str(tls["tls.key"]),
     )
-    extender_url = None
+    extender_url, extender_tls = None, None
     if EXTENDER_OPTION in options:
         argv += ["--extender-host", "127.0.0.1", "--extender-port", str(extender_port)]
         if SCHEDULER_CONF.is_file():
             argv += ["--scheduler-conf", str(SCHEDULER_CONF)]
-        extender_url = f"http://127.0.0.1:{extender_port}{EXTENDER_PATH}"
+        scheme = "http"
+        if EXTENDER_TLS_OPTION in options:
+            # As a production install should run it: TLS, and only kube-scheduler's client certificate gets in.
+            files = write_extender_tls(state_dir / EXTENDER_TLS_DIR)
+            argv += ["--extender-tls-cert-file", str(files["tls.crt"]), "--extender-tls-key-file",
+                     str(files["tls.key"]), "--extender-client-ca-file", str(files["client-ca.crt"])]
+            extender_tls = {"certFile": str(files["client.crt"]), "keyFile": str(files["client.key"]),
+                            "caFile": str(files["ca.crt"])}
+            scheme = "https"
+        extender_url = f"{scheme}://127.0.0.1:{extender_port}{EXTENDER_PATH}"
     return ServicePlan(
         argv=[*argv, *extra_args],
         ready_url=f"{webhook_base}{READY_PATH}",
         webhook_configurations=render_webhook_configurations(url=webhook_base, ca_bundle=tls["ca.crt"].read_bytes()),
         extender_url=extender_url,
+        extender_tls=extender_tls,
     )
+
+
+def write_extender_tls(directory: Path) -> dict[str, Path]:
+    """The extender port's serving bundle for 127.0.0.1 (ca.crt, tls.crt, tls.key) and kube-scheduler's client
+    pair (client.crt, client.key) signed by a CA of its own (client-ca.crt)."""
+    files = write_bundle(generate_certs(["127.0.0.1", "localhost"]), directory)
+    client_ca, client_ca_key = generate_ca("lapilli-dev-extender-client-ca")
+    cert, key = issue_client_cert(client_ca, client_ca_key, "system:kube-scheduler")
+    for name, data, mode in (("client-ca.crt", client_ca, 0o644), ("client.key", key, 0o600),
+                             ("client.crt", cert, 0o644)):
+        path = directory / name
+        path.touch(mode=mode)
+        path.write_bytes(data)
+        files[name] = path
+    return files
+
+
+def extender_client_ssl(state_dir: Path) -> ssl.SSLContext:
+    """What kube-scheduler presents to a dev cluster's extender port: for tests that call the verbs themselves."""
+    directory = state_dir / EXTENDER_TLS_DIR
+    context = ssl.create_default_context(cafile=directory / "ca.crt")
+    context.load_cert_chain(directory / "client.crt", directory / "client.key")
+    return context
 
 
 def exempt_namespace_patch() -> dict[str, Any]:

@@ -25,6 +25,7 @@ from assembly.serve.cabundle import CaBundleSync
 from assembly.serve.caches import AdmissionCaches
 from assembly.serve.certsecret import SecretRef, ServingCertSecret
 from assembly.serve.component import Component, run_components
+from assembly.serve.extender_tls import ExtenderCertReload
 from assembly.serve.ops import Ops, OpsServer
 from assembly.serve.settings import Settings
 from assembly.serve.webhook import Background, WebhookServer
@@ -68,9 +69,11 @@ def build(settings: Settings, client: KubeClient) -> Service:
             elector = elect.follow(e.lease_namespace, e.follow_lease)
         elif e.leader_elect:
             elector = elect(e.lease_namespace, e.lease_name)
-        service.components.append(
-            ExtenderComponent(e, client, service.registry, elector, kubeconfig=settings.kubeconfig)
-        )
+        extender = ExtenderComponent(e, client, service.registry, elector, kubeconfig=settings.kubeconfig)
+        if extender.tls is not None and e.tls_cert_file is not None and e.tls_key_file is not None:
+            service.components.append(ExtenderCertReload(extender.tls, e.tls_cert_file, e.tls_key_file,
+                                                         service.registry, settings.webhook.tls_reload_interval_s))
+        service.components.append(extender)
     if c.enabled:  # after the webhook: the pods they create are admitted by it
         elector = elect(c.lease_namespace, c.lease_name) if c.leader_elect else None
         service.components.append(Controllers(client, c, service.registry, elector))

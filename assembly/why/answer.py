@@ -11,6 +11,7 @@ from typing import Any
 from assembly.why.gather import ClusterView
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain import Context, Explanation, explain
+from lapilli.meta import name_of, owner_references, uid_of
 
 
 class WhyError(LookupError):
@@ -20,14 +21,12 @@ class WhyError(LookupError):
 def podgroup_of_job(view: ClusterView, namespace: str, job: Mapping[str, Any]) -> str:
     """`ns/name` of the PodGroup the job controller made for `job`: the one it owns (ownerReference by uid), else
     the `<job>-<uid>` name Volcano uses, else one named like the job (Volcano before v1.5)."""
-    meta = job.get("metadata") or {}
-    uid, name = str(meta.get("uid") or ""), str(meta.get("name") or "")
+    uid, name = uid_of(job), name_of(job)
     podgroups = view.objects.get("PodGroup", {})
     for key, pg in sorted(podgroups.items()):
         if not key.startswith(f"{namespace}/"):
             continue
-        refs = (pg.get("metadata") or {}).get("ownerReferences") or []
-        if any(ref.get("uid") == uid and uid for ref in refs):
+        if any(ref.get("uid") == uid and uid for ref in owner_references(pg)):
             return key
     for candidate in (f"{namespace}/{name}-{uid}", f"{namespace}/{name}"):
         if candidate in podgroups:

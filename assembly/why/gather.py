@@ -22,6 +22,7 @@ from extender.engine.snapshot import Snapshot, add_object
 from lapilli.api.constants import QUEUE_KIND
 from lapilli.kube import ApiError, KubeClient, NotFound
 from lapilli.kube.resources import CONFIG_MAPS, EVENTS, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.meta import key_of, meta, name_of
 
 log = logging.getLogger("lapilli.why")
 
@@ -44,22 +45,16 @@ class ClusterView:
     skipped: list[str] = field(default_factory=list)  # objects the parsers refused, with why
 
 
-def object_key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace")
-    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
-
-
 def build_view(objects: Mapping[str, Iterable[dict[str, Any]]]) -> ClusterView:
     view = ClusterView()
     for kind, items in objects.items():
         per = view.objects.setdefault(kind, {})
         for obj in items:
-            per[object_key(obj)] = obj
+            per[key_of(obj)] = obj
             try:
                 add_object(view.snapshot, obj)
             except (ValueError, KeyError, TypeError) as exc:
-                view.skipped.append(f"{kind} {object_key(obj)}: {exc}")
+                view.skipped.append(f"{kind} {key_of(obj)}: {exc}")
     return view
 
 
@@ -116,15 +111,14 @@ def closed_by(queues: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str,
         if _stamp(event) >= _stamp(closes.get(name) or {}):
             closes[name] = event
     for queue in queues:
-        meta = queue.get("metadata") or {}
-        name = str(meta.get("name") or "")
+        name = name_of(queue)
         if ((queue.get("status") or {}).get("state") or "Open") == "Open":
             continue
-        event = closes.get(name)
-        if event is not None:
-            out[name] = f"by a CloseQueue Command at {_stamp(event)}"
+        close = closes.get(name)
+        if close is not None:
+            out[name] = f"by a CloseQueue Command at {_stamp(close)}"
             continue
-        for entry in meta.get("managedFields") or []:
+        for entry in meta(queue).get("managedFields") or []:
             fields = str(entry.get("fieldsV1") or "")
             if "f:state" in fields:
                 out[name] = f"by {entry.get('manager') or 'an unknown client'} at {entry.get('time') or '?'}"
@@ -133,7 +127,7 @@ def closed_by(queues: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str,
 
 def _stamp(event: Mapping[str, Any]) -> str:
     return str(event.get("lastTimestamp") or event.get("eventTime") or
-               (event.get("metadata") or {}).get("creationTimestamp") or "")
+               meta(event).get("creationTimestamp") or "")
 
 
 async def read_queue_events(client: KubeClient) -> list[dict[str, Any]]:

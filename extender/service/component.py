@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import ipaddress
 import logging
+import ssl
 from pathlib import Path
 
 from aiohttp import web
@@ -25,6 +27,13 @@ from lapilli.cluster.leader import LeaseElector
 from lapilli.kube import KubeClient
 
 log = logging.getLogger("lapilli.extender")
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 class ExtenderComponent:
@@ -64,6 +73,9 @@ class ExtenderComponent:
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
         self.bound_port: int | None = None
+        # TLS on the extender port (client certificates verified with a client CA); the assembly keeps its
+        # serving pair in step with the files.
+        self.tls: ssl.SSLContext | None = settings.tls_context()
 
     def _settled(self, pod_key: str) -> None:
         self.plan.forget_pod(pod_key)
@@ -102,12 +114,21 @@ class ExtenderComponent:
         app = make_app(self.extender, self.is_leader, self.answering)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.settings.host, self.settings.port)
+        host, tls = self.settings.host, self.tls
+        site = web.TCPSite(self._runner, host, self.settings.port, ssl_context=tls)
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.bound_port = sockets[0].getsockname()[1] if sockets else self.settings.port
-        log.info("extender listening on %s:%s", self.settings.host, self.bound_port)
+        clients = "verified client certificates" if tls is not None and tls.verify_mode == ssl.CERT_REQUIRED else (
+            "any client")
+        log.info("extender listening on %s:%s (%s, %s)", host, self.bound_port, "HTTP" if tls is None else "TLS",
+                 clients)
+        if tls is None and not _loopback(host):
+            log.warning("the extender port %s:%s is plain HTTP off loopback: anything that reaches it may ask for "
+                        "filter answers and binds (each bind is still checked against the cluster); give it "
+                        "--extender-tls-cert-file/--extender-tls-key-file/--extender-client-ca-file",
+                        host, self.bound_port)
 
     async def stop(self) -> None:
         self.permit.cancel_all("lapilli extender is stopping; nothing was bound")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Container, Mapping
 from typing import Any, Final
 
+import aiohttp
 import numpy as np
 
 from extender.engine.model import NodeArrays
@@ -24,6 +25,7 @@ from extender.engine.plugins.binpack import BinpackArgs, binpack_score, binpack_
 from extender.engine.results import resource_units
 from extender.engine.rowmath import VECTOR, VectorRows
 from extender.engine.status import Code, Status
+from extender.service.bindcheck import Refusal, names_refusal, node_refusal, pod_refusal, room_refusal
 from extender.service.loop import SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
@@ -67,6 +69,10 @@ def _meta(pod: Mapping[str, Any]) -> tuple[str, str, str | None]:
     return namespace, name_of(pod), f"{namespace}/{group}" if group else None
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
 def _same_room(a: Outcome, b: Outcome) -> bool:
     """Two session outcomes leave every node the same room, so prioritize's tables carry over (a settled
     cluster: sessions keep coming, the answer does not change, and rebuilding a table costs a verb's tail)."""
@@ -93,6 +99,7 @@ class Extender:
         self._tables_for: Outcome | None = None
         self._tables: dict[bytes, tuple[dict[str, dict[str, Any]], int]] = {}
         self._names: list[str] = []
+        self._inflight: dict[str, str] = {}  # pod key -> node of a single pod's bind on its way to the API server
 
     # ---- filter ---------------------------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
@@ -274,28 +281,72 @@ class Extender:
 
     # ---- bind -----------------------------------------------------------------------------------------------
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
+        """Bind (or park, for a gang) only what kube-scheduler could have chosen (`bindcheck`); anything else is
+        answered with the reason and counted, and never reaches the API server."""
         namespace, name, node, uid = args.pod_namespace, args.pod_name, args.node, args.pod_uid
+        key = f"{namespace}/{name}"
+        refusal = names_refusal(namespace, name, uid, node)
+        if refusal is not None:
+            return self._refused(refusal)
+        if not self.state.synced:
+            return self._refused(Refusal("not-synced", NOT_SYNCED))
         pod = self.state.pod(namespace, name)
-        if pod is None:
+        if pod is None:  # the watch may trail kube-scheduler's by a moment
             try:
                 pod = await self.client.get(PODS, name, namespace)
             except NotFound:
-                return self._bound(f"pod {namespace}/{name} not found")
-        if uid and meta(pod).get("uid") not in (None, uid):
-            return self._bound(f"pod {namespace}/{name} was recreated (uid {uid} is gone)")
-        current = (pod.get("spec") or {}).get("nodeName")
-        if current:
-            # Idempotent: kube-scheduler may repeat a bind whose answer it missed.
-            return self._bound("" if current == node else f"pod {namespace}/{name} is already bound to {current}")
+                return self._refused(Refusal("pod-not-found", f"pod {key} not found"))
+            except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+                return self._refused(Refusal("pod-lookup-failed", f"looking up pod {key}: {_one_line(exc)}"))
+        if meta(pod).get("uid") == uid and (current := (pod.get("spec") or {}).get("nodeName")):
+            if current == node:  # idempotent: kube-scheduler may repeat a bind whose answer it missed
+                return self._bound("")
+            return self._refused(Refusal("already-bound", f"pod {key} is already bound to {current}"))
+        spec = pod.get("spec") or {}
+        refusal = pod_refusal(pod, key, uid, self.scheduler_names) or node_refusal(
+            self.state.snapshot.nodes.get(node), node, spec, key
+        )
         _, _, gang = _meta(pod)
         podgroup = self.state.snapshot.podgroups.get(gang) if gang else None
         # The plan's quorum: minMember, or fewer when the session counted BestEffort members as ready.
         planned = self.plan.gangs.get(gang) if gang else None
         quorum = planned.min_member if planned is not None else podgroup.min_member if podgroup else 0
-        if gang is None or podgroup is None or quorum <= 1:
-            return self._bound(await self.bind_now(namespace, name, node, uid))
+        in_gang = gang is not None and podgroup is not None and quorum > 1
+        if refusal is None and in_gang:
+            refusal = self._plan_refusal(pod, key, node, str(gang))
+        if refusal is None:
+            record = self.state.snapshot.nodes[node]
+            refusal = room_refusal(self.state, record, spec, key, self._pending_on(node))
+        if refusal is not None:
+            return self._refused(refusal)
+        if not in_gang:
+            self._inflight[key] = node
+            try:
+                return self._bound(await self.bind_now(namespace, name, node, uid))
+            finally:
+                self._inflight.pop(key, None)
+        assert gang is not None
         error = await self.permit.park(gang, quorum, self.state.bound_members(gang), namespace, name, uid, node)
         return self._bound(error)
+
+    def _plan_refusal(self, pod: Mapping[str, Any], key: str, node: str, gang: str) -> Refusal | None:
+        """A gang member binds to the node its gang's plan admits, or to one it fits in the room the latest
+        session left (what filter's re-plan accepts; the plan then follows it)."""
+        planned = self.plan.node_for(key)
+        if planned == node:
+            return None
+        if planned is not None and self._replan(pod, key, planned, [node]) == node:
+            return None
+        where = f"planned for {planned}" if planned else "not planned by a session"
+        return Refusal("not-planned", f"gang {gang}: pod {key} is {where}; node {node} is not admitted")
+
+    def _pending_on(self, node: str) -> list[str]:
+        """Pods headed for `node` that the cache does not show there yet: parked gang members, binds in flight."""
+        return [*self.permit.parked_on(node), *(k for k, n in self._inflight.items() if n == node)]
+
+    def _refused(self, refusal: Refusal) -> ExtenderBindingResult:
+        self.metrics.bind_refusals.labels(refusal.reason).inc()
+        return self._bound(f"lapilli: bind refused: {refusal.message}")
 
     def _bound(self, error: str) -> ExtenderBindingResult:
         self.metrics.binds.labels("error" if error else "bound").inc()

@@ -6,6 +6,7 @@ a replica that does not hold the Lease gets a 503, so kube-scheduler retries aga
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -17,14 +18,30 @@ from pydantic import BaseModel, ValidationError
 from extender.service.core import Extender
 from extender.service.wire import ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
 
-MAX_BODY = 64 * 1024 * 1024  # NodeLists without nodeCacheCapable can be large
+# The largest real request: 65,536 node names (wire.MAX_NODES) of typical length with a pod of etcd's 1.5 MiB
+# object limit fits in 8 MiB, with room. (Full NodeLists, without nodeCacheCapable, fit only for small clusters:
+# Lapilli ships nodeCacheCapable: true.) Anything bigger is refused before it is read.
+MAX_BODY = 8 * 1024 * 1024
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger("lapilli.extender")
 EXTENDER: web.AppKey[Extender] = web.AppKey("extender", Extender)
 IS_LEADER: web.AppKey[Callable[[], bool]] = web.AppKey("is_leader")
 
 
 class BadRequest(Exception):
-    pass
+    def __init__(self, reason: str, status: int = 400) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+# What a malformed object raises where a verb reads it (a field of the wrong type, a quantity that is not one):
+# the request is bad, the service is not. Pods are kept raw on the verbs' path (a PodSpec model per call would
+# cost more than the verb), so this is where their shape is found wrong.
+_MALFORMED = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    return " ".join(text.split())[:limit]
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
@@ -33,12 +50,17 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 async def _decode(request: web.Request, model: type[M]) -> M:
     if request.content_type not in ("application/json", ""):
-        raise BadRequest(f"content type must be application/json, got {request.content_type}")
-    body = await request.read()
+        raise BadRequest(f"content type must be application/json, got {request.content_type}", 415)
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise BadRequest(f"body of {request.content_length} bytes exceeds the {MAX_BODY}-byte limit", 413)
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise BadRequest(f"body exceeds the {MAX_BODY}-byte limit", 413) from None
     try:
         raw = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"request body is not JSON: {exc}") from exc
+        raise BadRequest(f"request body is not JSON: {_one_line(str(exc))}") from exc
     if not isinstance(raw, dict):
         raise BadRequest(f"expected a JSON object ({model.__name__}), got {type(raw).__name__}")
     try:
@@ -46,7 +68,7 @@ async def _decode(request: web.Request, model: type[M]) -> M:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or model.__name__
-        raise BadRequest(f"not a valid {model.__name__}: {where}: {first['msg']}") from exc
+        raise BadRequest(_one_line(f"not a valid {model.__name__}: {where}: {first['msg']}")) from exc
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -63,7 +85,11 @@ def _verb(name: str, call: Callable[[Extender, web.Request], Awaitable[Any]]) ->
             payload = result.model_dump(by_alias=True) if isinstance(result, BaseModel) else result
             return _json(payload)
         except BadRequest as exc:
-            return _json({"Error": str(exc)}, 400)
+            return _json({"Error": f"lapilli: {exc}"}, exc.status)
+        except _MALFORMED as exc:
+            log.info("%s: bad request: %s: %s", name, type(exc).__name__, _one_line(str(exc)))
+            reason = f"lapilli: cannot read the {name} request: {type(exc).__name__}: {_one_line(str(exc))}"
+            return _json({"Error": reason}, 400)
         finally:
             extender.metrics.verb_seconds.labels(name).observe(time.perf_counter() - started)
 

@@ -24,6 +24,10 @@ class ExtenderMetrics:
             buckets=_LATENCY_BUCKETS, registry=registry,
         )
         self.binds = Counter("lapilli_extender_binds_total", "Bind outcomes.", ["result"], registry=registry)
+        self.bind_refusals = Counter(
+            "lapilli_extender_bind_refusals", "Binds refused before reaching the API server, by reason.", ["reason"],
+            registry=registry,
+        )
         self.permit_timeouts = Counter(
             "lapilli_gang_permit_timeouts_total", "Gangs whose permit timed out at bind.", registry=registry
         )

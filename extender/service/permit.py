@@ -63,6 +63,10 @@ class PermitCache:
     def parked_count(self) -> int:
         return sum(len(g.parked) for g in self._gangs.values())
 
+    def parked_on(self, node: str) -> list[str]:
+        """Keys (ns/name) of the pods parked for `node`: their room is taken, though the cache shows them unbound."""
+        return [f"{p.namespace}/{p.name}" for g in self._gangs.values() for p in g.parked.values() if p.node == node]
+
     def parked(self, gang: str) -> list[str]:
         return [f"{p.namespace}/{p.name}" for p in self._gangs[gang].parked.values()] if gang in self._gangs else []
 

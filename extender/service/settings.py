@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,14 +14,22 @@ from lapilli.settings import flag
 
 @dataclass(frozen=True, slots=True)
 class ExtenderSettings:
-    """The scheduler extender: plain HTTP for kube-scheduler, answered by the Lease holder only."""
+    """The scheduler extender for kube-scheduler (HTTP, or TLS with client certificates), answered by the Lease
+    holder only."""
 
     enabled: bool = flag("--enable-extender/--disable-extender", True)
     """Serve the scheduler extender and run the scheduling sessions in this process."""
-    host: str = flag("--extender-host", "0.0.0.0")
-    """Address the extender listens on."""
+    host: str = flag("--extender-host", "127.0.0.1")
+    """Address the extender listens on: loopback (kube-scheduler beside the service in its pod) unless set."""
     port: int = flag("--extender-port", 8080)
-    """Plain-HTTP port of /extender/{filter,prioritize,preempt} and /extender/gang/bind."""
+    """Port of /extender/{filter,prioritize,preempt} and /extender/gang/bind."""
+    tls_cert_file: Path | None = flag("--extender-tls-cert-file", None)
+    """Serve the extender port over TLS with this certificate (PEM); reloaded when the file changes."""
+    tls_key_file: Path | None = flag("--extender-tls-key-file", None)
+    """Private key of the extender's serving certificate (PEM)."""
+    client_ca_file: Path | None = flag("--extender-client-ca-file", None)
+    """Require a client certificate signed by this CA (PEM) on the extender port: kube-scheduler's extender
+    tlsConfig.certFile. Needs the serving pair."""
     scheduler_conf: Path | None = flag("--scheduler-conf", None)
     """Volcano scheduler configuration (actions, tiers); re-read when it changes. Default: Volcano's."""
     session_period_s: float = flag("--session-period", 1.0)
@@ -53,6 +62,7 @@ class ExtenderSettings:
         out: list[str] = []
         if not 0 <= self.port <= 65535:
             out.append(f"--extender-port {self.port} is not a TCP port (0-65535; 0 picks a free one)")
+        out += self._tls_problems()
         if self.scheduler_conf is not None:
             if not self.scheduler_conf.is_file():
                 out.append(f"--scheduler-conf {self.scheduler_conf}: no such file")
@@ -68,3 +78,35 @@ class ExtenderSettings:
         if not 0 < self.permit_timeout_s < 60:
             out.append(f"--permit-timeout {self.permit_timeout_s} must be between 0 and the bind httpTimeout (60s)")
         return out
+
+    def _tls_problems(self) -> list[str]:
+        if self.tls_cert_file is None and self.tls_key_file is None:
+            if self.client_ca_file is not None:
+                return ["--extender-client-ca-file needs --extender-tls-cert-file and --extender-tls-key-file "
+                        "(client certificates are only asked for over TLS)"]
+            return []
+        if self.tls_cert_file is None or self.tls_key_file is None:
+            return ["--extender-tls-cert-file and --extender-tls-key-file go together"]
+        files = (("--extender-tls-cert-file", self.tls_cert_file), ("--extender-tls-key-file", self.tls_key_file),
+                 ("--extender-client-ca-file", self.client_ca_file))
+        missing = [f"{flag_} {path}: no such file" for flag_, path in files if path is not None and not path.is_file()]
+        if missing:
+            return missing
+        try:
+            self.tls_context()
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            return [f"--extender-tls-cert-file/--extender-tls-key-file/--extender-client-ca-file: {exc}"]
+        return []
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The extender port's TLS context (None: plain HTTP): TLS >= 1.2 with the serving pair and, with a
+        client CA, a certificate that CA signed required of every client (kube-scheduler's tlsConfig)."""
+        if self.tls_cert_file is None or self.tls_key_file is None:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(self.tls_cert_file, self.tls_key_file)
+        if self.client_ca_file is not None:
+            context.load_verify_locations(cafile=self.client_ca_file)
+            context.verify_mode = ssl.CERT_REQUIRED
+        return context

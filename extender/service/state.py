@@ -54,6 +54,8 @@ class ClusterState:
         self.rejected = 0
         self.pod_keys_by_uid: dict[str, str] = {}
         self.gang_members: dict[str, set[str]] = {}  # "ns/pg" -> pod keys naming it
+        self._node_of: dict[str, str] = {}  # pod key -> spec.nodeName, for bound pods
+        self._on_node: dict[str, set[str]] = {}  # node -> keys of the pods bound to it (bind checks its room)
         self._on_change = on_change
         self._on_pod_settled = on_pod_settled  # a pod got a node, finished or went away
         self.reflectors = [
@@ -94,6 +96,14 @@ class ClusterState:
         key = f"{namespace}/{name_of(obj)}"
         uid = uid_of(obj)
         group = annotations_of(obj).get(GROUP_NAME_ANNOTATION)
+        node = None if event_type == "DELETED" else (obj.get("spec") or {}).get("nodeName")
+        if self._node_of.get(key) != node:
+            old = self._node_of.pop(key, None)
+            if old is not None:
+                self._on_node[old].discard(key)
+            if node:
+                self._node_of[key] = node
+                self._on_node.setdefault(node, set()).add(key)
         if event_type == "DELETED":
             self.pod_keys_by_uid.pop(uid, None)
             if group:
@@ -113,6 +123,10 @@ class ClusterState:
             if pod is not None and pod.node_name and pod.phase in ("Pending", "Running", "Succeeded"):
                 count += 1
         return count
+
+    def pods_on(self, node: str) -> set[str]:
+        """Keys of the pods the cache shows bound to `node` (finished ones included: the caller decides)."""
+        return self._on_node.get(node, set())
 
     def store(self, kind: str) -> dict[str, dict[str, Any]]:
         """The raw objects of one kind as last seen (the reflector's store)."""

@@ -6,12 +6,27 @@ and prioritize answers are built as plain dicts for the same reason.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from extender.engine.status import Status
 from lapilli.meta import name_of, uid_of
+
+MAX_NODES: Final = 65_536
+"""Most node names one request may offer: the largest clusters run (GKE's limit is 65,000 nodes). More is refused
+before any work, so a hostile list costs its decoding only."""
+MAX_CANDIDATES: Final = 10_000
+"""Most nodes one preempt request may propose victims on: kube-scheduler offers max(100, 10% of the nodes)."""
+
+
+def _at_most(limit: int, what: str) -> Any:
+    def check(value: Any) -> Any:
+        if isinstance(value, list | dict) and len(value) > limit:
+            raise ValueError(f"{len(value)} {what}, more than the {limit} any cluster sends")
+        return value
+
+    return check
 
 
 class _Wire(BaseModel):
@@ -22,6 +37,16 @@ class ExtenderArgs(_Wire):
     pod: dict[str, Any] = Field(alias="Pod")
     nodes: dict[str, Any] | None = Field(default=None, alias="Nodes")
     node_names: list[str] | None = Field(default=None, alias="NodeNames")
+
+    _names_bounded = field_validator("node_names", mode="before")(_at_most(MAX_NODES, "node names"))
+
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _node_list(cls, value: Any) -> Any:
+        items = value.get("items") if isinstance(value, dict) else None
+        if items is not None and not (isinstance(items, list) and all(isinstance(n, dict) for n in items)):
+            raise ValueError("Nodes.items must be a list of Node objects")
+        return _at_most(MAX_NODES, "nodes")(items) and value
 
     def names(self) -> list[str]:
         """Offered node names, whichever form kube-scheduler used (`nodeCacheCapable` or not)."""
@@ -82,12 +107,38 @@ class MetaVictims(_Wire):
 class ExtenderPreemptionArgs(_Wire):
     pod: dict[str, Any] = Field(alias="Pod")
     node_to_victims: dict[str, dict[str, Any]] | None = Field(default=None, alias="NodeNameToVictims")
-    node_to_meta_victims: dict[str, MetaVictims] | None = Field(default=None, alias="NodeNameToMetaVictims")
+    # Raw and checked by hand: a model per victim costs ~20 us, and a body may carry 100k of them.
+    node_to_meta_victims: dict[str, dict[str, Any]] | None = Field(default=None, alias="NodeNameToMetaVictims")
+
+    _candidates_bounded = field_validator("node_to_victims", "node_to_meta_victims", mode="before")(
+        _at_most(MAX_CANDIDATES, "candidate nodes")
+    )
+
+    @field_validator("node_to_victims", mode="after")
+    @classmethod
+    def _victim_pods(cls, value: dict[str, dict[str, Any]] | None) -> Any:
+        for victims in (value or {}).values():
+            pods = victims.get("Pods")
+            if pods is not None and not (isinstance(pods, list) and all(isinstance(p, dict) for p in pods)):
+                raise ValueError("NodeNameToVictims[].Pods must be a list of Pod objects")
+        return value
+
+    @field_validator("node_to_meta_victims", mode="after")
+    @classmethod
+    def _meta_pods(cls, value: dict[str, dict[str, Any]] | None) -> Any:
+        for victims in (value or {}).values():
+            pods = victims.get("Pods")
+            if pods is None:
+                continue
+            if not isinstance(pods, list) or not all(isinstance(p, dict) and isinstance(p.get("UID"), str)
+                                                     for p in pods):
+                raise ValueError("NodeNameToMetaVictims[].Pods must be a list of {\"UID\": string}")
+        return value
 
     def victims(self) -> dict[str, list[str]]:
         """node → victim pod UIDs, from whichever map kube-scheduler filled."""
         if self.node_to_meta_victims is not None:
-            return {node: [p.uid for p in v.pods] for node, v in self.node_to_meta_victims.items()}
+            return {node: [p["UID"] for p in v.get("Pods") or []] for node, v in self.node_to_meta_victims.items()}
         out: dict[str, list[str]] = {}
         for node, victims in (self.node_to_victims or {}).items():
             out[node] = [uid_of(p) for p in victims.get("Pods") or []]

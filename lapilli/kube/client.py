@@ -88,17 +88,30 @@ class KubeClient:
             self._session = aiohttp.ClientSession(
                 self.config.server, headers=headers, connector=connector, timeout=self._timeout,
                 json_serialize=lambda o: orjson.dumps(o).decode(),
+                # kubectl honours HTTPS_PROXY/NO_PROXY for what a kubeconfig names, unless it names a proxy-url.
+                trust_env=self.config.source is not None and self.config.proxy is None,
             )
         return self._session
 
-    def _auth(self, content_type: str | None) -> dict[str, str]:
+    async def _auth(self, content_type: str | None, *, renew: bool = False) -> dict[str, str]:
+        """Headers of one request: the credentials (refreshed when due, or at once when `renew`) and its type."""
+        await self.config.prepare()
         headers: dict[str, str] = {}
-        token = self.config.bearer_token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
+        authorization = await self.config.authorization(force=renew)
+        if authorization:
+            headers["Authorization"] = authorization
         if content_type:
             headers["Content-Type"] = content_type
         return headers
+
+    def _route(self) -> dict[str, Any]:
+        """Per-request connection options from the kubeconfig: `proxy-url` and `tls-server-name`."""
+        route: dict[str, Any] = {}
+        if self.config.proxy:
+            route["proxy"] = self.config.proxy
+        if self.config.tls_server_name:
+            route["server_hostname"] = self.config.tls_server_name
+        return route
 
     # -- raw primitives ------------------------------------------------------------------------------------
 
@@ -108,11 +121,20 @@ class KubeClient:
     ) -> dict[str, Any]:
         """Send one request; return the decoded JSON body or raise the matching `ApiError`."""
         data = None if body is None else orjson.dumps(body)
-        headers = self._auth(content_type if data is not None else None)
-        async with self._http().request(method, path, params=_clean(params), data=data, headers=headers) as resp:
-            raw = await resp.read()
-            if resp.status >= 400:
-                raise error_from_response(resp.status, raw)
+        renew = False
+        while True:
+            headers = await self._auth(content_type if data is not None else None, renew=renew)
+            async with self._http().request(
+                method, path, params=_clean(params), data=data, headers=headers, **self._route()
+            ) as resp:
+                raw = await resp.read()
+                status = resp.status
+            if status == 401 and not renew and self.config.source is not None:
+                renew = True  # expired or rotated credentials: ask their source once more, then try again
+                continue
+            if status >= 400:
+                raise error_from_response(status, raw)
+            break
         decoded: dict[str, Any] = orjson.loads(raw) if raw else {}  # Kubernetes answers objects (or Status)
         return decoded
 
@@ -262,8 +284,9 @@ class KubeClient:
         }
         # No total deadline on a stream; a silent connection is declared dead a while after the server's own.
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30)
+        headers = await self._auth(None)
         async with self._http().get(
-            res.path(namespace), params=_clean(params), headers=self._auth(None), timeout=timeout,
+            res.path(namespace), params=_clean(params), headers=headers, timeout=timeout, **self._route(),
         ) as resp:
             if resp.status >= 400:
                 raise error_from_response(resp.status, await resp.read())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from assembly.dev import DevCluster, procs
 from assembly.dev.ports import free_ports
+from assembly.dev.service import extender_client_ssl
 from lapilli.kube import AlreadyExists, ApiError, KubeClient
 from lapilli.kube.resources import LEASES, MUTATING_WEBHOOKS, PODGROUPS, VALIDATING_WEBHOOKS, VC_JOBS
 from tests.e2e.test_controller_helpers import eventually, job_pods, remove_job, running_pods
@@ -36,11 +38,12 @@ class Replica:
     record: procs.ProcessRecord
     webhook_port: int
     extender_port: int
+    extender_ssl: ssl.SSLContext  # kube-scheduler's client certificate: the extender port asks for it
 
     async def get(self, path: str, port: int | None = None) -> tuple[int, str]:
-        scheme = "http" if port == self.extender_port else "https"
-        url = f"{scheme}://127.0.0.1:{port or self.webhook_port}{path}"
-        async with aiohttp.ClientSession() as http, http.get(url, ssl=False) as resp:
+        tls: ssl.SSLContext | bool = self.extender_ssl if port == self.extender_port else False
+        url = f"https://127.0.0.1:{port or self.webhook_port}{path}"
+        async with aiohttp.ClientSession() as http, http.get(url, ssl=tls) as resp:
             return resp.status, await resp.text()
 
     async def samples(self) -> Samples:
@@ -116,7 +119,7 @@ def start_replica(cluster: DevCluster, first: Replica, name: str) -> Replica:
     argv[argv.index("--extender-port") + 1] = str(extender_port)
     argv.append("--session-thread")  # lighter: the extender is not what this test is about
     record = procs.spawn(name, argv, cluster.state_dir, tie_to_parent=True, order=98)
-    return Replica(name, record, webhook_port, extender_port)
+    return Replica(name, record, webhook_port, extender_port, first.extender_ssl)
 
 
 async def ready(replica: Replica, port: int | None = None) -> bool:
@@ -137,7 +140,8 @@ async def test_one_replica_runs_the_controllers_and_the_other_takes_over(cluster
     api = cluster.client
     assert api is not None and cluster.info is not None
     record = next(r for r in procs.records(cluster.state_dir) if r.name == "lapilli")
-    a = Replica("lapilli", record, cluster.info.ports["lapilli-webhook"], cluster.info.ports["lapilli-extender"])
+    a = Replica("lapilli", record, cluster.info.ports["lapilli-webhook"], cluster.info.ports["lapilli-extender"],
+                extender_client_ssl(cluster.state_dir))
     a_id, a_leads = await a.leadership(CONTROLLERS_LEASE)
     assert a_leads and await holder(api) == a_id, "the service that ran alone holds the controllers' Lease"
 

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import ssl
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -15,7 +16,9 @@ import aiohttp
 import pytest
 
 from assembly.dev import DevCluster, procs
+from assembly.dev.service import extender_client_ssl
 from lapilli.kube.resources import EVENTS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES
+from tests.conftest import MANUAL_SCHEDULER
 from tests.e2e.extender_helpers import Pool, eventually, open_pool
 
 GPU1 = {"cpu": "1", "nvidia.com/gpu": "1"}
@@ -187,16 +190,19 @@ async def test_killed_service_binds_no_gang_in_part_and_completes_after_restart(
     restart it, and let the gang complete."""
     assert control_plane.info is not None
     port = control_plane.info.ports["lapilli-extender"]
+    tls = extender_client_ssl(control_plane.state_dir)  # kube-scheduler's client certificate
     await pool.add_nodes(4, gpus=1)
-    # A scheduler name no kube-scheduler profile serves: only this test calls bind for these pods.
-    pods = await pool.gang("park", 4, GPU1, scheduler="lapilli-e2e-manual")
+    # A scheduler name the service serves (tests/conftest.py) but no kube-scheduler profile does: only this test
+    # calls filter and bind for these pods, as kube-scheduler would.
+    pods = await pool.gang("park", 4, GPU1, scheduler=MANUAL_SCHEDULER)
     client = control_plane.client
     objs = [await client.get(PODS, pod, pool.namespace) for pod in pods]
     record = next(r for r in procs.records(control_plane.state_dir) if r.name == "lapilli")
-    await _wait_ready(port)
+    await _wait_ready(port, tls)
     async with aiohttp.ClientSession() as http:
-        binds = [asyncio.create_task(_bind(http, port, pool, obj, node))
-                 for obj, node in zip(objs[:3], pool.nodes[:3], strict=True)]
+        nodes = [await _planned_node(http, port, tls, pool, obj) for obj in objs[:3]]
+        binds = [asyncio.create_task(_bind(http, port, tls, pool, obj, node))
+                 for obj, node in zip(objs[:3], nodes, strict=True)]
         await asyncio.sleep(1.5)
         assert not any(t.done() for t in binds), "three of four members must stay parked"
         os.kill(record.pid, signal.SIGKILL)
@@ -207,29 +213,64 @@ async def test_killed_service_binds_no_gang_in_part_and_completes_after_restart(
     assert await pool.placed(pods) == {}, "a killed service must leave no member of a parked gang bound"
     restarted = procs.spawn("lapilli", record.argv, control_plane.state_dir, tie_to_parent=True, order=99)
     assert restarted.pid
-    await _wait_ready(port)
+    await _wait_ready(port, tls)
     async with aiohttp.ClientSession() as http:
-        answers = await asyncio.gather(*(_bind(http, port, pool, obj, node)
-                                         for obj, node in zip(objs, pool.nodes, strict=True)))
+        nodes = [await _planned_node(http, port, tls, pool, obj) for obj in objs]
+        answers = await asyncio.gather(*(_bind(http, port, tls, pool, obj, node)
+                                         for obj, node in zip(objs, nodes, strict=True)))
     assert answers == [""] * 4
     placed = await pool.placed(pods)
-    assert placed == dict(zip(pods, pool.nodes, strict=True))
+    assert placed == dict(zip(pods, nodes, strict=True))
+    assert sorted(nodes) == sorted(pool.nodes)
 
 
-async def _bind(http: aiohttp.ClientSession, port: int, pool: Pool, obj: dict, node: str) -> str:
+async def _planned_node(http: aiohttp.ClientSession, port: int, tls: ssl.SSLContext, pool: Pool, obj: dict) -> str:
+    """Ask filter, as kube-scheduler does before it binds, until the pod's gang is planned: its node."""
+    body = {"Pod": obj, "Nodes": None, "NodeNames": pool.nodes}
+
+    async def planned() -> str | None:
+        async with http.post(f"https://127.0.0.1:{port}/extender/filter", json=body, ssl=tls) as resp:
+            assert resp.status == 200, await resp.text()
+            names = (await resp.json())["NodeNames"] or []
+        return names[0] if len(names) == 1 else None
+
+    return str(await eventually(planned, timeout_s=60, every_s=0.5))
+
+
+async def _bind(
+    http: aiohttp.ClientSession, port: int, tls: ssl.SSLContext, pool: Pool, obj: dict, node: str
+) -> str:
     body = {"PodName": obj["metadata"]["name"], "PodNamespace": pool.namespace,
             "PodUID": obj["metadata"]["uid"], "Node": node}
-    async with http.post(f"http://127.0.0.1:{port}/extender/gang/bind", json=body) as resp:
+    async with http.post(f"https://127.0.0.1:{port}/extender/gang/bind", json=body, ssl=tls) as resp:
         assert resp.status == 200, await resp.text()
         return str((await resp.json())["Error"])
 
 
-async def _wait_ready(port: int) -> None:
+async def _wait_ready(port: int, tls: ssl.SSLContext) -> None:
     async def ready() -> bool:
         try:
-            async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/readyz") as resp:
+            async with aiohttp.ClientSession() as http, http.get(f"https://127.0.0.1:{port}/readyz", ssl=tls) as resp:
                 return resp.status == 200
         except aiohttp.ClientError:
             return False
 
     await eventually(ready, timeout_s=60, every_s=0.5)
+
+
+async def test_extender_port_answers_only_kube_schedulers_client_certificate(control_plane: DevCluster):
+    """The dev cluster wires the extender as an install should: TLS, client certificates verified (every other
+    test here reaches it through the real kube-scheduler's tlsConfig)."""
+    assert control_plane.info is not None
+    url = f"https://127.0.0.1:{control_plane.info.ports['lapilli-extender']}/readyz"
+    kube_scheduler = extender_client_ssl(control_plane.state_dir)
+    anonymous = ssl.create_default_context(cafile=control_plane.state_dir / "extender-tls" / "ca.crt")
+    async with aiohttp.ClientSession() as http:
+        async with http.get(url, ssl=kube_scheduler) as resp:
+            assert resp.status == 200
+        with pytest.raises(aiohttp.ClientError):
+            async with http.get(url, ssl=anonymous) as resp:
+                await resp.read()
+        with pytest.raises(aiohttp.ClientError):
+            async with http.get(url.replace("https", "http")) as resp:
+                await resp.read()

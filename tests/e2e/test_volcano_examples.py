@@ -114,16 +114,9 @@ async def apply_and_run(cluster: DevCluster, path: Path) -> None:
                 await api.delete(QUEUES, name)
 
 
-# A gang that mixes a BestEffort member (mpimaster, no requests) with members that request resources (the GPU
-# workers) never places: "gang ...: 1/3 pods placeable". The same job with a CPU request on the master runs.
-# Engine side of issue 13 (BestEffort gangs); strict, so the fix shows up here as XPASS.
-MIXED_BESTEFFORT = pytest.mark.xfail(strict=True, reason="a gang mixing BestEffort and GPU members does not place")
-KNOWN = {"example/MindSpore-example/mindspore_gpu/mindspore-gpu.yaml": MIXED_BESTEFFORT}
-SHIPPED_CASES = [pytest.param(p, marks=KNOWN.get(str(p.relative_to(VOLCANO)), ()), id=str(p.relative_to(VOLCANO)))
-                 for p in SHIPPED]
-
-
-@pytest.mark.parametrize("path", SHIPPED_CASES)
+# Volcano's MindSpore GPU example (a BestEffort master, GPU workers, per-role minimums) needs the gang plugin to
+# count a role's pending BestEffort tasks, as Volcano's CheckTaskReady does.
+@pytest.mark.parametrize("path", SHIPPED, ids=[str(p.relative_to(VOLCANO)) for p in SHIPPED])
 async def test_volcano_example_runs_unchanged(cluster, path):
     await apply_and_run(cluster, path)
 

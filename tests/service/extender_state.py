@@ -6,8 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
+from extender.service.core import Extender
+from extender.service.loop import ConfSource, SessionLoop
+from extender.service.metrics import ExtenderMetrics
+from extender.service.permit import PermitCache
+from extender.service.plan import Plan
 from extender.service.state import ClusterState
 from lapilli.meta import key_of
+from tests.unit.engine.builders import pod
 
 
 class RecordingClient:
@@ -56,3 +64,25 @@ def feed(state: ClusterState, obj: dict) -> None:
     reflector = next(r for r in state.reflectors if r.resource.kind == obj["kind"])
     reflector.store[key_of(obj)] = obj
     state.apply("ADDED", obj)
+
+
+def make_extender(objects: list[dict], client: Any = None, **kwargs: Any) -> Extender:
+    """An `Extender` over `objects` with its permit cache, writing through `client` (a `RecordingClient` by
+    default); its session loop has not run yet (`await extender.loop.run_once()` plans)."""
+    client = client if client is not None else RecordingClient()
+    state = cluster_state(objects)
+    plan = Plan(ttl_s=60)
+    permit: PermitCache
+    metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: permit.parked_count(), restarts=state.restarts)
+    loop = SessionLoop(state, plan, client, ConfSource(None), metrics)
+    extender = Extender(state, plan, loop, None, client, metrics, **kwargs)  # type: ignore[arg-type]
+    permit = PermitCache(extender.bind_now, timeout_s=2)
+    extender.permit = permit
+    return extender
+
+
+def volcano_pod(spec: dict[str, Any]) -> dict[str, Any]:
+    """The engine tests' pod builder, for Volcano's scheduler (the extender binds only pods of one it serves)."""
+    doc = pod(spec)
+    doc["spec"]["schedulerName"] = "volcano"
+    return doc

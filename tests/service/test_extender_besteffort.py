@@ -7,16 +7,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from extender.service.core import Extender
 from extender.service.http import make_app
-from extender.service.loop import ConfSource, SessionLoop
-from extender.service.metrics import ExtenderMetrics
-from extender.service.permit import PermitCache
-from extender.service.plan import Plan
-from tests.service.extender_state import RecordingClient, cluster_state
-from tests.unit.engine.builders import node, pod, podgroup, queue
+from tests.service.extender_state import RecordingClient, make_extender, volcano_pod
+from tests.unit.engine.builders import node, podgroup, queue
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -26,23 +20,16 @@ def _objects() -> list[dict]:
     docs = [node({"name": f"n{i}", "alloc": {"cpu": "8", "memory": "16Gi", "pods": "1"}}) for i in range(2)]
     docs.append(queue({"name": "default"}))
     docs.append(podgroup({"name": "ml/be", "min": 3, "phase": "Inqueue"}))
-    docs += [pod({"name": f"ml/be-w-{i}", "group": "be"}) for i in range(3)]
+    docs += [volcano_pod({"name": f"ml/be-w-{i}", "group": "be"}) for i in range(3)]
     return docs
 
 
 @pytest.fixture
 async def served(aiohttp_client):
     client = RecordingClient()
-    state = cluster_state(_objects())
-    plan = Plan(ttl_s=60)
-    permit: PermitCache
-    metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: permit.parked_count(), restarts=state.restarts)
-    loop = SessionLoop(state, plan, client, ConfSource(None), metrics)  # type: ignore[arg-type]
-    extender = Extender(state, plan, loop, None, client, metrics)  # type: ignore[arg-type]
-    permit = PermitCache(extender.bind_now, timeout_s=2)
-    extender.permit = permit
-    await loop.run_once()
-    http = await aiohttp_client(make_app(extender, lambda: True, lambda: state.synced))
+    extender = make_extender(_objects(), client)
+    await extender.loop.run_once()
+    http = await aiohttp_client(make_app(extender, lambda: True, lambda: extender.state.synced))
     return http, extender, client
 
 

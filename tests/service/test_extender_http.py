@@ -8,16 +8,11 @@ write client, since this tier checks the verbs' contract, not the API server (th
 from __future__ import annotations
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from extender.service.core import Extender
 from extender.service.http import make_app
-from extender.service.loop import ConfSource, SessionLoop
-from extender.service.metrics import ExtenderMetrics
-from extender.service.permit import PermitCache
-from extender.service.plan import Plan
 from extender.service.wire import ExtenderArgs
-from tests.service.extender_state import RecordingClient, cluster_state
+from tests.service.extender_state import RecordingClient, make_extender, volcano_pod
 from tests.unit.engine.builders import node, pod, podgroup, queue
 
 # Fixtures default to the session loop (pyproject), so the tests run on it too.
@@ -34,26 +29,19 @@ def _objects() -> list[dict]:
         docs.append(pod({"name": f"ml/nowhere-w-{i}", "group": "nowhere", "req": {"cpu": "1"},
                          "nodeSelector": {"zone": "mars"}}))
     for i in range(2):
-        docs.append(pod({"name": f"ml/fits-w-{i}", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
+        docs.append(volcano_pod({"name": f"ml/fits-w-{i}", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
     for i in range(4):
-        docs.append(pod({"name": f"ml/toobig-w-{i}", "group": "toobig", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
+        docs.append(volcano_pod({"name": f"ml/toobig-w-{i}", "group": "toobig",
+                                 "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
     return docs
 
 
 @pytest.fixture
 async def served(aiohttp_client):
     client = RecordingClient()
-    state = cluster_state(_objects())
-    plan = Plan(ttl_s=60)
-    registry = CollectorRegistry()
-    permit: PermitCache
-    metrics = ExtenderMetrics(registry, parked=lambda: permit.parked_count(), restarts=state.restarts)
-    loop = SessionLoop(state, plan, client, ConfSource(None), metrics)  # type: ignore[arg-type]
-    extender = Extender(state, plan, loop, None, client, metrics)  # type: ignore[arg-type]
-    permit = PermitCache(extender.bind_now, timeout_s=2)
-    extender.permit = permit
-    await loop.run_once()
-    http = await aiohttp_client(make_app(extender, lambda: True, lambda: state.synced))
+    extender = make_extender(_objects(), client)
+    await extender.loop.run_once()
+    http = await aiohttp_client(make_app(extender, lambda: True, lambda: extender.state.synced))
     return http, extender, client
 
 
@@ -101,14 +89,9 @@ async def test_a_gang_no_node_could_ever_take_is_unresolvable(served):
 
 
 async def _extender_over(docs: list[dict]) -> Extender:
-    """The verbs over `docs` after one session (no permit cache: these tests never bind)."""
-    state = cluster_state(docs)
-    plan = Plan(ttl_s=60)
-    client = RecordingClient()
-    metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: 0, restarts=state.restarts)
-    loop = SessionLoop(state, plan, client, ConfSource(None), metrics)  # type: ignore[arg-type]
-    extender = Extender(state, plan, loop, None, client, metrics)  # type: ignore[arg-type]
-    await loop.run_once()
+    """The verbs over `docs` after one session."""
+    extender = make_extender(docs)
+    await extender.loop.run_once()
     return extender
 
 
@@ -195,7 +178,7 @@ async def test_bad_bodies_get_a_400_with_a_reason(served, body, expect):
 async def test_wrong_content_type_is_refused(served):
     http, _, _ = served
     resp = await http.post("/extender/filter", data=b"{}", headers={"Content-Type": "text/plain"})
-    assert resp.status == 400 and "application/json" in (await resp.json())["Error"]
+    assert resp.status == 415 and "application/json" in (await resp.json())["Error"]
 
 
 async def test_not_synced_means_an_error_not_a_guess(served):

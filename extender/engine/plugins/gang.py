@@ -17,19 +17,29 @@ NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 PIPELINED_STATUS = frozenset({TaskStatus.PIPELINED})
 
 
-def _per_role_ok(job: Job, statuses: frozenset[TaskStatus]) -> bool:
+def _per_role_ok(job: Job, statuses: frozenset[TaskStatus], best_effort_pending: bool = False) -> bool:
     # Volcano skips the per-role check when minMember is below the sum of role minima.
     if job.min_member < job.task_min_sum():
         return True
-    return all(job.role_count(role, statuses) >= need for role, need in job.min_task_member.items())
+    extra: dict[str, int] = {}
+    if best_effort_pending:
+        for task in job.pending_tasks():
+            if task.best_effort:
+                extra[task.role] = extra.get(task.role, 0) + 1
+    return all(
+        job.role_count(role, statuses) + extra.get(role, 0) >= need for role, need in job.min_task_member.items()
+    )
 
 
 def task_ready(job: Job) -> bool:
-    return _per_role_ok(job, READY_STATUS)
+    # Volcano's CheckTaskReady (getJobAllocatedRoles) counts a role's pending BestEffort tasks as occupied, as
+    # IsReady does for the whole job: backfill places them, so a role of BestEffort pods (an MPI master that
+    # requests nothing) does not hold back a gang whose other roles request resources.
+    return _per_role_ok(job, READY_STATUS, best_effort_pending=True)
 
 
 def task_pipelined(job: Job) -> bool:
-    return _per_role_ok(job, READY_STATUS | PIPELINED_STATUS)
+    return _per_role_ok(job, READY_STATUS | PIPELINED_STATUS, best_effort_pending=True)
 
 
 def releasing_only(job: Job) -> bool:

@@ -47,6 +47,15 @@ def test_dev_config_has_two_profiles_and_split_extenders():
                  "httpTimeout": "60s"}
 
 
+def test_tls_extender_entries_carry_kube_schedulers_client_certificate_and_the_extenders_ca():
+    tls = {"certFile": "/t/client.crt", "keyFile": "/t/client.key", "caFile": "/t/ca.crt"}
+    config = render("v1beta1", kubeconfig="/x/kc", extender_url="https://127.0.0.1:9/extender", extender_tls=tls)
+    for entry in config["extenders"]:
+        assert entry["urlPrefix"].startswith("https://")
+        assert entry["enableHTTPS"] is True
+        assert entry["tlsConfig"] == tls  # with a caFile, kube-scheduler verifies the extender too
+
+
 def test_insecure_listener_moves_to_loopback_on_v1beta1_only():
     old = render("v1beta1", kubeconfig="/x/kc", insecure_port=4321)
     assert old["healthzBindAddress"] == old["metricsBindAddress"] == "127.0.0.1:4321"
