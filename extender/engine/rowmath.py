@@ -123,6 +123,20 @@ class VectorRows:
         self.pipelined = _VectorColumns(arrays.pipelined, idx)
 
 
+class MatrixRows:
+    """Rows given as an allocatable and a used matrix (nothing releasing or pipelined): the node room a session
+    outcome reports, scored outside a session (the extender's prioritize)."""
+
+    __slots__ = ("allocatable", "pipelined", "releasing", "used")
+
+    def __init__(self, allocatable: npt.NDArray[np.float64], used: npt.NDArray[np.float64]) -> None:
+        nothing = np.zeros_like(used)
+        self.allocatable = _VectorColumns(allocatable, None)
+        self.used = _VectorColumns(used, None)
+        self.releasing = _VectorColumns(nothing, None)
+        self.pipelined = _VectorColumns(nothing, None)
+
+
 class ScalarRow:
     """One node's row as lists of Python floats (read once per refresh, shared by every formula of that refresh)."""
 
@@ -140,4 +154,4 @@ class ScalarRow:
         return cls(arrays.state[row].tolist(), arrays.allocatable.shape[1])
 
 
-__all__ = ["SCALAR", "VECTOR", "Bool", "Columns", "NodeRows", "Num", "Ops", "ScalarRow", "VectorRows"]
+__all__ = ["SCALAR", "VECTOR", "Bool", "Columns", "MatrixRows", "NodeRows", "Num", "Ops", "ScalarRow", "VectorRows"]

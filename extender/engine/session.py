@@ -1,9 +1,10 @@
 """One scheduling cycle over a snapshot (Volcano's `framework/session.go`).
 
 The session turns the snapshot's records into tasks, jobs, queues and node arrays, opens the configured plugins
-(each registers callbacks by kind; `callbacks.py` combines them into the votes the actions ask for) and answers
-where tasks can go (`placement.py`). Only a `Statement` changes task placement; `place`/`unplace` here are the
-primitive moves it records with their inverses.
+(each sees it as a `SessionView` and registers callbacks by kind; `callbacks.py` combines them into the votes the
+actions ask for) and answers where tasks can go (`placement.py`), with a `Status` when nowhere. Only a `Statement`
+changes task placement; `_place`/`_unplace`/`_release`/`_unrelease`/`_set_status` here are the primitive moves it
+records with their inverses, private to it.
 """
 
 from __future__ import annotations

@@ -20,10 +20,9 @@ from typing import Any, Final
 import aiohttp
 import numpy as np
 
-from extender.engine.model import NodeArrays
 from extender.engine.plugins.binpack import BinpackArgs, binpack_score, binpack_terms
 from extender.engine.results import resource_units
-from extender.engine.rowmath import VECTOR, VectorRows
+from extender.engine.rowmath import VECTOR, MatrixRows
 from extender.engine.status import Code, Status
 from extender.service.bindcheck import Refusal, names_refusal, node_refusal, pod_refusal, room_refusal
 from extender.service.loop import SessionLoop
@@ -224,9 +223,9 @@ class Extender:
         terms = binpack_terms(PRIORITIZE_BINPACK, latest.dims.index, req)
         if terms is None:
             return np.zeros(len(idx))
-        arrays = NodeArrays.of(latest.allocatable[idx])
-        arrays.used[:] = arrays.allocatable - latest.idle[idx]
-        return np.asarray(binpack_score(VECTOR, VectorRows(arrays, None), terms), dtype=np.float64) / 100.0
+        alloc = latest.allocatable[idx]
+        rows = MatrixRows(alloc, alloc - latest.idle[idx])
+        return np.asarray(binpack_score(VECTOR, rows, terms), dtype=np.float64) / 100.0
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         """`[{"Host", "Score"}]`, sparse. kube-scheduler adds `Score × weight × 10` to each node's total and
