@@ -24,6 +24,7 @@ from extender.engine.plugins.predicates import matches_affinity, untolerated_tai
 from extender.engine.selectors import tolerates
 from extender.engine.snapshot import NodeRecord
 from extender.service.state import ClusterState
+from lapilli.meta import section
 from lapilli.resources.units import pod_request
 from lapilli.resources.vector import TOLERANCE
 
@@ -58,7 +59,7 @@ def names_refusal(namespace: str, name: str, uid: str, node: str) -> Refusal | N
 def pod_refusal(pod: Mapping[str, Any], key: str, uid: str, scheduler_names: Iterable[str]) -> Refusal | None:
     """The pod's side: the UID kube-scheduler saw, still schedulable, ours to schedule. (Whether it is bound
     already is the caller's: a repeat of a bind that landed is answered with success.)"""
-    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    meta, spec = section(pod, "metadata"), section(pod, "spec")
     if meta.get("uid") != uid:
         return Refusal("uid-mismatch", f"pod {key} has uid {meta.get('uid')}, not {uid} (recreated?)")
     if meta.get("deletionTimestamp"):

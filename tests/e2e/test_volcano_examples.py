@@ -1,11 +1,19 @@
-"""Every Volcano Job and Queue in examples/ and every one Volcano ships (tests/e2e/volcano_examples/, Volcano's
-`example/` directory, unchanged) on the real control plane: applied with kubectl as written, each Job reaches
-Running (its gang bound, its pods running), each Queue is Open; Volcano's `invalid_jobs` are refused."""
+"""Every Volcano Job and Queue in examples/ and every one Volcano ships (the `example/` directory of a Volcano
+checkout named by $LAPILLI_VOLCANO_EXAMPLES, unchanged) on the real control plane: applied with kubectl as
+written, each Job reaches Running (its gang bound, its pods running), each Queue is Open; Volcano's
+`invalid_jobs` are refused.
+
+Volcano's files are not committed here (they are upstream's text, and CI reaches no Git host), so that half runs
+where a developer points the variable at a checkout: left out on purpose are `cronjob/` and `jobflow/` (kinds
+Lapilli does not serve), `deployment/deployment.yaml` and the kubecon-2019-china nginx ReplicaSets (plain pods,
+tested in test_controller_queues.py), `kubecon-2019-china/spark-sample/` (the retired
+scheduling.incubator.k8s.io API) and `kubecon-2019-china/task-priority/*-priority.yaml` (PriorityClasses) and the sharding ConfigMap."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +34,37 @@ from tests.e2e.test_controller_helpers import (
     remove_job,
 )
 
-VOLCANO = Path(__file__).with_name("volcano_examples")
-INVALID = sorted((VOLCANO / "example" / "invalid_jobs").glob("*.yaml"))
-SHIPPED = sorted(p for p in VOLCANO.rglob("*.yaml") if p not in INVALID)
+VOLCANO_ENV = "LAPILLI_VOLCANO_EXAMPLES"
+VOLCANO = Path(os.environ[VOLCANO_ENV]) if os.environ.get(VOLCANO_ENV) else None
+NO_CHECKOUT = f"no Volcano checkout on this machine (set {VOLCANO_ENV}=DIR holding Volcano's example/)"
+LEFT_OUT = ("cronjob", "jobflow", "deployment/deployment.yaml", "nginx", "spark-sample", "-priority.yaml", "sharding")
+
+
+def volcano_files() -> tuple[list[Path], list[Path]]:
+    """(runnable, invalid_jobs) under Volcano's example/, the kinds Lapilli serves only."""
+    if VOLCANO is None:
+        return [], []
+    example = VOLCANO / "example"
+    files = sorted(p for p in example.rglob("*.yaml") if not any(part in str(p) for part in LEFT_OUT))
+    invalid = [p for p in files if p.parent.name == "invalid_jobs"]
+    return [p for p in files if p not in invalid and _volcano_kinds(p)], invalid
+
+
+def _volcano_kinds(path: Path) -> bool:
+    kinds = {d.get("kind") for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)}
+    return bool(kinds) and kinds <= {"Job", "Queue", "ConfigMap", "Service"}
+
+
+def params(paths: list[Path]) -> list[Any]:
+    if VOLCANO is None:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=NO_CHECKOUT))]
+    assert VOLCANO is not None
+    return [pytest.param(p, id=str(p.relative_to(VOLCANO))) for p in paths]
+
+
+SHIPPED, INVALID = volcano_files()
 # queues other files' jobs name: applied first, removed last
-PREREQUISITES = [VOLCANO / "example" / "hierarchical-jobs" / "queues.yaml"]
+PREREQUISITES = [VOLCANO / "example" / "hierarchical-jobs" / "queues.yaml"] if VOLCANO is not None else []
 OURS = sorted(p for p in EXAMPLES.glob("*.yaml")
               if any(d.get("kind") == "Job" for d in yaml.safe_load_all(p.read_text()) if isinstance(d, dict)))
 
@@ -116,7 +150,7 @@ async def apply_and_run(cluster: DevCluster, path: Path) -> None:
 
 # Volcano's MindSpore GPU example (a BestEffort master, GPU workers, per-role minimums) needs the gang plugin to
 # count a role's pending BestEffort tasks, as Volcano's CheckTaskReady does.
-@pytest.mark.parametrize("path", SHIPPED, ids=[str(p.relative_to(VOLCANO)) for p in SHIPPED])
+@pytest.mark.parametrize("path", params(SHIPPED))
 async def test_volcano_example_runs_unchanged(cluster, path):
     await apply_and_run(cluster, path)
 
@@ -126,7 +160,7 @@ async def test_our_example_job_runs_unchanged(cluster, path):
     await apply_and_run(cluster, path)
 
 
-@pytest.mark.parametrize("path", INVALID, ids=[p.name for p in INVALID])
+@pytest.mark.parametrize("path", params(INVALID))
 async def test_volcano_invalid_job_is_refused(cluster, path):
     refused = cluster.kubectl("apply", "-f", str(path), check=False)
     assert refused.returncode != 0 and 'denied the request' in refused.stderr, refused.stderr
