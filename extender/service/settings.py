@@ -50,8 +50,9 @@ class ExtenderSettings:
     pod) holds this Lease in --lease-namespace, as the extender sidecar of a dedicated scheduler does."""
     scheduler_names: tuple[str, ...] = flag("--scheduler-name", (DEFAULT_SCHEDULER_NAME,))
     """Pods of these schedulers are Volcano's (as the webhook and the controllers read them)."""
-    why_interval_s: float = flag("--why-interval", 10.0)
-    """Seconds between explanations written on waiting PodGroups (condition `lapilli.io/Why`); 0 turns them off."""
+    why_interval_s: float = flag("--why-interval", 30.0)
+    """Seconds between explanations written on waiting PodGroups (condition `lapilli.io/Why`); 0 turns them off.
+    Each pass costs about one scheduling session of CPU in the verbs' process."""
     sync_timeout_s: float = 60.0
     """How long start-up waits for the cluster cache before the verbs are answered anyway (not ready until
     synced)."""

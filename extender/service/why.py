@@ -1,14 +1,17 @@
 """The explanation on the PodGroup itself, where `kubectl describe pg` shows it, and per-queue job metrics.
 
-Every `interval_s` the leader explains the PodGroups that wait (`extender.engine.explain` over the session loop's
-own snapshot and conf) and writes one condition of Lapilli's own type, `lapilli.io/Why` (status True while the
-gang waits, False once it runs; reason = the first reason's kind, message = the reasons most important first).
+Every `interval_s` (`--why-interval`, 30 s) the leader explains the PodGroups that wait
+(`extender.engine.explain` over the session loop's own snapshot and conf) and writes one condition of Lapilli's own
+type, `lapilli.io/Why`: status True while the gang waits, False once it runs; reason = the first reason's kind;
+message = the reasons, most important first.
 Volcano's `Unschedulable` / `Scheduled` conditions and events are left as the session writes them. A condition is
 written only when its text changed, and no more often than the session's events (`pacing.Pacer`'s bucket per
 PodGroup), so numbers that move every second settle at one write per 30 s.
 
 The explanation runs in a worker thread of the verbs' process, once per interval and for at most `limit`
-PodGroups, so it costs the verbs' event loop a few short GIL slices (the loop's switch interval is 0.2 ms).
+PodGroups. It costs about one scheduling session of CPU (it runs the session's actions once more, recording), taken
+in short GIL slices (the loop's switch interval is 0.2 ms): hence the long default interval. Running it in the
+session process instead is the next step for large clusters.
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ class WhyLoop:
     def __init__(
         self, snapshot: Callable[[], Snapshot | None], conf: Callable[[], SchedulerConf],
         stored: Callable[[], Mapping[str, Mapping[str, Any]]], client: KubeClient, registry: CollectorRegistry,
-        *, interval_s: float = 10.0, limit: int = 200, is_leader: Callable[[], bool] = lambda: True,
+        *, interval_s: float = 30.0, limit: int = 200, is_leader: Callable[[], bool] = lambda: True,
     ) -> None:
         """`snapshot`: the session loop's cluster copy (None while not synced); `stored`: PodGroups as last seen."""
         self.snapshot, self.conf, self.stored, self.client = snapshot, conf, stored, client

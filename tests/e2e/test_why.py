@@ -168,7 +168,7 @@ async def test_over_capability_for_a_volcano_job(pool: Pool) -> None:
             return next((c for c in (pg.get("status") or {}).get("conditions") or []
                          if c.get("type") == "lapilli.io/Why" and c.get("reason") == "OverCapability"), None)
 
-        cond = await eventually(described, 40)
+        cond = await eventually(described, 90)  # the leader explains every --why-interval (30 s)
         assert cond["status"] == "True" and "may use 2 more of its capability 4" in cond["message"]
         await api(pool).patch(QUEUES, queue, {"spec": {"capability": {SLOT: "8"}}})
         await runs_and_says_so(pool, "train", podgroup=podgroup)
