@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import inspect
 import os
 import ssl
 import tempfile
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import yaml
 from kubernetes_asyncio.client import Configuration
@@ -95,8 +96,12 @@ class _InClusterSource:
         try:
             self.loader.load_and_set(configuration)
             # The loader re-reads the projected token once its minute is up; ask it now.
-            if configuration.refresh_api_key_hook is not None:
-                configuration.refresh_api_key_hook(configuration)
+            # Typed as a coroutine by the library; in-cluster it is a plain function, elsewhere it may be async.
+            hook = cast("Callable[[Configuration], object] | None", configuration.refresh_api_key_hook)
+            if hook is not None:
+                result = hook(configuration)
+                if inspect.isawaitable(result):
+                    await result
         except (ConfigException, OSError) as exc:
             raise ConfigError(f"in-cluster service account: {_one_line(exc)}") from exc
         return configuration  # type: ignore[return-value]
@@ -236,9 +241,15 @@ def load_kubeconfig(path: str | os.PathLike[str] | None = None, context: str | N
         raise ConfigError(f"cannot read kubeconfig {paths}: no such file")
     try:
         merged = KubeConfigMerger(paths).config
+        if merged is None:
+            raise KeyError("no kubeconfig content")
         loader = KubeConfigLoader(config_dict=merged, active_context=context, config_base_path=None)
         ctx = loader.current_context or {}
-        cluster = merged["clusters"].get_with_name(ctx["context"]["cluster"])["cluster"]
+        clusters = merged["clusters"]
+        named = clusters.get_with_name(ctx["context"]["cluster"]) if clusters is not None else None
+        if named is None:
+            raise KeyError("clusters")
+        cluster = named["cluster"]
         server = str(cluster["server"])
     except (ConfigException, OSError, yaml.YAMLError, KeyError, TypeError, AssertionError, ValueError) as exc:
         what = f"context {context!r}" if context else "its current-context"
