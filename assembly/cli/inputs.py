@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 import yaml
+
+from extender.engine.conf import ConfError, SchedulerConf
 
 
 def fail(message: str) -> NoReturn:
@@ -24,3 +27,19 @@ def load_documents(path: Path) -> list[Any]:
         fail(f"{path}: {exc.strerror}")
     except yaml.YAMLError as exc:
         fail(f"{path}: not valid YAML: {' '.join(str(exc).split())}")
+
+
+def load_conf(conf_file: Path | None, parse: Callable[[str | None], SchedulerConf]) -> SchedulerConf:
+    """A scheduler conf from CONF_FILE (None: `parse`'s default), refused with one line naming plugin, argument and
+    value; its warnings (unknown plugin or action names) go to stderr and the rest runs."""
+    try:
+        text = conf_file.read_text() if conf_file is not None else None
+    except OSError as exc:
+        fail(f"{conf_file}: {exc.strerror}")
+    try:
+        conf = parse(text)
+    except ConfError as exc:
+        fail(f"scheduler conf {conf_file}: {exc}")
+    for warning in conf.warnings:
+        click.echo(f"warning: scheduler conf {conf_file}: {warning}", err=True)
+    return conf

@@ -10,8 +10,7 @@ from pathlib import Path
 import click
 import orjson
 
-from assembly.cli.inputs import fail, load_documents
-from extender.engine.conf import ConfError
+from assembly.cli.inputs import fail, load_conf, load_documents
 from extender.engine.results import Decisions
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import SnapshotError, build_snapshot
@@ -43,16 +42,7 @@ def render_table(result: Decisions) -> str:
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
 def schedule(snapshot_file: Path, conf_file: Path | None, output: str) -> None:
     """Run one scheduling session over SNAPSHOT_FILE (Nodes, Pods, PodGroups, Queues, PriorityClasses)."""
-    try:
-        conf_text = conf_file.read_text() if conf_file is not None else None
-    except OSError as exc:
-        fail(f"{conf_file}: {exc.strerror}")
-    try:
-        conf = parse_scheduler_conf(conf_text)
-    except ConfError as exc:
-        fail(f"scheduler conf {conf_file}: {exc}")
-    for warning in conf.warnings:
-        click.echo(f"warning: scheduler conf {conf_file}: {warning}", err=True)
+    conf = load_conf(conf_file, parse_scheduler_conf)
     try:
         snap = build_snapshot(load_documents(snapshot_file))
     except SnapshotError as exc:

@@ -14,7 +14,7 @@ from typing import Any
 import click
 import orjson
 
-from assembly.cli.inputs import fail, load_documents
+from assembly.cli.inputs import fail, load_conf, load_documents
 from assembly.sim import (
     DefaultScheduler,
     LapilliScheduler,
@@ -28,22 +28,8 @@ from assembly.sim import (
 from assembly.sim import simulate as run_simulation
 from assembly.sim.groups import group_stats, render_groups
 from assembly.sim.report import render, render_summary
-from extender.engine.conf import ConfError, SchedulerConf
+from extender.engine.conf import SchedulerConf
 from lapilli.times import parse_seconds
-
-
-def _conf(conf_file: Path | None) -> SchedulerConf:
-    try:
-        text = conf_file.read_text() if conf_file is not None else None
-    except OSError as exc:
-        fail(f"{conf_file}: {exc.strerror}")
-    try:
-        conf = sim_conf(text)
-    except ConfError as exc:
-        fail(f"scheduler conf {conf_file}: {exc}")
-    for warning in conf.warnings:
-        click.echo(f"warning: scheduler conf {conf_file}: {warning}", err=True)
-    return conf
 
 
 def _schedulers(which: str, conf: SchedulerConf) -> list[Scheduler]:
@@ -95,7 +81,7 @@ def simulate_command(
         until = parse_seconds(until_text) if until_text is not None else None
     except ValueError as exc:
         fail(f"--until: {exc}")
-    conf = _conf(conf_file)
+    conf = load_conf(conf_file, sim_conf)
     try:
         work = load_workload(load_documents(workload_file))
     except WorkloadError as exc:
