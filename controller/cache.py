@@ -70,7 +70,11 @@ class Store:
         key = key_of(obj)
         current = self._objects.get(key)
         if event_type == "DELETED":
-            self._dead.pop(uid_of(obj), None)
+            # Tombstoned, not forgotten: the answer to one of our writes that was in flight when the object went
+            # (a Job status update racing its deletion) must not bring it back into view for good.
+            if uid := uid_of(obj):
+                self._expire()
+                self._dead[uid] = self._clock()
             if current is not None and uid_of(current) == uid_of(obj):
                 self._remove(key, current)
                 return current
