@@ -9,8 +9,8 @@ any session runs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
 
 # A plugin's `arguments` exactly as decoded from YAML.
 Arguments = Mapping[str, object]
@@ -31,30 +31,31 @@ def shown(value: object) -> str:
     return repr(value)
 
 
+T = TypeVar("T", int, float)
+
+
 def number(arguments: Arguments, key: str, default: float) -> float:
     """A float argument (YAML numbers, or strings holding one, as Volcano's `GetFloat64` accepts)."""
-    value = arguments.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ConfError(f"argument {key}: {shown(value)} is not a number")
-    try:
-        return float(value)
-    except ValueError as exc:
-        raise ConfError(f"argument {key}: {shown(value)} is not a number") from exc
+    return _parsed(arguments, key, default, float, (int, float, str), "a number")
 
 
 def integer(arguments: Arguments, key: str, default: int) -> int:
     """An integer argument (YAML integers, or strings holding one, as Volcano's `GetInt` accepts)."""
+    return _parsed(arguments, key, default, int, (int, str), "an integer")
+
+
+def _parsed(arguments: Arguments, key: str, default: T, convert: Callable[[Any], T],
+               accepted: tuple[type, ...], what: str) -> T:
     value = arguments.get(key)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ConfError(f"argument {key}: {shown(value)} is not an integer")
+    # bool is an int to Python, never a number to Volcano's readers.
+    if isinstance(value, bool) or not isinstance(value, accepted):
+        raise ConfError(f"argument {key}: {shown(value)} is not {what}")
     try:
-        return int(value)
+        return convert(value)
     except ValueError as exc:
-        raise ConfError(f"argument {key}: {shown(value)} is not an integer") from exc
+        raise ConfError(f"argument {key}: {shown(value)} is not {what}") from exc
 
 
 def boolean(arguments: Arguments, key: str, default: bool) -> bool:
