@@ -120,6 +120,15 @@ def example_jobs() -> list[tuple[str, str]]:
 
 
 async def remove_example_jobs(client: KubeClient) -> None:
-    """The conformance tier applies every example and leaves the Jobs running on the shared nodes; these tests
-    want those nodes to themselves (and re-apply the examples they exercise)."""
+    """Tests that apply examples themselves want the shared nodes to themselves (a test before them may have left an
+    example's Job running)."""
     await asyncio.gather(*(remove_job(client, ns, name) for ns, name in example_jobs()))
+
+
+async def controllers_cluster(control_plane: DevCluster, namespace: str) -> DevCluster:
+    """The shared control plane with the service's extender, `namespace` ready and no example Job left on it."""
+    assert control_plane.info is not None and control_plane.info.extender, "needs the service with its extender"
+    await control_plane.ensure_namespace(namespace)
+    assert control_plane.client is not None
+    await remove_example_jobs(control_plane.client)
+    return control_plane

@@ -12,13 +12,13 @@ from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import COMMANDS, CONFIG_MAPS, PODGROUPS, SECRETS, SERVICES, Resource
 from tests.e2e.test_controller_helpers import (
     apply,
+    controllers_cluster,
     eventually,
     get_job,
     job_pods,
     lapilli,
     phase,
     podgroup_of,
-    remove_example_jobs,
     remove_job,
     running_pods,
     wait_phase,
@@ -31,11 +31,7 @@ PVCS = Resource("v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 
 @pytest.fixture(scope="module")
 async def cluster(control_plane: DevCluster) -> DevCluster:
-    assert control_plane.info is not None and control_plane.info.extender
-    await control_plane.ensure_namespace(NS)
-    assert control_plane.client is not None
-    await remove_example_jobs(control_plane.client)
-    return control_plane
+    return await controllers_cluster(control_plane, NS)
 
 
 @pytest.fixture(scope="module")

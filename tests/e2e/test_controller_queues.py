@@ -11,7 +11,14 @@ import pytest
 from assembly.dev import DevCluster
 from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import COMMANDS, PODGROUPS, PODS, QUEUES, Resource
-from tests.e2e.test_controller_helpers import apply, eventually, lapilli, remove_example_jobs, remove_job, wait_phase
+from tests.e2e.test_controller_helpers import (
+    apply,
+    controllers_cluster,
+    eventually,
+    lapilli,
+    remove_job,
+    wait_phase,
+)
 
 NS = "e2e-controller-queues"
 REPLICA_SETS = Resource("apps/v1", "replicasets", "ReplicaSet")
@@ -19,11 +26,7 @@ REPLICA_SETS = Resource("apps/v1", "replicasets", "ReplicaSet")
 
 @pytest.fixture(scope="module")
 async def cluster(control_plane: DevCluster) -> DevCluster:
-    assert control_plane.info is not None and control_plane.info.extender
-    await control_plane.ensure_namespace(NS)
-    assert control_plane.client is not None
-    await remove_example_jobs(control_plane.client)
-    return control_plane
+    return await controllers_cluster(control_plane, NS)
 
 
 @pytest.fixture(scope="module")

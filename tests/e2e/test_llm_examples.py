@@ -13,9 +13,9 @@ from lapilli.kube.resources import CONFIG_MAPS, SERVICES
 from tests.e2e.test_controller_helpers import (
     EXAMPLES,
     apply,
+    controllers_cluster,
     env_of,
     podgroup_of,
-    remove_example_jobs,
     remove_job,
     running_pods,
     wait_phase,
@@ -27,11 +27,7 @@ NS = "ml"
 
 @pytest.fixture(scope="module")
 async def cluster(control_plane: DevCluster) -> DevCluster:
-    assert control_plane.info is not None and control_plane.info.extender, "needs the service with its extender"
-    await control_plane.ensure_namespace(NS)
-    assert control_plane.client is not None
-    await remove_example_jobs(control_plane.client)
-    return control_plane
+    return await controllers_cluster(control_plane, NS)
 
 
 @pytest.fixture(scope="module")
