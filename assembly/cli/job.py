@@ -8,7 +8,7 @@ by pure functions.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -45,7 +45,7 @@ def job_row(job: Obj) -> list[Any]:
     return [meta["name"], created, phase, job_type, replicas, *(int(status.get(c) or 0) for c in counters)]
 
 
-def format_jobs(jobs: list[Obj], *, all_namespaces: bool = False, scheduler: str = "", selector: str = "") -> str:
+def format_jobs(jobs: Sequence[Obj], *, all_namespaces: bool = False, scheduler: str = "", selector: str = "") -> str:
     """`PrintJobs`: the Name column as wide as the longest name + 3 (Namespace likewise with
     --all-namespaces), then fixed widths; jobs filtered by scheduler name and a name substring."""
     name_w = max([len("Name"), *(len(j["metadata"]["name"]) for j in jobs)]) + 3
@@ -145,7 +145,7 @@ def _status_lines(out: list[str], status: Obj) -> None:
             _write(out, 2, f"{cond.get('status')} \t{_go_time(cond.get('lastTransitionTime'))} \n")
 
 
-def format_job_view(job: Obj, events: list[Obj], now: datetime | None = None) -> str:
+def format_job_view(job: Obj, events: Sequence[Obj], now: datetime | None = None) -> str:
     """`PrintJobInfo` followed by `PrintEvents`."""
     meta, spec = job["metadata"], job.get("spec") or {}
     out: list[str] = []
@@ -179,7 +179,7 @@ def _go_list(values: list[str] | None) -> str:
     return "[" + " ".join(values or []) + "]"
 
 
-def format_events(events: list[Obj], now: datetime | None = None) -> str:
+def format_events(events: Sequence[Obj], now: datetime | None = None) -> str:
     if not events:
         return "Events: \t<none>\n"
     out = ["Events:\n" + "{:<15}\t{:<40}\t{:<30}\t{:<40}\t{}\n".format("Type", "Reason", "Age", "Form", "Message")]
