@@ -47,7 +47,7 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
 
 # ---- latency ----------------------------------------------------------------------------------------------
 def _cluster_docs(nodes: int) -> list[dict[str, Any]]:
-    from tests.unit.engine.builders import node, pod, podgroup, queue
+    from tests.unit.extender.engine.builders import node, pod, podgroup, queue
 
     docs = [node({"name": f"n{i:05d}", "alloc": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"}})
             for i in range(nodes)]
@@ -175,7 +175,7 @@ def _serve_baseline(port: int, ready: Any) -> None:
 
 
 async def _measure(port: int, nodes: int, verb: str, requests: int) -> list[float]:
-    from tests.unit.engine.builders import pod
+    from tests.unit.extender.engine.builders import pod
 
     names = [f"n{i:05d}" for i in range(nodes)]
     samples = []

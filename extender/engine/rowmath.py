@@ -6,8 +6,8 @@ that do not (`where`, `floor`, `minimum`, `sqrt`) come from `ops`. `VECTOR` eval
 (a session builds a task class's scores for all nodes in one pass); `SCALAR` evaluates the same formula over Python
 floats, because after a placement only that node's row changed and numpy's per-call overhead (~1 µs) dwarfs a
 handful of float operations. Both evaluators do the same IEEE operations in the same order, so they agree bit for
-bit (tests/unit/engine/test_placement_fastpath.py checks). Reductions are spelled out left to right (`a + b + c`),
-which is also how numpy sums a short row.
+bit (tests/unit/extender/engine/test_placement_fastpath.py checks). Reductions are spelled out left to right
+(`a + b + c`), which is also how numpy sums a short row.
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ from aiohttp import web
 from extender.service.http import make_app as extender_app
 from tests.service.extender_state import make_extender, volcano_pod
 from tests.service.reviews import job, pod, podgroup, queue, review, task, training_job
-from tests.unit.engine.builders import node
-from tests.unit.engine.builders import podgroup as engine_podgroup
-from tests.unit.engine.builders import queue as engine_queue
+from tests.unit.extender.engine.builders import node
+from tests.unit.extender.engine.builders import podgroup as engine_podgroup
+from tests.unit.extender.engine.builders import queue as engine_queue
 from webhook.context import AdmissionContext
 from webhook.listers import MemoryJobs, MemoryNamespaces, MemoryQueues
 from webhook.metrics import WebhookMetrics

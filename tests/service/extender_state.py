@@ -15,7 +15,7 @@ from extender.service.permit import PermitCache
 from extender.service.plan import Plan
 from extender.service.state import ClusterState
 from lapilli.meta import key_of
-from tests.unit.engine.builders import pod
+from tests.unit.extender.engine.builders import pod
 
 
 class RecordingClient:

@@ -15,7 +15,7 @@ import pytest
 from extender.service.http import make_app
 from lapilli.kube.errors import ApiError
 from tests.service.extender_state import RecordingClient, make_extender, volcano_pod
-from tests.unit.engine.builders import node, pod, podgroup, queue
+from tests.unit.extender.engine.builders import node, pod, podgroup, queue
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -17,7 +17,7 @@ from extender.service.plan import Plan, overlay
 from extender.service.session import Outcome, run
 from extender.service.state import ClusterState
 from tests.service.extender_state import RecordingClient, cluster_state, feed
-from tests.unit.engine.builders import node, pod, podgroup, queue
+from tests.unit.extender.engine.builders import node, pod, podgroup, queue
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

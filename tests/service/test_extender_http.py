@@ -13,7 +13,7 @@ from extender.service.core import Extender
 from extender.service.http import make_app
 from extender.service.wire import ExtenderArgs
 from tests.service.extender_state import RecordingClient, make_extender, volcano_pod
-from tests.unit.engine.builders import node, pod, podgroup, queue
+from tests.unit.extender.engine.builders import node, pod, podgroup, queue
 
 # Fixtures default to the session loop (pyproject), so the tests run on it too.
 pytestmark = pytest.mark.asyncio(loop_scope="session")

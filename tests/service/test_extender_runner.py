@@ -11,7 +11,7 @@ import pytest
 from extender.service.loop import ConfSource
 from extender.service.runner import ProcessRunner, serve_sessions
 from tests.service.extender_state import cluster_state, feed
-from tests.unit.engine.builders import node, pod, podgroup, queue
+from tests.unit.extender.engine.builders import node, pod, podgroup, queue
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

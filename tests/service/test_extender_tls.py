@@ -15,7 +15,7 @@ from assembly.serve.settings import Settings
 from extender.service.http import make_app
 from extender.service.settings import ExtenderSettings
 from tests.service.extender_state import make_extender
-from tests.unit.engine.builders import node, queue
+from tests.unit.extender.engine.builders import node, queue
 from webhook.certs import generate, generate_ca, issue_client_cert
 
 ON_LOOP = pytest.mark.asyncio(loop_scope="session")

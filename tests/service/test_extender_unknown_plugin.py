@@ -13,7 +13,7 @@ from extender.service.loop import ConfSource, SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.plan import Plan
 from tests.service.extender_state import RecordingClient, cluster_state
-from tests.unit.engine.builders import node, pod, podgroup, queue
+from tests.unit.extender.engine.builders import node, pod, podgroup, queue
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

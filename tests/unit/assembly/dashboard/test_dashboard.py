@@ -8,8 +8,8 @@ from assembly.dashboard.page import build
 from assembly.dashboard.render import document, fragment
 from assembly.why.gather import build_view
 from extender.engine.run import parse_scheduler_conf
-from tests.unit.engine.builders import documents
-from tests.unit.engine.test_explain import SHIPPED, gang, gpu_nodes, scenario
+from tests.unit.extender.engine.builders import documents
+from tests.unit.extender.engine.test_explain import SHIPPED, gang, gpu_nodes, scenario
 
 
 def _view():  # type: ignore[no-untyped-def]

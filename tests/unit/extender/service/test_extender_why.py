@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry
 from extender.engine.explain import Explanation, Kind, Reason
 from extender.engine.snapshot import Snapshot, build_snapshot
 from extender.service.why import CONDITION, QueueJobMetrics, condition, with_condition
-from tests.unit.engine.builders import documents
+from tests.unit.extender.engine.builders import documents
 
 VOLCANO = {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": "0/4 tasks",
            "lastTransitionTime": "2026-01-01T00:00:00Z"}

@@ -13,7 +13,7 @@ from extender.engine.plugins.overcommit import OVERUSED_MESSAGE, OvercommitPlugi
 from extender.engine.run import open_session, registry
 from extender.engine.session import Session
 from extender.engine.snapshot import build_snapshot
-from tests.unit.engine.builders import documents, run
+from tests.unit.extender.engine.builders import documents, run
 
 
 def _conf(**arguments: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Scenario tables (tests/unit/engine/scenarios/*.yaml): objects in, expected binds/evictions/pipelined/phases out."""
+"""Scenario tables (tests/unit/extender/engine/scenarios/*.yaml): objects in, expected binds/evictions/pipelined/phases out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.engine.builders import run
+from tests.unit.extender.engine.builders import run
 
 SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from tests.unit.engine.builders import run
+from tests.unit.extender.engine.builders import run
 
 # Volcano's TestReclaim tiers: conformance, gang, proportion, each with Reclaimable on. Preemptive and JobStarving
 # are off there, which upstream reads as "no function": every queue may reclaim, no job starves… except that the
@@ -168,7 +168,7 @@ def test_preemption_policy_never_is_respected() -> None:
     from extender.engine.conf import parse_conf
     from extender.engine.run import registry, run_session
     from extender.engine.snapshot import build_snapshot
-    from tests.unit.engine.builders import documents
+    from tests.unit.extender.engine.builders import documents
 
     scenario = _two_queues()
     docs = documents(scenario)

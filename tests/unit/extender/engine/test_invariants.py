@@ -19,7 +19,7 @@ from extender.engine.results import Decisions
 from extender.engine.run import registry, run_session
 from extender.engine.snapshot import Snapshot, build_snapshot
 from lapilli.resources.vector import TOLERANCE
-from tests.unit.engine.builders import documents
+from tests.unit.extender.engine.builders import documents
 
 REQUESTS = [
     {"cpu": "1", "memory": "1Gi"},

@@ -11,9 +11,9 @@ import pytest
 from extender.engine.explain import Context, Kind, explain
 from extender.engine.run import parse_scheduler_conf
 from extender.engine.snapshot import build_snapshot
-from tests.unit.engine.builders import documents
+from tests.unit.extender.engine.builders import documents
 
-SHIPPED = Path(__file__).resolve().parents[3] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
+SHIPPED = Path(__file__).resolve().parents[4] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
 CONF = parse_scheduler_conf(SHIPPED.read_text())
 GPU = "nvidia.com/gpu"
 

@@ -9,7 +9,7 @@ import yaml
 from click.testing import CliRunner
 
 from assembly.cli import main
-from tests.unit.engine.builders import documents
+from tests.unit.extender.engine.builders import documents
 
 SCENARIO = {
     "nodes": [{"name": "n1", "alloc": {"cpu": "4", "memory": "8Gi"}}],

@@ -11,7 +11,7 @@ from extender.engine.plugins.proportion import QueueAttr, water_fill
 from extender.engine.run import open_session, registry
 from extender.engine.snapshot import build_snapshot
 from lapilli.resources.vector import Dims
-from tests.unit.engine.builders import documents
+from tests.unit.extender.engine.builders import documents
 
 NODES = [
     {"name": "n1", "alloc": {"cpu": "2", "memory": "4Gi"}},

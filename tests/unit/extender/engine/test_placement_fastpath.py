@@ -24,7 +24,7 @@ from extender.engine.run import open_session, registry
 from extender.engine.session import Session
 from extender.engine.snapshot import build_snapshot
 from lapilli.resources.vector import less_equal_rows
-from tests.unit.engine.builders import documents
+from tests.unit.extender.engine.builders import documents
 
 REQUESTS = [
     {"cpu": "1", "memory": "1Gi"},

@@ -16,7 +16,7 @@ from extender.engine.conf import parse_conf
 from extender.engine.plugins.capacity import CapacityPlugin, parse_arguments
 from extender.engine.run import open_session, registry
 from extender.engine.snapshot import build_snapshot
-from tests.unit.engine.builders import documents, run
+from tests.unit.extender.engine.builders import documents, run
 
 
 def _conf(actions: str, hierarchy: bool = False, **capacity_args: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from extender.engine.model import TaskStatus
 from extender.engine.run import open_session, registry
 from extender.engine.snapshot import build_snapshot
 from extender.engine.statement import Statement
-from tests.unit.engine.builders import documents
+from tests.unit.extender.engine.builders import documents
 
 # TestPickUpPendingTasks' tier: priority {Preemptable, TaskOrder, JobOrder}, drf {QueueOrder}; nothing else on.
 CONF = {

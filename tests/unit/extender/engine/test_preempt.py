@@ -14,7 +14,7 @@ from extender.engine.conf import parse_conf
 from extender.engine.results import Decisions
 from extender.engine.run import registry, run_session
 from extender.engine.snapshot import build_snapshot
-from tests.unit.engine.builders import documents, run
+from tests.unit.extender.engine.builders import documents, run
 
 # Volcano's TestPreempt tiers: conformance{Preemptable}, gang{Preemptable, JobPipelined, JobStarving}.
 GANG_CONF = """

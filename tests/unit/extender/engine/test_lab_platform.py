@@ -12,9 +12,9 @@ import yaml
 from extender.engine.results import Decisions
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import build_snapshot
-from tests.unit.engine.builders import node, pod, podgroup
+from tests.unit.extender.engine.builders import node, pod, podgroup
 
-LAB = Path(__file__).resolve().parents[3] / "examples" / "lab-platform"
+LAB = Path(__file__).resolve().parents[4] / "examples" / "lab-platform"
 GPU = {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "1"}
 
 
