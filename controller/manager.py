@@ -35,6 +35,7 @@ from controller.settings import ControllerSettings
 from lapilli.cluster import Event, LeaseElector, Reflector
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, VC_JOBS
+from lapilli.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -201,10 +202,7 @@ class Controllers:
 
     async def stop(self) -> None:
         # The term first, while the Lease is still renewed (its last Events are written), then the Lease.
-        for task in reversed(self._tasks):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*reversed(self._tasks))
         self._tasks.clear()
         if self.elector is not None:
             await self.elector.release()

@@ -3,5 +3,6 @@
 `api` (Volcano's API as pydantic models, constants), `resources` (quantities, resource vectors), `jobplugins`
 (the pure job plugins), `kube` (the raw-JSON client, errors, events), `cluster` (reflectors, the rate-limited
 work queue, Lease election), and one of each small helper: `meta` (object metadata of raw dicts), `times`
-(RFC 3339 times, Go durations) and `settings` (settings fields that are command-line flags).
+(RFC 3339 times, Go durations), `settings` (settings fields that are command-line flags) and `tasks` (stopping
+background tasks).
 """

@@ -10,7 +10,6 @@ shows up not-ready or tainted `not-ready` is repaired at once, and every node ge
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import logging
 import time
@@ -25,6 +24,7 @@ from lapilli.cluster import Event, Reflector, WorkQueue
 from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import NODES, PODS
 from lapilli.meta import key_of, revision, uid_of
+from lapilli.tasks import cancel_and_wait
 from lapilli.times import rfc3339
 
 log = logging.getLogger(__name__)
@@ -127,11 +127,8 @@ class SimKubelet:
         return self._task
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     async def run(self) -> None:
         tasks: list[asyncio.Task[Any]] = []

@@ -8,12 +8,12 @@ restart. The client CA is read once at start: a new CA means a new kube-schedule
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter
 
+from lapilli.tasks import cancel_and_wait
 from webhook.tls import CertReloader
 
 
@@ -36,11 +36,8 @@ class ExtenderCertReload:
         self._task = asyncio.create_task(self.reloader.run(), name="extender-tls-reloader")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     def ready(self) -> bool:
         return True

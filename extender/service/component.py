@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import ipaddress
 import logging
@@ -25,6 +24,7 @@ from extender.service.state import ClusterState
 from extender.service.why import WhyLoop
 from lapilli.cluster.leader import LeaseElector
 from lapilli.kube import KubeClient
+from lapilli.tasks import cancel_and_wait
 
 log = logging.getLogger("lapilli.extender")
 
@@ -132,10 +132,7 @@ class ExtenderComponent:
 
     async def stop(self) -> None:
         self.permit.cancel_all("lapilli extender is stopping; nothing was bound")
-        for task in self._tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         if self._runner is not None:
             await self._runner.cleanup()
         if self.runner is not None:

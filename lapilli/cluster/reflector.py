@@ -18,7 +18,6 @@ loop for up to a second. A transform must keep `metadata.name`, `namespace`, `ui
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import random
@@ -33,6 +32,7 @@ from lapilli.kube.client import KubeClient
 from lapilli.kube.errors import ApiError, Gone
 from lapilli.kube.resources import Resource
 from lapilli.meta import key_of, resource_version, uid_of
+from lapilli.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -126,11 +126,8 @@ class Reflector:
         return self._task
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     async def run(self) -> None:
         """List, then watch forever; returns only when cancelled. A reflector restarted after `stop()` resumes
