@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from lapilli.resources import format_quantity, parse_quantity
+from lapilli.resources.podsum import add_into, containers_total
 
 Usage = dict[str, Fraction]
 
@@ -39,32 +40,9 @@ def _list(container: Mapping[str, Any], kind: str) -> Usage:
     return {name: parse_quantity(value) for name, value in (resources.get(kind) or {}).items()}
 
 
-def _add(into: Usage, other: Mapping[str, Fraction]) -> None:
-    for name, value in other.items():
-        into[name] = into.get(name, Fraction(0)) + value
-
-
-def _max(into: Usage, other: Mapping[str, Fraction]) -> None:
-    for name, value in other.items():
-        if value > into.get(name, Fraction(0)):
-            into[name] = value
-
-
 def pod_totals(spec: Mapping[str, Any], kind: str) -> Usage:
     """`PodRequests` (kind "requests") or `PodLimits` ("limits") of a pod spec."""
-    total: Usage = {}
-    for container in spec.get("containers") or []:
-        _add(total, _list(container, kind))
-    sidecars: Usage = {}
-    for init in spec.get("initContainers") or []:
-        own = _list(init, kind)
-        if init.get("restartPolicy") == "Always":
-            _add(sidecars, own)
-            _add(total, own)
-        else:
-            with_sidecars = dict(own)
-            _add(with_sidecars, sidecars)
-            _max(total, with_sidecars)
+    total = containers_total(spec, lambda container: _list(container, kind))
     for name, value in (spec.get("overhead") or {}).items():
         if kind == "requests" or name in total:
             total[name] = total.get(name, Fraction(0)) + parse_quantity(value)
@@ -106,7 +84,7 @@ def scaled(usage: Mapping[str, Fraction], count: int) -> Usage:
 def total(usages: Iterable[Mapping[str, Fraction]]) -> Usage:
     out: Usage = {}
     for usage in usages:
-        _add(out, usage)
+        add_into(out, usage)
     return out
 
 

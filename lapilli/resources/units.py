@@ -12,6 +12,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from lapilli.resources.podsum import add_into, containers_total
 from lapilli.resources.quantity import parse_quantity
 
 CPU: Final = "cpu"
@@ -53,17 +54,6 @@ def resource_list_units(resources: Mapping[str, Any] | None) -> Units:
     return out
 
 
-def _add(into: Units, other: Mapping[str, float]) -> None:
-    for name, value in other.items():
-        into[name] = into.get(name, 0.0) + value
-
-
-def _max(into: Units, other: Mapping[str, float]) -> None:
-    for name, value in other.items():
-        if value > into.get(name, 0.0):
-            into[name] = value
-
-
 def _requests(container: Mapping[str, Any]) -> Units:
     resources = container.get("resources") or {}
     # Kubernetes defaults requests to limits when only limits are given.
@@ -74,22 +64,8 @@ def _requests(container: Mapping[str, Any]) -> Units:
 
 def pod_request(spec: Mapping[str, Any]) -> Units:
     """Volcano's `Resreq` of a pod spec: containers, init containers, overhead and `pods: 1`."""
-    total: Units = {}
-    for container in spec.get("containers") or []:
-        _add(total, _requests(container))
-    sidecars: Units = {}
-    for init in spec.get("initContainers") or []:
-        request = _requests(init)
-        if init.get("restartPolicy") == "Always":
-            # A sidecar keeps running next to the app containers, so it adds up; it also runs during the
-            # init containers that start after it.
-            _add(sidecars, request)
-            _add(total, request)
-        else:
-            with_sidecars = dict(request)
-            _add(with_sidecars, sidecars)
-            _max(total, with_sidecars)
-    _add(total, resource_list_units(spec.get("overhead")))
+    total = containers_total(spec, _requests)
+    add_into(total, resource_list_units(spec.get("overhead")))
     total[PODS] = total.get(PODS, 0.0) + 1.0
     return total
 
