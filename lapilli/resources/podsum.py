@@ -1,8 +1,8 @@
 """How a pod's containers add up to the pod's own resources (Kubernetes' `resourcehelper.PodRequests`/`PodLimits`).
 
-The regular containers run together, so they add up; each init container runs alone after the restartable
-sidecar init containers started before it, so the pod needs the larger of the two; a sidecar
-(`restartPolicy: Always`) keeps running next to everything after it, so it adds up too. Overhead and `pods` are the
+The regular containers run together, so they add up; each init container runs beside the restartable sidecar
+init containers started before it, and a sidecar (`restartPolicy: Always`) keeps running next to the regular
+containers too: the pod needs the larger of the init phase's peak and the steady state. Overhead and `pods` are the
 caller's: the scheduler and the quota count them differently. The numbers are whatever the caller reads
 (the scheduler's float units, the quota's exact fractions).
 """
@@ -33,13 +33,18 @@ def containers_total(spec: Mapping[str, Any], read: Callable[[Mapping[str, Any]]
     for container in spec.get("containers") or []:
         add_into(total, read(container))
     sidecars: dict[str, N] = {}
+    init_peak: dict[str, N] = {}
     for init in spec.get("initContainers") or []:
         own = read(init)
         if init.get("restartPolicy") == "Always":
             add_into(sidecars, own)
             add_into(total, own)
+            during = dict(sidecars)
         else:
-            with_sidecars = dict(own)
-            add_into(with_sidecars, sidecars)
-            _max_into(total, with_sidecars)
+            during = dict(own)
+            add_into(during, sidecars)
+        _max_into(init_peak, during)
+    # The peak of the init phase is compared with the steady state once, at the end: a sidecar started after an
+    # init container never ran beside it.
+    _max_into(total, init_peak)
     return total
