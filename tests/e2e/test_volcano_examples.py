@@ -1,5 +1,6 @@
 """Every Volcano Job and Queue in examples/ and every one Volcano ships (the `example/` directory of a Volcano
-checkout named by $LAPILLI_VOLCANO_EXAMPLES, unchanged) on the real control plane: applied with kubectl as
+checkout named by $LAPILLI_VOLCANO_EXAMPLES, or placed beside the checkout at ../shared/reference/volcano/,
+unchanged) on the real control plane: applied with kubectl as
 written, each Job reaches Running (its gang bound, its pods running), each Queue is Open; Volcano's
 `invalid_jobs` are refused.
 
@@ -25,6 +26,7 @@ from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import QUEUES
 from tests.e2e.test_controller_helpers import (
     EXAMPLES,
+    ROOT,
     eventually,
     get_job,
     job_pods,
@@ -35,8 +37,18 @@ from tests.e2e.test_controller_helpers import (
 )
 
 VOLCANO_ENV = "LAPILLI_VOLCANO_EXAMPLES"
-VOLCANO = Path(os.environ[VOLCANO_ENV]) if os.environ.get(VOLCANO_ENV) else None
-NO_CHECKOUT = f"no Volcano checkout on this machine (set {VOLCANO_ENV}=DIR holding Volcano's example/)"
+SHARED_VOLCANO = ROOT.parent / "shared" / "reference" / "volcano"
+
+
+def _volcano_checkout() -> Path | None:
+    if os.environ.get(VOLCANO_ENV):
+        return Path(os.environ[VOLCANO_ENV])
+    return SHARED_VOLCANO if (SHARED_VOLCANO / "example").is_dir() else None
+
+
+VOLCANO = _volcano_checkout()
+NO_CHECKOUT = (f"no Volcano checkout on this machine (set {VOLCANO_ENV}=DIR holding Volcano's example/, or place it "
+               f"at {SHARED_VOLCANO})")
 LEFT_OUT = ("cronjob", "jobflow", "deployment/deployment.yaml", "nginx", "spark-sample", "-priority.yaml", "sharding")
 
 
