@@ -8,8 +8,12 @@ these helpers do the same, with a message naming the field (`spec.tasks[0].repli
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Mapping
 from typing import Any, Final
+
+from pydantic import BaseModel, ValidationError
 
 INT32_MIN: Final = -(2**31)
 INT32_MAX: Final = 2**31 - 1
@@ -23,6 +27,52 @@ class DecodeError(ValueError):
     def __init__(self, path: str, expected: str, value: object) -> None:
         shown = f'"{value}"' if isinstance(value, str) else _describe(value)
         super().__init__(f"{path}: expected {expected}, got {shown}")
+
+
+# pydantic's error types as the Go type a JSON decoder expected there.
+_EXPECTED: Final = {
+    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+    "greater_than_equal": "a 32-bit integer", "less_than_equal": "a 32-bit integer",
+    "string_type": "a string", "enum": "a string", "bool_type": "a boolean", "bool_parsing": "a boolean",
+    "list_type": "a list", "dict_type": "an object", "model_type": "an object", "model_attributes_type": "an object",
+}
+
+
+def _inner(annotation: Any) -> Any:
+    """The type under Annotated and Optional."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(members) != 1:
+                return annotation
+            annotation = members[0]
+        else:
+            return annotation
+
+
+def _path(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as the field path Go would name (`spec.tasks[0].replicas`, `spec.plugins[ssh]`)."""
+    out, current = "", _inner(model)
+    for part in loc:
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            out += f".{part}" if out else str(part)
+            field = next((f for n, f in current.model_fields.items() if part in (f.alias, n)), None)
+            current = _inner(field.annotation) if field is not None else None
+            continue
+        out += f"[{part}]"
+        args = typing.get_args(current)
+        current = _inner(args[-1]) if args else None
+    return out
+
+
+def from_validation_error(model: type[BaseModel], error: ValidationError) -> DecodeError:
+    """The first error of a shape-only validation of `model`, as a DecodeError."""
+    first = error.errors(include_url=False)[0]
+    expected = _EXPECTED.get(first["type"], first["msg"].removeprefix("Value error, "))
+    return DecodeError(_path(model, tuple(first["loc"])), expected, first.get("input"))
 
 
 def _describe(value: object) -> str:

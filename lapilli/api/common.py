@@ -12,13 +12,20 @@ Contract of every model here and in the kind modules:
   assigned or mutated since) is written back, so defaults never leak into a round trip;
 * fields of Volcano's types are closed (`extra="forbid"`): the API server prunes unknown fields from these CRDs
   before anything else sees them, so an unknown field can only be a typo and is reported as such; object
-  metadata is open (`extra="allow"`) because Kubernetes owns its schema.
+  metadata is open (`extra="allow"`) because Kubernetes owns its schema;
+* validated with `context=SHAPE_ONLY` (`from_admission`), a model checks only what Go's JSON decoding checks —
+  types and int32 range; null reads as absent — and keeps values the value rules would refuse (a negative
+  count, a name off its pattern, an enum string Volcano does not know, an empty task list). That is how the
+  admission webhook reads an object: Volcano's webhook decodes it into the same Go types and then reports each
+  value rule in its own words, so the one model serves the controllers, the CLI and the webhook.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import typing
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Final, Self
 
@@ -28,11 +35,19 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     SerializationInfo,
     SerializerFunctionWrapHandler,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
     model_serializer,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from lapilli.times import parse_duration, parse_rfc3339_datetime
 
@@ -49,6 +64,106 @@ DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _QUANTITY_RE: Final = re.compile(QUANTITY_PATTERN)
 INT32_MIN: Final = -(2**31)
 INT32_MAX: Final = 2**31 - 1
+
+SHAPE_ONLY: Final = {"shape_only": True}
+
+_ZEROS: Final[tuple[tuple[type, object], ...]] = ((bool, False), (int, 0), (str, ""))
+
+
+def _go_zero(annotation: Any) -> object:
+    """The zero value of a scalar field's type (None for anything else)."""
+    while typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return next((zero for kind, zero in _ZEROS if isinstance(annotation, type) and issubclass(annotation, kind)), None)
+"""Validation context that checks types only (see the module docstring)."""
+
+
+def _shape_only(info: ValidationInfo) -> bool:
+    return isinstance(info.context, Mapping) and bool(info.context.get("shape_only"))
+
+
+class ValueRule:
+    """Annotated metadata: a value check that runs unless only the shape counts, and the JSON-schema keywords that
+    say the same (so the model's schema still compares equal with the CRD's)."""
+
+    keywords: dict[str, int | str] = {}
+
+    def check(self, value: Any) -> str | None:
+        """`"<error type>:<text>"` when `value` breaks the rule, else None."""
+        raise NotImplementedError
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        def validate(value: Any, info: ValidationInfo) -> Any:
+            if not _shape_only(info) and (problem := self.check(value)) is not None:
+                kind, text = problem.split(":", 1)
+                raise PydanticCustomError(kind, text)
+            return value
+
+        return core_schema.with_info_after_validator_function(validate, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        out = handler(schema)
+        out.update(self.keywords)
+        return out
+
+
+class at_least(ValueRule):
+    """A lower bound on an int."""
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.keywords = {"minimum": bound}
+
+    def check(self, value: int) -> str | None:
+        if value < self.bound:
+            return f"greater_than_equal:Input should be greater than or equal to {self.bound}"
+        return None
+
+
+class named(ValueRule):
+    """Length and pattern of a name."""
+
+    def __init__(self, *, max_length: int | None = None, pattern: str | None = None, min_length: int = 0) -> None:
+        self.max_length, self.min_length, self.pattern = max_length, min_length, pattern
+        self.keywords = {}
+        if max_length is not None:
+            self.keywords["maxLength"] = max_length
+        if min_length:
+            self.keywords["minLength"] = min_length
+        if pattern is not None:
+            self.keywords["pattern"] = pattern
+
+    def check(self, value: str) -> str | None:
+        if len(value) < self.min_length:
+            return f"string_too_short:String should have at least {self.min_length} character"
+        if self.max_length is not None and len(value) > self.max_length:
+            return f"string_too_long:String should have at most {self.max_length} characters"
+        if self.pattern is not None and value and not re.match(self.pattern, value):
+            return f"string_pattern_mismatch:String should match pattern '{self.pattern}'"
+        return None
+
+
+class not_empty(ValueRule):
+    """At least one item."""
+
+    keywords = {"minItems": 1}
+
+    def check(self, value: list[Any]) -> str | None:
+        return "too_short:List should have at least 1 item after validation, not 0" if not value else None
+
+
+def _lenient_enum(value: object, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> object:
+    """An enum member; any string where only the shape counts (Go's string-typed enums decode anything)."""
+    if _shape_only(info) and isinstance(value, str):
+        try:
+            return handler(value)
+        except ValueError:
+            return value
+    return handler(value)
+
+
+Lenient = WrapValidator(_lenient_enum)
+"""Marks an enum field whose unknown strings the value rules, not the decoder, report."""
 
 
 def _check_quantity(value: object) -> object:
@@ -89,8 +204,8 @@ Timestamp = Annotated[str, Field(strict=True), AfterValidator(_check_timestamp)]
 """`metav1.Time` as its RFC 3339 text."""
 
 Int32 = Annotated[int, Field(strict=True, ge=INT32_MIN, le=INT32_MAX)]
-NonNegativeInt32 = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
-PositiveInt32 = Annotated[int, Field(strict=True, ge=1, le=INT32_MAX)]
+NonNegativeInt32 = Annotated[Int32, at_least(0)]
+PositiveInt32 = Annotated[Int32, at_least(1)]
 Str = Annotated[str, Field(strict=True)]
 
 FreeForm = dict[str, Any]
@@ -131,6 +246,21 @@ class VolcanoModel(BaseModel):
                 fields_set.add(name)
         return bool(fields_set) or bool(self.__pydantic_extra__)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _go_decoding(cls, data: Any, info: ValidationInfo) -> Any:
+        # Shape only: null is Go's zero value, and a field the CRD prunes never reaches a Go struct.
+        if not _shape_only(info) or not isinstance(data, Mapping):
+            return data
+        known = {f.alias or name for name, f in cls.model_fields.items()} | set(cls.model_fields)
+        open_model = cls.model_config.get("extra") == "allow"
+        decoded = {k: v for k, v in data.items() if v is not None and (open_model or k in known)}
+        for name, field in cls.model_fields.items():  # a required field left out decodes as Go's zero value
+            key = field.alias or name
+            if field.is_required() and key not in decoded and (zero := _go_zero(field.annotation)) is not None:
+                decoded[key] = zero
+        return decoded
+
     @classmethod
     def from_wire(cls, doc: Any) -> Self:
         """Validate a document as it appears on the wire: camelCase names only.
@@ -139,6 +269,11 @@ class VolcanoModel(BaseModel):
         would be pruned by the API server, so in a document it is reported as an unknown field.
         """
         return cls.model_validate(doc, by_alias=True, by_name=False)
+
+    @classmethod
+    def from_admission(cls, doc: Any) -> Self:
+        """Read a document as Volcano's webhook decodes it: types checked, value rules left to the caller."""
+        return cls.model_validate(doc, by_alias=True, by_name=False, context=SHAPE_ONLY)
 
     def to_wire(self) -> dict[str, Any]:
         """The object as a JSON-ready dict with wire names, holding only what was given or changed."""
@@ -209,9 +344,14 @@ class NetworkTopologySpec(VolcanoModel):
     the model does not, so the webhook can phrase the error the way Volcano does.
     """
 
-    mode: NetworkTopologyMode = NetworkTopologyMode.HARD
-    highest_tier_allowed: Annotated[int, Field(strict=True, ge=0)] | None = None
-    highest_tier_name: Annotated[str, Field(strict=True, max_length=253)] | None = None
+    mode: Annotated[NetworkTopologyMode, Lenient] = NetworkTopologyMode.HARD
+    highest_tier_allowed: Annotated[int, Field(strict=True), at_least(0)] | None = None
+    highest_tier_name: Annotated[str, Field(strict=True), named(max_length=253)] | None = None
+
+    def tiers_conflict(self) -> bool:
+        """Both tiers named: `highestTierAllowed` set to anything (Go tests the pointer), `highestTierName`
+        non-empty."""
+        return self.highest_tier_allowed is not None and bool(self.highest_tier_name)
 
 
 class TopLevelModel(VolcanoModel):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from lapilli.api.command import Action, Event
 from lapilli.api.common import (
@@ -24,6 +24,7 @@ from lapilli.api.common import (
     Duration,
     FreeForm,
     Int32,
+    Lenient,
     NetworkTopologySpec,
     NonNegativeInt32,
     PositiveInt32,
@@ -31,6 +32,8 @@ from lapilli.api.common import (
     Timestamp,
     TopLevelModel,
     VolcanoModel,
+    named,
+    not_empty,
 )
 from lapilli.api.constants import BATCH_API_VERSION, DEFAULT_MAX_RETRY, DEFAULT_QUEUE, JOB_KIND
 
@@ -85,18 +88,22 @@ class LifecyclePolicy(VolcanoModel):
     that, so its messages match Volcano's. `timeout` is required for PodPending to have any effect.
     """
 
-    action: Action | None = None
-    event: Event | None = None
-    events: list[Event] = Field(default_factory=list)
+    action: Annotated[Action, Lenient] | None = None
+    event: Annotated[Event, Lenient] | None = None
+    events: list[Annotated[Event, Lenient]] = Field(default_factory=list)
     exit_code: Int32 | None = None
     timeout: Duration | None = None
+
+    def all_events(self) -> list[str]:
+        """`event` then `events`, duplicates and empty strings dropped, as Volcano merges them."""
+        return list(dict.fromkeys(e for e in ([self.event] if self.event else []) + list(self.events) if e))
 
 
 class VolumeSpec(VolcanoModel):
     """A PVC mounted into every container of the job: an existing claim by name, or a new one from `volumeClaim`."""
 
-    mount_path: Annotated[str, Field(strict=True, min_length=1, pattern=r"^[^:]+$")]
-    volume_claim_name: Annotated[str, Field(strict=True, max_length=253)] = ""
+    mount_path: Annotated[str, Field(strict=True), named(min_length=1, pattern=r"^[^:]+$")]
+    volume_claim_name: Annotated[str, Field(strict=True), named(max_length=253)] = ""
     volume_claim: FreeForm | None = None  # a core PersistentVolumeClaimSpec, kept as given
 
 
@@ -104,7 +111,7 @@ class DependsOn(VolcanoModel):
     """Tasks that must be running (any or all of them) before this task's pods are created."""
 
     name: list[Str] = Field(default_factory=list)
-    iteration: Iteration | None = None
+    iteration: Annotated[Iteration, Lenient] | None = None
 
 
 class PartitionPolicySpec(VolcanoModel):
@@ -119,31 +126,38 @@ class PartitionPolicySpec(VolcanoModel):
 class TaskSpec(VolcanoModel):
     """One role of the job: `replicas` pods from `template`, with their own policies and retry budget."""
 
-    name: Annotated[str, Field(strict=True, max_length=63, pattern=DNS_LABEL_PATTERN)] = ""
+    name: Annotated[str, Field(strict=True), named(max_length=63, pattern=DNS_LABEL_PATTERN)] = ""
     replicas: NonNegativeInt32 = 0
     min_available: NonNegativeInt32 | None = None
     template: FreeForm = Field(default_factory=dict)  # a core PodTemplateSpec; we never validate pod specs
     policies: list[LifecyclePolicy] = Field(default_factory=list)
-    topology_policy: NumaPolicy | None = None
+    topology_policy: Annotated[NumaPolicy, Lenient] | None = None
     max_retry: NonNegativeInt32 = 0
     depends_on: DependsOn | None = None
     partition_policy: PartitionPolicySpec | None = None
 
 
+def _null_arguments_empty(plugins: object) -> object:
+    """`ssh:` with nothing after it (YAML null) is a plugin without arguments, as Go decodes a nil slice."""
+    if isinstance(plugins, dict):
+        return {name: [] if args is None else args for name, args in plugins.items()}
+    return plugins
+
+
 class JobSpec(VolcanoModel):
     """The desired job: its tasks, gang size, queue, policies, plugins and retry budget."""
 
-    scheduler_name: Annotated[str, Field(strict=True, max_length=63)] = ""
+    scheduler_name: Annotated[str, Field(strict=True), named(max_length=63)] = ""
     min_available: NonNegativeInt32 = 0
     volumes: list[VolumeSpec] = Field(default_factory=list)
-    tasks: Annotated[list[TaskSpec], Field(min_length=1)] = Field(default_factory=list)
+    tasks: Annotated[list[TaskSpec], not_empty()] = Field(default_factory=list)
     policies: list[LifecyclePolicy] = Field(default_factory=list)
-    plugins: dict[str, list[Str]] = Field(default_factory=dict)
+    plugins: Annotated[dict[str, list[Str]], BeforeValidator(_null_arguments_empty)] = Field(default_factory=dict)
     running_estimate: Duration | None = None
-    queue: Annotated[str, Field(strict=True, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)] = DEFAULT_QUEUE
+    queue: Annotated[str, Field(strict=True), named(max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)] = DEFAULT_QUEUE
     max_retry: NonNegativeInt32 = DEFAULT_MAX_RETRY
     ttl_seconds_after_finished: NonNegativeInt32 | None = None
-    priority_class_name: Annotated[str, Field(strict=True, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)] = ""
+    priority_class_name: Annotated[str, Field(strict=True), named(max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)] = ""
     min_success: PositiveInt32 | None = None
     network_topology: NetworkTopologySpec | None = None
 

@@ -9,18 +9,19 @@ lowered may still shrink), naming the limit and the flag that sets it.
 
 from __future__ import annotations
 
+from lapilli.api import Job
 from webhook.context import AdmissionSettings
-from webhook.jobs.model import Job
 
 
 def _replicas(job: Job) -> int:
-    return sum(max(t.replicas, 0) for t in job.tasks)
+    return sum(max(t.replicas, 0) for t in job.spec.tasks)
 
 
 def size_error(job: Job, settings: AdmissionSettings, old: Job | None = None) -> str:
     """Why `job` (updating `old`, if given) is too big for this cluster, or ""."""
-    if len(job.tasks) > settings.max_job_tasks and (old is None or len(job.tasks) > len(old.tasks)):
-        return (f"spec.tasks: {len(job.tasks)} tasks exceed the limit of {settings.max_job_tasks} per Job "
+    tasks = len(job.spec.tasks)
+    if tasks > settings.max_job_tasks and (old is None or tasks > len(old.spec.tasks)):
+        return (f"spec.tasks: {tasks} tasks exceed the limit of {settings.max_job_tasks} per Job "
                 "(lapilli serve --max-job-tasks)")
     total = _replicas(job)
     if total > settings.max_job_replicas and (old is None or total > _replicas(old)):

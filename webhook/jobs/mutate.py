@@ -20,22 +20,23 @@ from lapilli.api.constants import DEFAULT_MAX_RETRY
 from lapilli.jobplugins import implied_plugins, plugin_errors
 from webhook.context import DEFAULT_QUEUE, AdmissionContext
 from webhook.decode import DecodeError
-from webhook.jobs.model import Job, Task, decode_job
+from webhook.jobs.model import Job, TaskSpec, decode_job
 from webhook.outcome import Outcome, PatchOp, allow, deny, escape
 from webhook.review import AdmissionRequest
 
 
-def task_min_available(task: Task) -> int:
+def task_min_available(task: TaskSpec) -> int:
     """The default of a task's `minAvailable`."""
-    if task.partition is not None and task.partition.min_partitions > 0:
-        return task.partition.min_partitions * task.partition.size
+    partition = task.partition_policy
+    if partition is not None and partition.min_partitions > 0:
+        return partition.min_partitions * partition.partition_size
     return task.replicas
 
 
 def _task_ops(job: Job, raw_tasks: list[Any], warnings: list[str]) -> tuple[list[PatchOp], int]:
     ops: list[PatchOp] = []
     total = 0
-    for i, task in enumerate(job.tasks):
+    for i, task in enumerate(job.spec.tasks):
         base = f"/spec/tasks/{i}"
         if not task.name:
             ops.append({"op": "add", "path": f"{base}/name", "value": f"default{i}"})
@@ -55,11 +56,12 @@ def _task_ops(job: Job, raw_tasks: list[Any], warnings: list[str]) -> tuple[list
 
 
 def _plugin_ops(job: Job, obj: Mapping[str, Any], warnings: list[str]) -> list[PatchOp]:
-    if job.plugins is None:
+    plugins = job.spec.plugins
+    if not plugins:
         return []
-    added = implied_plugins(job.plugins)
+    added = implied_plugins(plugins)
     for name in added:
-        by = "mpi" if name == "ssh" else next(p for p in ("pytorch", "mpi", "tensorflow", "ray") if p in job.plugins)
+        by = "mpi" if name == "ssh" else next(p for p in ("pytorch", "mpi", "tensorflow", "ray") if p in plugins)
         warnings.append(f"plugin {name} added: the {by} plugin needs it")
     for name, error in plugin_errors(obj).items():
         warnings.append(f"plugin {name}: {error}; later arguments ignored")
@@ -72,17 +74,19 @@ def job_patch(obj: Mapping[str, Any], job: Job, scheduler_name: str) -> tuple[li
     ops: list[PatchOp] = [] if isinstance(spec, Mapping) else [{"op": "add", "path": "/spec", "value": {}}]
     spec = spec if isinstance(spec, Mapping) else {}
     warnings: list[str] = []
-    if not job.queue:
+    # The model's defaults are the CRD's, which the API server has applied before this webhook runs; what counts
+    # here is what the object says.
+    if not spec.get("queue"):
         ops.append({"op": "add", "path": "/spec/queue", "value": DEFAULT_QUEUE})
-    if not job.scheduler_name:
+    if not job.spec.scheduler_name:
         ops.append({"op": "add", "path": "/spec/schedulerName", "value": scheduler_name})
-    if not job.max_retry:
+    if not spec.get("maxRetry"):
         ops.append({"op": "add", "path": "/spec/maxRetry", "value": DEFAULT_MAX_RETRY})
         if "maxRetry" in spec:
             warnings.append(f"spec.maxRetry 0 replaced by the default {DEFAULT_MAX_RETRY}")
     task_ops, total = _task_ops(job, list(spec.get("tasks") or []), warnings)
     ops += task_ops
-    if not job.min_available:
+    if not job.spec.min_available:
         ops.append({"op": "add", "path": "/spec/minAvailable", "value": total})
         if "minAvailable" in spec and total:
             warnings.append(f"spec.minAvailable 0 replaced by {total}, the sum of the tasks' minAvailable")

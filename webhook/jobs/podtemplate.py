@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Final
 
+from lapilli.api import Job
 from webhook.decode import DecodeError
-from webhook.jobs.model import Job
 from webhook.jobs.podschema import ROOT_MODEL, load
 from webhook.jobs.template import quantity
 
@@ -159,7 +159,7 @@ def check(value: object, kind: str, path: str) -> list[str]:
 
 def pod_template_error(job: Job) -> str:
     """The denial for the first task whose template is not a valid PodTemplateSpec, or ""."""
-    for index, task in enumerate(job.tasks):
+    for index, task in enumerate(job.spec.tasks):
         if problems := check(task.template, ROOT_MODEL, f"spec.tasks[{index}].template"):
             shown = "; ".join(problems[:MAX_REPORTED])
             more = " (and more)" if len(problems) > MAX_REPORTED else ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from webhook.jobs.model import Policy
+from lapilli.api import LifecyclePolicy
 
 VALID_EVENTS: Final = (
     "*",
@@ -41,31 +41,32 @@ def _invalid(path: str, value: str, detail: str) -> str:
     return f'{path}: Invalid value: "{value}": {detail}'
 
 
-def _check_events(policy: Policy, path: str, seen: set[str]) -> str:
-    for event in policy.events:
+def _check_events(policy: LifecyclePolicy, path: str, seen: set[str]) -> str:
+    for event in policy.all_events():
         if event not in VALID_EVENTS:
             return _invalid(path, event, "invalid policy event")
         if policy.action not in VALID_ACTIONS:
-            return _invalid(path, policy.action, "invalid policy action")
+            return _invalid(path, policy.action or "", "invalid policy action")
         if event in seen:
             return f"duplicate event {event}  across different policy"
         seen.add(event)
     return ""
 
 
-def policy_errors(policies: Sequence[Policy], path: str) -> list[str]:
+def policy_errors(policies: Sequence[LifecyclePolicy], path: str) -> list[str]:
     """Errors of one policy list (`path` is `spec.policies` or `spec.tasks.policies`, as Volcano names them)."""
     errors: list[str] = []
     events: set[str] = set()
     exit_codes: set[int] = set()
     for policy in policies:
-        if policy.events and policy.exit_code is not None:
+        has_events = bool(policy.all_events())
+        if has_events and policy.exit_code is not None:
             errors.append("must not specify event and exitCode simultaneously")
             break
-        if not policy.events and policy.exit_code is None:
+        if not has_events and policy.exit_code is None:
             errors.append("either event and exitCode should be specified")
             break
-        if policy.events:
+        if has_events:
             error = _check_events(policy, path, events)
         elif policy.exit_code == 0:
             error = "0 is not a valid error code"
@@ -82,7 +83,7 @@ def policy_errors(policies: Sequence[Policy], path: str) -> list[str]:
     return errors
 
 
-def policies_message(policies: Sequence[Policy], path: str) -> str:
+def policies_message(policies: Sequence[LifecyclePolicy], path: str) -> str:
     """The job-webhook fragment for one list, or "" when it is valid."""
     errors = policy_errors(policies, path)
     return "; ".join(errors) + VALID_SUFFIX if errors else ""

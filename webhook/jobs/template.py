@@ -15,8 +15,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Final
 
+from lapilli.api import TaskSpec
 from lapilli.resources import QuantityError, parse_quantity
-from webhook.jobs.model import Task
 from webhook.jobs.podresources import pod_resources_errors
 from webhook.names import LABEL_ERROR, dns1123_label
 
@@ -85,7 +85,7 @@ def _containers(spec: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
     return [c for c in value if isinstance(c, Mapping)] if isinstance(value, list) else []
 
 
-def template_errors(task: Task) -> list[str]:
+def template_errors(task: TaskSpec) -> list[str]:
     """apimachinery-style field errors of the task's pod template (paths start at `template`)."""
     spec = task.template.get("spec") or {}
     errors: list[str] = []
@@ -131,9 +131,9 @@ def _qos(containers: list[Mapping[str, Any]]) -> str:
     return "Burstable" if any_set else "BestEffort"
 
 
-def topology_error(task: Task, index: int) -> str:
+def topology_error(task: TaskSpec, index: int) -> str:
     """Volcano's `validateTaskTopoPolicy` for tasks with a NUMA topology policy."""
-    if task.topology_policy in ("", "none"):
+    if task.topology_policy in (None, "", "none"):
         return ""
     spec = task.template.get("spec") or {}
     every = _containers(spec, "containers") + _containers(spec, "initContainers")
@@ -147,7 +147,7 @@ def topology_error(task: Task, index: int) -> str:
     return ""
 
 
-def task_template_message(task: Task, index: int) -> str:
+def task_template_message(task: TaskSpec, index: int) -> str:
     """The job-webhook fragment for one task's template, or ""."""
     errors = template_errors(task)
     if errors:

@@ -9,7 +9,9 @@ task's `partitionPolicy`, on a PodGroup and on its `subGroupPolicy` entries. Vol
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
+
+from lapilli.api import NetworkTopologySpec
 
 TOPOLOGY_CONFLICT: Final = (
     "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"
@@ -17,22 +19,12 @@ TOPOLOGY_CONFLICT: Final = (
 
 
 def topology_conflict(topology: object) -> bool:
-    """Both tier fields present: `highestTierAllowed` set to anything, `highestTierName` non-empty."""
+    """Both tier fields present: `highestTierAllowed` set to anything, `highestTierName` non-empty (a decoded
+    Job's `NetworkTopologySpec`, or a raw PodGroup's mapping)."""
+    if isinstance(topology, NetworkTopologySpec):
+        return topology.tiers_conflict()
     return (
         isinstance(topology, Mapping)
         and topology.get("highestTierAllowed") is not None
         and bool(topology.get("highestTierName"))
     )
-
-
-def partition_topology(task: Mapping[str, Any]) -> object:
-    """A raw task's `partitionPolicy.networkTopology` (None when absent or not a mapping)."""
-    policy = task.get("partitionPolicy")
-    return policy.get("networkTopology") if isinstance(policy, Mapping) else None
-
-
-def task_topology_fragment(task: Mapping[str, Any], task_name: str, job_name: str) -> str:
-    """The job-webhook fragment for a task whose partition topology names both tiers, or ""."""
-    if topology_conflict(partition_topology(task)):
-        return f" {TOPOLOGY_CONFLICT} in task: {task_name}, job: {job_name};"
-    return ""

@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-from webhook.jobs.model import Job
+from lapilli.api import Job
 from webhook.jobs.topology import TOPOLOGY_CONFLICT, topology_conflict
 from webhook.jobs.validate import partition_errors
 
@@ -48,7 +48,7 @@ def _comparable(given: Mapping[str, Any]) -> Any:
 
 def update_error(old: Job, new: Job, old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) -> str:
     """The first reason to refuse the update, or ""."""
-    for task in new.tasks:
+    for task in new.spec.tasks:
         if task.replicas < 0:
             return f"'replicas' must be >= 0 in task: {task.name}"
         if task.min_available is not None and task.min_available < 0:
@@ -57,13 +57,13 @@ def update_error(old: Job, new: Job, old_spec: Mapping[str, Any], new_spec: Mapp
             return f"'minAvailable' must be <= 'replicas' in task: {task.name}"
         if errors := list(partition_errors(task, new.name)):
             return errors[0].strip().rstrip(";")  # Volcano returns the bare sentence on UPDATE
-    if new.min_available > sum(t.replicas for t in new.tasks):
+    if new.spec.min_available > sum(t.replicas for t in new.spec.tasks):
         return "job 'minAvailable' must not be greater than total replicas"
-    if new.min_available < 0:
+    if new.spec.min_available < 0:
         return "job 'minAvailable' must be >= 0"
-    if topology_conflict(new.network_topology):
+    if topology_conflict(new.spec.network_topology):
         return TOPOLOGY_CONFLICT
-    if len(old.tasks) != len(new.tasks):
+    if len(old.spec.tasks) != len(new.spec.tasks):
         return "job updates may not add or remove tasks"
     if _comparable(old_spec) != _comparable(new_spec):
         return FROZEN

@@ -8,6 +8,7 @@ import pytest
 from tests.service.reviews import container, job, queue, review, task, training_job
 from webhook.context import AdmissionContext, AdmissionSettings
 from webhook.jobs import mutate_job, validate_job
+from webhook.jobs.policies import VALID_SUFFIX
 from webhook.listers import MemoryQueues
 from webhook.review import AdmissionReview
 
@@ -427,3 +428,31 @@ def test_update_compares_semantically():
 
 def test_delete_and_connect_are_not_judged():
     assert run(validate_job, None, "DELETE", old=job()).allowed
+
+
+# --- the one Job model read shape-only (lapilli.api.Job.from_admission) --------------------------------------
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda s: s["plugins"].update(ssh="x"), 'spec.plugins[ssh]: expected a list, got "x"'),
+    (lambda s: s["plugins"].update(ssh=[1]), "spec.plugins[ssh][0]: expected a string, got an integer 1"),
+    (lambda s: s["tasks"][0].update(policies=[{"events": ["PodFailed", 7], "action": "RestartJob"}]),
+     "spec.tasks[0].policies[0].events[1]: expected a string, got an integer 7"),
+    (lambda s: s.update(maxRetry=2**31), "spec.maxRetry: expected a 32-bit integer, got an integer 2147483648"),
+    (lambda s: s["tasks"][0].update(dependsOn={"name": "a"}), 'spec.tasks[0].dependsOn.name: expected a list, got "a"'),
+    (lambda s: s.update(minAvailable=True), "spec.minAvailable: expected an integer, got a boolean True"),
+])
+def test_wrong_types_anywhere_in_the_job_are_denied_naming_the_field(change, message):
+    obj = job()
+    obj["spec"]["plugins"] = {}
+    change(obj["spec"])
+    assert denial(obj) == message
+
+
+def test_values_the_rules_judge_reach_the_rules_and_nulls_read_as_absent():
+    obj = job()
+    obj["spec"]["plugins"] = {"ssh": None, "svc": []}  # `ssh:` with nothing after it
+    obj["spec"]["priorityClassName"] = None
+    obj["spec"]["tasks"][0]["policies"] = [{"event": "PodExploded", "action": "RestartJob"}]
+    assert denial(obj) == ('spec.tasks.policies: Invalid value: "PodExploded": invalid policy event'
+                           + VALID_SUFFIX)

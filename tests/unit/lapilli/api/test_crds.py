@@ -20,7 +20,7 @@ from pydantic.fields import FieldInfo
 
 from lapilli.api import MODELS, Command, Job, PodGroup, Queue, TopLevelModel
 from lapilli.api import constants as C
-from lapilli.api.common import INT32_MAX, INT32_MIN, QUANTITY_PATTERN, Timestamp
+from lapilli.api.common import INT32_MAX, INT32_MIN, QUANTITY_PATTERN, Timestamp, ValueRule
 
 
 def _sibling(name: str) -> types.ModuleType:
@@ -238,6 +238,9 @@ def _bounds(metadata: list[Any]) -> dict[str, Any]:
             found["min_length"] = item.min_length
         elif isinstance(item, annotated_types.MaxLen):
             found["maxLength"] = item.max_length
+        elif isinstance(item, ValueRule):  # a value rule the webhook's shape-only reading skips
+            for key, value in item.keywords.items():
+                found[{"minItems": "min_length", "minLength": "min_length"}.get(key, key)] = value
         elif getattr(item, "pattern", None) is not None:
             found["pattern"] = item.pattern
     return found
