@@ -29,13 +29,8 @@ class Decision:
 SYNC = Decision(Action.SYNC_JOB)
 
 
-def policy_events(policy: LifecyclePolicy) -> list[Event]:
-    """`getEventlist`: `events` plus the single `event`."""
-    return [*policy.events, *([policy.event] if policy.event is not None else [])]
-
-
 def matches(policy: LifecyclePolicy, req: Request) -> bool:
-    events = policy_events(policy)
+    events = policy.all_events()  # Volcano's getEventlist
     if events and req.event is not None and (req.event in events or Event.ANY in events):
         return req.event != Event.POD_PENDING or policy.timeout is not None
     return policy.exit_code is not None and policy.exit_code == req.exit_code and req.event == Event.POD_FAILED
