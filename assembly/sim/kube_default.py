@@ -2,19 +2,21 @@
 
 Mirrors the default profile's scheduling cycle for what a simulation needs: pods leave the queue one at a time in
 creation order (ties: the controller's creation round, then the name); `NodeUnschedulable`, Ready, `NodeAffinity`
-(nodeSelector), `TaintToleration` (NoSchedule / NoExecute) and `NodeResourcesFit` (every requested resource,
-including `pods` and `nvidia.com/gpu`) filter nodes; `NodeResourcesFit` with the `LeastAllocated` strategy
-(cpu and memory, weight 1 each, non-zero defaults of 100m / 200Mi for pods that request none) scores them, ties
-going to the lowest node name. A placed pod keeps its resources whether or not its job can start.
+(nodeSelector and required node affinity), `TaintToleration` (NoSchedule / NoExecute) and `NodeResourcesFit`
+(every requested resource, including `pods` and `nvidia.com/gpu`) filter nodes; `NodeResourcesFit` with the
+`LeastAllocated` strategy (cpu and memory, weight 1 each, non-zero defaults of 100m / 200Mi for pods that request
+none) scores them, ties going to the lowest node name.
+A placed pod keeps its resources whether or not its job can start.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 from assembly.sim.state import Cluster, PodState
 from extender.engine.snapshot import NodeRecord
+from lapilli.nodematch import PodPlacement
 from lapilli.resources.units import CPU, MEMORY, Units
 
 MAX_NODE_SCORE: Final = 100
@@ -23,32 +25,12 @@ DEFAULT_MEMORY: Final = 200.0 * 1024 * 1024  # schedutil.DefaultMemoryRequest
 EPSILON: Final = 1e-6
 
 
-def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
-    """`v1.Toleration.ToleratesTaint` for one taint."""
-    for tol in tolerations:
-        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-            continue
-        key, operator = tol.get("key") or "", tol.get("operator") or "Equal"
-        if key and key != taint.get("key"):
-            continue
-        if not key and operator != "Exists":
-            continue
-        if operator == "Exists" or str(tol.get("value") or "") == str(taint.get("value") or ""):
-            return True
-    return False
-
-
 def node_admits(node: NodeRecord, spec: Mapping[str, Any]) -> bool:
     """Every filter except resource fit."""
-    if not node.ready or node.unschedulable:
+    placement = PodPlacement.of(spec)
+    if not node.ready or (node.unschedulable and not placement.tolerates_unschedulable()):
         return False
-    selector = spec.get("nodeSelector") or {}
-    if any(node.labels.get(k) != v for k, v in selector.items()):
-        return False
-    tolerations = spec.get("tolerations") or []
-    return all(
-        tolerates(tolerations, taint) for taint in node.taints if taint.get("effect") in ("NoSchedule", "NoExecute")
-    )
+    return placement.matches_node(node.labels, node.name) and not placement.untolerated(node.taints)
 
 
 def fits(request: Units, allocatable: Units, used: Units) -> bool:

@@ -7,7 +7,6 @@ are vectors over the session's `Dims`, node resources live in the session's arra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Final
@@ -16,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.status import Status
+from lapilli.nodematch import PodPlacement, Taint
 from lapilli.resources.vector import Vec
 
 
@@ -74,7 +74,7 @@ class Task:
     creation: float
     best_effort: bool
     preemptable: bool
-    spec: Mapping[str, Any]
+    placement: PodPlacement
     priority_class: str = ""
     nominated_node: str | None = None
     preemption_never: bool = False
@@ -239,7 +239,7 @@ class Node:
     name: str
     idx: int
     labels: dict[str, str]
-    taints: list[Mapping[str, Any]]
+    taints: list[Taint]
     unschedulable: bool
     tasks: dict[str, Task] = field(default_factory=dict)
     used_ports: set[tuple[str, str, int]] = field(default_factory=set)

@@ -189,7 +189,7 @@ class Session(Callbacks):
                 pod.creation,  # creation
                 best_effort[id(resreq)],  # best_effort
                 pod.preemptable,  # preemptable
-                pod.spec,  # spec: records are frozen and the engine only reads it
+                pod.placement,  # placement
                 pod.priority_class,  # priority_class
                 pod.nominated_node,  # nominated_node
                 pod.preemption_never,  # preemption_never

@@ -20,6 +20,7 @@ from lapilli.api.constants import (
     TASK_SPEC_KEY,
 )
 from lapilli.meta import describe, name_of, namespace_of, section
+from lapilli.nodematch import PodPlacement, Taint, taints_of
 from lapilli.resources.units import Units, pod_request, resource_list_units
 from lapilli.times import parse_rfc3339
 
@@ -33,7 +34,7 @@ class NodeRecord:
     name: str
     allocatable: Units
     labels: Mapping[str, str]
-    taints: tuple[Mapping[str, Any], ...]
+    taints: tuple[Taint, ...]
     unschedulable: bool
     ready: bool
 
@@ -56,7 +57,7 @@ class PodRecord:
     preemptable: bool
     nominated_node: str | None
     preemption_never: bool
-    spec: Mapping[str, Any]
+    placement: PodPlacement
     predicate_key: str
     host_ports: tuple[tuple[str, str, int], ...]
 
@@ -159,7 +160,7 @@ def _node(doc: Mapping[str, Any]) -> NodeRecord:
         name=meta["name"],
         allocatable=allocatable,
         labels=dict(meta.get("labels") or {}),
-        taints=tuple(spec.get("taints") or ()),
+        taints=taints_of(spec),
         unschedulable=bool(spec.get("unschedulable")),
         ready=ready,
     )
@@ -169,6 +170,20 @@ def _predicate_key(spec: Mapping[str, Any]) -> str:
     affinity = (spec.get("affinity") or {}).get("nodeAffinity")
     parts = [spec.get("nodeSelector") or {}, affinity or {}, spec.get("tolerations") or []]
     return json.dumps(parts, sort_keys=True, separators=(",", ":"))
+
+
+_PLACEMENTS: dict[str, PodPlacement] = {}
+
+
+def _placement(key: str, spec: Mapping[str, Any]) -> PodPlacement:
+    """The pod's placement, shared by every pod with the same predicate key (the key is made of exactly what
+    PodPlacement reads): a job's replicas, and every event of one pod, parse it once."""
+    placement = _PLACEMENTS.get(key)
+    if placement is None:
+        if len(_PLACEMENTS) >= 4096:
+            _PLACEMENTS.clear()
+        placement = _PLACEMENTS[key] = PodPlacement.of(spec)
+    return placement
 
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
@@ -190,6 +205,7 @@ def _pod(doc: Mapping[str, Any]) -> PodRecord:
         raise ValueError(f"spec.containers[].resources: {exc}") from exc
     task_priority = annotations.get(TASK_PRIORITY_ANNOTATION)
     namespace = meta.get("namespace") or "default"
+    key = _predicate_key(spec)
     return PodRecord(
         uid=str(meta.get("uid") or f"{namespace}/{meta['name']}"),
         namespace=namespace,
@@ -207,8 +223,8 @@ def _pod(doc: Mapping[str, Any]) -> PodRecord:
         preemptable=_preemptable(meta, default=True),
         nominated_node=status.get("nominatedNodeName") or None,
         preemption_never=spec.get("preemptionPolicy") == "Never",
-        spec=spec,
-        predicate_key=_predicate_key(spec),
+        placement=_placement(key, spec),
+        predicate_key=key,
         host_ports=_host_ports(spec),
     )
 

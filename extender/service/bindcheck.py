@@ -20,18 +20,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from extender.engine.plugins.predicates import matches_affinity, untolerated_taints
-from extender.engine.selectors import tolerates
 from extender.engine.snapshot import NodeRecord
 from extender.service.state import ClusterState
 from lapilli.meta import section
+from lapilli.nodematch import PodPlacement
 from lapilli.resources.units import pod_request
 from lapilli.resources.vector import TOLERANCE
 
 _LABEL: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _NAMESPACE: Final = re.compile(f"^{_LABEL}$")
 _SUBDOMAIN: Final = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-_UNSCHEDULABLE_TAINT: Final = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 _FINISHED: Final = ("Succeeded", "Failed")
 
 
@@ -80,15 +78,16 @@ def node_refusal(node: NodeRecord | None, name: str, spec: Mapping[str, Any], ke
         return Refusal("node-not-found", f"node {name} does not exist")
     if not node.ready:
         return Refusal("node-not-ready", f"node {name} is not Ready")
-    if node.unschedulable and not tolerates(spec.get("tolerations") or [], _UNSCHEDULABLE_TAINT):
+    placement = PodPlacement.of(spec)
+    if node.unschedulable and not placement.tolerates_unschedulable():
         return Refusal("node-unschedulable", f"node {name} is cordoned (unschedulable)")
-    if not matches_affinity(spec, node):  # type: ignore[arg-type]  # reads .labels and .name only
+    if not placement.matches_node(node.labels, node.name):
         return Refusal("node-affinity", f"node {name} does not match pod {key}'s node selector/affinity")
-    untolerated = untolerated_taints(spec, node)  # type: ignore[arg-type]  # reads .taints only
+    untolerated = placement.untolerated(node.taints)
     if untolerated:
         taint = untolerated[0]
         return Refusal("node-taint", f"pod {key} does not tolerate node {name}'s taint "
-                                     f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}")
+                                     f"{taint.key}={taint.value}:{taint.effect}")
     return None
 
 

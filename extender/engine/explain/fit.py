@@ -14,7 +14,6 @@ from functools import cmp_to_key
 
 from extender.engine.explain.units import amount, resource_rank
 from extender.engine.model import Job, Node, Task
-from extender.engine.plugins.predicates import matches_affinity, untolerated_taints
 from extender.engine.session import Session
 from extender.engine.statement import Statement
 from lapilli.resources.units import PODS
@@ -54,20 +53,15 @@ def _nodes_phrase(count: int, why: str) -> str:
     return f"1 node {_SINGULAR.get(verb, verb)} {rest}"
 
 
-def _taint_text(taint: dict[str, object]) -> str:
-    key, value, effect = taint.get("key", ""), taint.get("value", ""), taint.get("effect", "")
-    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
-
-
 def node_blocker(ssn: Session, task: Task, node: Node) -> str:
     """Why `task` cannot go to `node` now, in words ("" if it can)."""
     if not ssn.predicate_node(task, node):
         if node.unschedulable:
             return "are cordoned (unschedulable)"
-        taints = untolerated_taints(task.spec, node)
+        taints = task.placement.untolerated(node.taints)
         if taints:
-            return "are tainted " + ", ".join(_taint_text(dict(t)) for t in taints)
-        if not matches_affinity(task.spec, node):
+            return "are tainted " + ", ".join(str(t) for t in taints)
+        if not task.placement.matches_node(node.labels, node.name):
             return "do not match the pod's node selector/affinity"
         return "fail a scheduling predicate (host port or other)"
     future = ssn.arrays.future_idle_row(node.idx)

@@ -10,9 +10,8 @@ not evaluated (their weights are accepted and have no effect).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -20,9 +19,9 @@ import numpy.typing as npt
 from extender.engine.arguments import Arguments, number
 from extender.engine.framework import register_plugin
 from extender.engine.interface import Index, SessionView
-from extender.engine.model import Node, Task
+from extender.engine.model import Task
 from extender.engine.rowmath import NodeRows, Num, Ops
-from extender.engine.selectors import node_selector_terms_match, tolerates
+from lapilli.nodematch import PREFER_NO_SCHEDULE
 from lapilli.resources.units import CPU, GPU, MEMORY
 
 # kube-scheduler counts a container without requests as 100m CPU / 200Mi memory when spreading load.
@@ -71,7 +70,7 @@ class NodeOrderScorer:
         self._cols.clear()
         self._last = (None, [])
         self._any_prefer_no_schedule = any(
-            t.get("effect") == "PreferNoSchedule" for n in ssn.nodes for t in n.taints
+            t.effect == PREFER_NO_SCHEDULE for n in ssn.nodes for t in n.taints
         )
 
     def _columns(self, task: Task) -> list[tuple[int, float]]:
@@ -123,17 +122,17 @@ class NodeOrderScorer:
         return total
 
     def normalizes(self, task: Task) -> bool:
-        return bool(self.affinity and _preferred_terms(task)) or bool(self.taint and self._any_prefer_no_schedule)
+        return bool(self.affinity and task.placement.preferred) or bool(self.taint and self._any_prefer_no_schedule)
 
     def normalized(self, task: Task, idx: Index) -> Scores | None:
         assert self.ssn is not None
         nodes = self.ssn.nodes
         extra: Scores | None = None
-        preferred = _preferred_terms(task)
-        if self.affinity and preferred:
+        placement = task.placement
+        if self.affinity and placement.preferred:
             all_raw = self._raw_affinity.get(task.predicate_key)
             if all_raw is None:
-                all_raw = np.array([_preferred(preferred, n) for n in nodes], dtype=float)
+                all_raw = np.array([placement.preferred_weight(n.labels, n.name) for n in nodes], dtype=float)
                 self._raw_affinity[task.predicate_key] = all_raw
             raw = all_raw[idx]
             top = raw.max(initial=0.0)
@@ -143,7 +142,7 @@ class NodeOrderScorer:
         if self.taint and self._any_prefer_no_schedule:
             all_raw = self._raw_taints.get(task.predicate_key)
             if all_raw is None:
-                all_raw = np.array([_prefer_no_schedule(task, n) for n in nodes], dtype=float)
+                all_raw = np.array([placement.prefer_no_schedule_count(n.taints) for n in nodes], dtype=float)
                 self._raw_taints[task.predicate_key] = all_raw
             raw = all_raw[idx]
             top = raw.max(initial=0.0)
@@ -163,28 +162,6 @@ def _std(ops: Ops, values: list[Num]) -> Num:
     for value in values[1:]:
         square = square + (value - mean) * (value - mean)
     return ops.sqrt(square / len(values))
-
-
-def _preferred_terms(task: Task) -> list[Mapping[str, Any]] | None:
-    affinity = (task.spec.get("affinity") or {}).get("nodeAffinity") or {}
-    terms: list[Mapping[str, Any]] | None = affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
-    return terms
-
-
-def _preferred(terms: list[Mapping[str, Any]], node: Node) -> float:
-    total = 0.0
-    for term in terms:
-        preference = term.get("preference") or {}
-        if node_selector_terms_match([preference], node.labels, node.name):
-            total += float(term.get("weight") or 0)
-    return total
-
-
-def _prefer_no_schedule(task: Task, node: Node) -> float:
-    tolerations = [t for t in task.spec.get("tolerations") or [] if t.get("effect") in (None, "", "PreferNoSchedule")]
-    return float(
-        sum(1 for t in node.taints if t.get("effect") == "PreferNoSchedule" and not tolerates(tolerations, t))
-    )
 
 
 class NodeOrderPlugin:

@@ -9,9 +9,9 @@ Arguments `predicate.NodeAffinityEnable`, `predicate.NodePortsEnable`, `predicat
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
@@ -19,9 +19,7 @@ from extender.engine.arguments import Arguments, boolean
 from extender.engine.framework import register_plugin
 from extender.engine.interface import Index, Mask, SessionView
 from extender.engine.model import Node, Task
-from extender.engine.selectors import node_selector_terms_match, tolerates
 
-UNSCHEDULABLE_TAINT: Final = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
 REASON_AFFINITY: Final = "node(s) didn't match Pod's node affinity/selector"
 REASON_TAINT: Final = "node(s) had untolerated taint"
@@ -43,27 +41,6 @@ def parse_arguments(arguments: Arguments) -> PredicatesArgs:
     )
 
 
-def matches_affinity(spec: Mapping[str, Any], node: Node) -> bool:
-    selector = spec.get("nodeSelector") or {}
-    if any(node.labels.get(k) != v for k, v in selector.items()):
-        return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if required is None:
-        return True
-    return node_selector_terms_match(required.get("nodeSelectorTerms") or [], node.labels, node.name)
-
-
-def untolerated_taints(spec: Mapping[str, Any], node: Node) -> list[Mapping[str, Any]]:
-    tolerations = spec.get("tolerations") or []
-    return [
-        taint
-        for taint in node.taints
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint)
-    ]
-
-
 def _port_conflict(task: Task, node: Node) -> bool:
     for ip, proto, port in task.host_ports:
         for used_ip, used_proto, used_port in node.used_ports:
@@ -82,14 +59,14 @@ class NodeFilters:
         self.nodes: Sequence[Node] = []
 
     def _unschedulable(self, task: Task, node: Node) -> bool:
-        return node.unschedulable and not tolerates(task.spec.get("tolerations") or [], UNSCHEDULABLE_TAINT)
+        return node.unschedulable and not task.placement.tolerates_unschedulable()
 
     def _ok(self, task: Task, node: Node) -> bool:
         if self._unschedulable(task, node):
             return False
-        if self.affinity and not matches_affinity(task.spec, node):
+        if self.affinity and not task.placement.matches_node(node.labels, node.name):
             return False
-        return not (self.taints and untolerated_taints(task.spec, node))
+        return not (self.taints and task.placement.untolerated(node.taints))
 
     def static_mask(self, task: Task, idx: Index) -> Mask:
         return np.fromiter((self._ok(task, self.nodes[int(i)]) for i in idx), dtype=bool, count=len(idx))
@@ -103,11 +80,11 @@ class NodeFilters:
         reasons = []
         if self._unschedulable(task, node):
             reasons.append(REASON_UNSCHEDULABLE)
-        if self.affinity and not matches_affinity(task.spec, node):
+        if self.affinity and not task.placement.matches_node(node.labels, node.name):
             reasons.append(REASON_AFFINITY)
         if self.taints:
-            for taint in untolerated_taints(task.spec, node):
-                reasons.append(f"{REASON_TAINT} {{{taint.get('key')}: {taint.get('value', '')}}}")
+            for taint in task.placement.untolerated(node.taints):
+                reasons.append(f"{REASON_TAINT} {{{taint.key}: {taint.value}}}")
         if self.ports and task.host_ports and _port_conflict(task, node):
             reasons.append(REASON_PORTS)
         return reasons

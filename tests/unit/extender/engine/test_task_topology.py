@@ -7,6 +7,7 @@ import pytest
 
 from extender.engine.model import Job, Task, TaskStatus
 from extender.engine.plugins.task_topology import Topology, TopologyError, read_topology
+from lapilli.nodematch import EVERYWHERE
 from lapilli.resources.vector import Dims
 
 AFF, ANTI, ORDER = ("volcano.sh/task-topology-affinity", "volcano.sh/task-topology-anti-affinity",
@@ -21,7 +22,7 @@ def _job(roles: list[str], annotations: dict[str, str]) -> Job:
     for i, role in enumerate(roles):
         job.add_task(Task(uid=f"t{i}", namespace="default", name=f"job1-{role}-{i}", job=job.uid, role=role,
                           resreq=dims.zeros(), priority=1, status=TaskStatus.PENDING, node=None, creation=0.0,
-                          best_effort=True, preemptable=True, spec={}))
+                          best_effort=True, preemptable=True, placement=EVERYWHERE))
     return job
 
 

@@ -1,0 +1,195 @@
+"""Which nodes a pod may go to by its labels and taints, as kube-scheduler's component-helpers decide it.
+
+Counterparts: `k8s.io/component-helpers/scheduling/corev1` (`MatchNodeSelectorTerms`, `ToleratesTaint`,
+`FindMatchingUntoleratedTaint`) and `nodeaffinity.GetRequiredNodeAffinity`. Pods and nodes arrive as raw JSON;
+`PodPlacement.of` and `taints_of` read them once into typed values (anything of the wrong shape reads as absent:
+the API server has validated real objects, and hand-written snapshots must not crash a scheduler), and everything
+after that works on the values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+NO_SCHEDULE: Final = "NoSchedule"
+NO_EXECUTE: Final = "NoExecute"
+PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
+
+
+def _map(value: object) -> Mapping[str, object]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    @classmethod
+    def of(cls, raw: object) -> Taint:
+        taint = _map(raw)
+        return cls(_text(taint.get("key")), _text(taint.get("value")), _text(taint.get("effect")))
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+UNSCHEDULABLE_TAINT: Final = Taint("node.kubernetes.io/unschedulable", "", NO_SCHEDULE)
+"""What a cordoned node (`spec.unschedulable`) counts as, for the pods that tolerate it."""
+
+
+def taints_of(node_spec: Mapping[str, object]) -> tuple[Taint, ...]:
+    return tuple(Taint.of(t) for t in _list(node_spec.get("taints")))
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str  # "Equal" or "Exists"
+    value: str
+    effect: str  # "" tolerates every effect
+
+    @classmethod
+    def of(cls, raw: object) -> Toleration:
+        tol = _map(raw)
+        return cls(_text(tol.get("key")), _text(tol.get("operator")) or "Equal", _text(tol.get("value")),
+                   _text(tol.get("effect")))
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        return self.key == taint.key and (self.operator == "Exists" or self.value == taint.value)
+
+
+def tolerated(tolerations: Sequence[Toleration], taint: Taint) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One `matchExpressions` or `matchFields` entry."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+    @classmethod
+    def of(cls, raw: object) -> Requirement:
+        req = _map(raw)
+        return cls(_text(req.get("key")), _text(req.get("operator")), tuple(_text(v) for v in _list(req.get("values"))))
+
+    def matches(self, value: str | None) -> bool:
+        op = self.operator
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if op == "Exists":
+            return value is not None
+        if op == "DoesNotExist":
+            return value is None
+        if op in ("Gt", "Lt") and value is not None and len(self.values) == 1:
+            try:
+                have, bound = int(value), int(self.values[0])
+            except ValueError:
+                return False
+            return have > bound if op == "Gt" else have < bound
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorTerm:
+    """A `nodeSelectorTerm`: its expressions (on labels) and fields (on `metadata.name`) are ANDed."""
+
+    expressions: tuple[Requirement, ...]
+    fields: tuple[Requirement, ...]
+
+    @classmethod
+    def of(cls, raw: object) -> SelectorTerm:
+        term = _map(raw)
+        return cls(tuple(Requirement.of(e) for e in _list(term.get("matchExpressions"))),
+                   tuple(Requirement.of(f) for f in _list(term.get("matchFields"))))
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        if not self.expressions and not self.fields:
+            return False  # an empty term matches no node
+        return all(e.matches(labels.get(e.key)) for e in self.expressions) and all(
+            f.matches(node_name if f.key == "metadata.name" else None) for f in self.fields)
+
+
+def terms_match(terms: Sequence[SelectorTerm], labels: Mapping[str, str], node_name: str) -> bool:
+    """Terms are ORed."""
+    return any(t.matches(labels, node_name) for t in terms)
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredTerm:
+    weight: int
+    term: SelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlacement:
+    """What of a pod spec decides its nodes by label and taint."""
+
+    node_selector: Mapping[str, str]
+    required: tuple[SelectorTerm, ...] | None  # None: no required node affinity (every node passes)
+    preferred: tuple[PreferredTerm, ...]
+    tolerations: tuple[Toleration, ...]
+
+    @classmethod
+    def of(cls, spec: Mapping[str, object]) -> PodPlacement:
+        node_affinity = _map(_map(spec.get("affinity")).get("nodeAffinity"))
+        required_raw = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        required = (None if required_raw is None else
+                    tuple(SelectorTerm.of(t) for t in _list(_map(required_raw).get("nodeSelectorTerms"))))
+        preferred = tuple(
+            PreferredTerm(_weight(_map(p).get("weight")), SelectorTerm.of(_map(p).get("preference")))
+            for p in _list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))
+        )
+        selector = {str(k): _text(v) for k, v in _map(spec.get("nodeSelector")).items()}
+        return cls(selector, required, preferred, tuple(Toleration.of(t) for t in _list(spec.get("tolerations"))))
+
+    def matches_node(self, labels: Mapping[str, str], node_name: str) -> bool:
+        """The node selector and the required node affinity."""
+        if any(labels.get(k) != v for k, v in self.node_selector.items()):
+            return False
+        return self.required is None or terms_match(self.required, labels, node_name)
+
+    def untolerated(self, taints: Sequence[Taint]) -> list[Taint]:
+        """The NoSchedule and NoExecute taints the pod does not tolerate."""
+        return [t for t in taints if t.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerated(self.tolerations, t)]
+
+    def tolerates_unschedulable(self) -> bool:
+        return tolerated(self.tolerations, UNSCHEDULABLE_TAINT)
+
+    def preferred_weight(self, labels: Mapping[str, str], node_name: str) -> float:
+        """Σ weight of the preferred terms the node matches (NodeAffinity's raw score)."""
+        return float(sum(p.weight for p in self.preferred if p.term.matches(labels, node_name)))
+
+    def prefer_no_schedule_count(self, taints: Sequence[Taint]) -> float:
+        """PreferNoSchedule taints not tolerated (TaintToleration's raw score); only tolerations with no effect or
+        PreferNoSchedule count, as kube-scheduler filters them."""
+        tolerations = [t for t in self.tolerations if t.effect in ("", PREFER_NO_SCHEDULE)]
+        return float(sum(1 for t in taints if t.effect == PREFER_NO_SCHEDULE and not tolerated(tolerations, t)))
+
+
+def _weight(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+EVERYWHERE: Final = PodPlacement({}, None, (), ())
+"""A pod with no selector, affinity or tolerations."""
