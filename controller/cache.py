@@ -18,9 +18,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
-from lapilli.meta import is_deleting, key_of, revision, uid_of
+from lapilli.meta import MutableObj, is_deleting, key_of, revision, uid_of
 
-Obj = dict[str, Any]
 IndexFn = Callable[[Mapping[str, Any]], str | None]
 
 _TOMBSTONE_TTL_S: Final = 600.0  # a confirmation that never comes (missed watch event) is forgotten eventually
@@ -32,7 +31,7 @@ class Store:
     def __init__(
         self, indexes: Mapping[str, IndexFn] | None = None, clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._objects: dict[str, Obj] = {}
+        self._objects: dict[str, MutableObj] = {}
         self._index_fns = dict(indexes or {})
         self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._index_fns}
         self._dead: dict[str, float] = {}  # uid -> when we deleted it
@@ -40,7 +39,7 @@ class Store:
 
     # -- reads ---------------------------------------------------------------------------------------------
 
-    def get(self, key: str) -> Obj | None:
+    def get(self, key: str) -> MutableObj | None:
         return self._objects.get(key)
 
     def __contains__(self, key: str) -> bool:
@@ -49,10 +48,10 @@ class Store:
     def __len__(self) -> int:
         return len(self._objects)
 
-    def values(self) -> Iterator[Obj]:
+    def values(self) -> Iterator[MutableObj]:
         return iter(list(self._objects.values()))
 
-    def by_index(self, index: str, value: str) -> list[Obj]:
+    def by_index(self, index: str, value: str) -> list[MutableObj]:
         keys = self._indexes[index].get(value, ())
         return [self._objects[k] for k in sorted(keys) if k in self._objects]
 
@@ -65,7 +64,7 @@ class Store:
 
     # -- writes from the watch -----------------------------------------------------------------------------
 
-    def observe(self, event_type: str, obj: Obj) -> Obj | None:
+    def observe(self, event_type: str, obj: MutableObj) -> MutableObj | None:
         """Apply one watch event; returns the object it replaced (None if none, or if the event was stale)."""
         key = key_of(obj)
         current = self._objects.get(key)
@@ -83,7 +82,7 @@ class Store:
 
     # -- writes from our own requests ----------------------------------------------------------------------
 
-    def wrote(self, obj: Obj) -> None:
+    def wrote(self, obj: MutableObj) -> None:
         """The API server's answer to our create/update/patch: at least as new as anything seen so far."""
         key = key_of(obj)
         self._put(key, obj, self._objects.get(key))
@@ -101,7 +100,7 @@ class Store:
 
     # -- internals -----------------------------------------------------------------------------------------
 
-    def _put(self, key: str, obj: Obj, current: Obj | None) -> Obj | None:
+    def _put(self, key: str, obj: MutableObj, current: MutableObj | None) -> MutableObj | None:
         uid = uid_of(obj)
         if current is None and uid in self._dead and key not in self._objects:
             # A late event about an object we deleted and already dropped from view: ignore it.
@@ -114,17 +113,17 @@ class Store:
         self._index(key, obj)
         return current
 
-    def _remove(self, key: str, current: Obj) -> None:
+    def _remove(self, key: str, current: MutableObj) -> None:
         self._unindex(key, current)
         del self._objects[key]
 
-    def _index(self, key: str, obj: Obj) -> None:
+    def _index(self, key: str, obj: MutableObj) -> None:
         for name, fn in self._index_fns.items():
             value = fn(obj)
             if value is not None:
                 self._indexes[name].setdefault(value, set()).add(key)
 
-    def _unindex(self, key: str, obj: Obj) -> None:
+    def _unindex(self, key: str, obj: MutableObj) -> None:
         for name, fn in self._index_fns.items():
             value = fn(obj)
             if value is not None and (keys := self._indexes[name].get(value)) is not None:

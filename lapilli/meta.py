@@ -8,10 +8,20 @@ may use it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
+
+Obj = Mapping[str, Any]
+"""A Kubernetes object as decoded JSON, read only (what a watch, the API or an AdmissionReview gives)."""
+MutableObj = dict[str, Any]
+"""A Kubernetes object as decoded JSON that its holder may change (a cache's stored copy, a body being built)."""
+JSON: TypeAlias = str | int | float | bool | Sequence["JSON"] | Mapping[str, "JSON"] | None
+"""Any JSON value, as data handed out for encoding (reports, `-o json`)."""
 
 __all__ = [
+    "JSON",
+    "MutableObj",
+    "Obj",
     "annotations_of",
     "describe",
     "is_deleting",

@@ -7,12 +7,10 @@ Volcano's `QueueLister` in `router.AdmissionServiceConfig`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Protocol
 
-from lapilli.meta import name_of, namespace_of
-
-Obj = Mapping[str, Any]
+from lapilli.meta import Obj, name_of, namespace_of
 
 
 class QueueLister(Protocol):

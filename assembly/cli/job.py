@@ -22,10 +22,9 @@ from lapilli.api import Action
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, JOB_TYPE_KEY
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, EVENTS, VC_JOBS
-from lapilli.meta import annotations_of, namespace_of
+from lapilli.meta import Obj, annotations_of, namespace_of
 from lapilli.times import parse_rfc3339_datetime
 
-Obj = Mapping[str, Any]
 COLUMNS: Final = ("Name", "Creation", "Phase", "JobType", "Replicas", "Min", "Pending", "Running", "Succeeded",
                   "Failed", "Unknown", "RetryCount")
 WIDTHS: Final = (15, 12, 12, 12, 6, 10, 10, 12, 10, 12, 10)  # every column after Name

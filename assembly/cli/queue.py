@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import click
 
@@ -17,12 +17,12 @@ from assembly.cli.vcctl import QUEUE_COMMAND_NAMESPACE, connection_options, make
 from lapilli.api import Action
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, PODGROUPS, QUEUES
+from lapilli.meta import Obj
 
 HEADER: Final = ("Name", "Weight", "State", "Inqueue", "Pending", "Running", "Unknown", "Completed")
 _PHASES: Final = ("Inqueue", "Pending", "Running", "Unknown", "Completed")
 _ACTIONS: Final = {"open": Action.OPEN_QUEUE, "close": Action.CLOSE_QUEUE}
 
-Obj = Mapping[str, Any]
 
 
 def podgroup_stats(podgroups: Iterable[Obj]) -> dict[str, dict[str, int]]:

@@ -11,13 +11,12 @@ import click
 import orjson
 
 from assembly.cli.inputs import fail, load_conf, load_documents
-from extender.engine.results import Decisions
+from extender.engine.results import Decisions, resource_list
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import SnapshotError, build_snapshot
 
 
 def render_table(result: Decisions) -> str:
-    data = result.to_json()  # quantities as the JSON output spells them
     lines = ["BINDS"]
     lines += [f"  {pod:<40} -> {node}" for pod, node in sorted(result.binds.items())] or ["  (none)"]
     lines.append("EVICTIONS")
@@ -25,15 +24,21 @@ def render_table(result: Decisions) -> str:
     lines.append("PIPELINED")
     lines += [f"  {pod:<40} -> {node}" for pod, node in sorted(result.pipelined.items())] or ["  (none)"]
     lines.append(f"{'PODGROUP':<40} {'PHASE':<10} CONDITION")
-    for key, status in data["podgroups"].items():
-        cond = status["conditions"][-1] if status["conditions"] else {}
-        lines.append(f"{key:<40} {status['phase']:<10} {cond.get('type', '')} {cond.get('message', '')}".rstrip())
+    for key, status in sorted(result.podgroups.items()):
+        cond = status.conditions[-1] if status.conditions else None
+        shown = f"{cond.type} {cond.message or ''}" if cond is not None else ""
+        lines.append(f"{key:<40} {status.phase:<10} {shown}".rstrip())
     lines.append(f"{'QUEUE':<20} {'SHARE':>8}  DESERVED / ALLOCATED")
-    for name, queue in data["queues"].items():
-        deserved = ",".join(f"{k}={v}" for k, v in (queue["deserved"] or {}).items()) or "-"
-        allocated = ",".join(f"{k}={v}" for k, v in queue["allocated"].items()) or "-"
-        lines.append(f"{name:<20} {queue['share']:>8.3f}  {deserved} / {allocated}")
+    for name, queue in sorted(result.queues.items()):
+        # quantities as the JSON output spells them
+        deserved = "-" if queue.deserved is None else _quantities(resource_list(result.dims, queue.deserved))
+        allocated = _quantities(resource_list(result.dims, queue.allocated))
+        lines.append(f"{name:<20} {queue.share:>8.3f}  {deserved} / {allocated}")
     return "\n".join(lines)
+
+
+def _quantities(resources: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in resources.items()) or "-"
 
 
 @click.command()

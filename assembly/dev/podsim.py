@@ -15,13 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from lapilli.meta import annotations_of, is_deleting, section
+from lapilli.meta import Obj, annotations_of, is_deleting, section
 from lapilli.times import parse_rfc3339, parse_seconds, rfc3339
 
 DURATION_ANNOTATION: Final = "sim.lapilli.io/duration"
 EXIT_CODE_ANNOTATION: Final = "sim.lapilli.io/exit-code"
 
-Obj = Mapping[str, Any]
 
 
 def slim_pod(pod: Obj) -> dict[str, Any]:

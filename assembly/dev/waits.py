@@ -4,26 +4,24 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import Resource
-
-Obj = dict[str, Any]
+from lapilli.meta import MutableObj
 
 
 async def wait_for(
     client: KubeClient, res: Resource, name: str, namespace: str | None = None, *,
-    until: Callable[[Obj | None], bool], timeout_s: float = 30.0,
-) -> Obj | None:
+    until: Callable[[MutableObj | None], bool], timeout_s: float = 30.0,
+) -> MutableObj | None:
     """Return the object once `until(obj)` holds (`obj` is None while it does not exist).
 
     Reads it once, then follows a watch on just that name, so no intermediate state is missed. Raises
     TimeoutError with the last state seen.
     """
-    last: Obj | None = None
+    last: MutableObj | None = None
 
-    async def follow() -> Obj | None:
+    async def follow() -> MutableObj | None:
         nonlocal last
         while True:
             try:

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from lapilli.cluster import Reflector
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import NAMESPACES, QUEUES, VC_JOBS
+from lapilli.meta import Obj
 
 log = logging.getLogger("lapilli.serve")
 
-Obj = Mapping[str, Any]
 
 
 class ReflectorQueues:

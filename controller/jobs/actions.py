@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from controller.context import Context
@@ -28,12 +28,11 @@ from lapilli.api import Job, JobEvent, JobPhase, TaskSpec
 from lapilli.api.constants import CONTROLLER_OUT_OF_SYNC_KEY, JOB_FORWARDING_KEY
 from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS
-from lapilli.meta import uid_of
+from lapilli.meta import Obj, uid_of
 from lapilli.times import go_duration, parse_rfc3339, rfc3339
 
 log = logging.getLogger(__name__)
 
-Obj = Mapping[str, Any]
 CREATE_CHUNK: Final = 256
 """Pods rendered and sent per round of one sync (the pod gate bounds how many are in flight)."""
 

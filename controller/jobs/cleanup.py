@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from controller.context import Context
 from controller.jobs.podgroup import podgroup_name
@@ -21,11 +20,10 @@ from controller.jobs.resources import PVCS, PluginResources, plugin_object_names
 from lapilli.api import Job
 from lapilli.kube import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS, Resource
-from lapilli.meta import uid_of
+from lapilli.meta import Obj, uid_of
 
 log = logging.getLogger(__name__)
 
-Obj = Mapping[str, Any]
 # Listed by the orphan sweep: only PVCs (their names are random, kept in the status of a Job that is gone). The
 # plugins' Services, ConfigMaps, Secrets and NetworkPolicies have names derived from the Job's, so they are
 # deleted by name for every gone Job the sweep finds: the service never lists Secrets (least privilege).

@@ -15,8 +15,8 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Final
 
 import aiohttp
 import pydantic
@@ -34,11 +34,10 @@ from lapilli.api.constants import JOB_NAME_KEY
 from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import RateLimiter, WorkQueue
 from lapilli.kube import ApiError
-from lapilli.meta import annotations_of, key_of, name_of, namespace_of, owner_references, resource_version, uid_of
+from lapilli.meta import Obj, annotations_of, key_of, name_of, namespace_of, owner_references, resource_version, uid_of
 
 log = logging.getLogger(__name__)
 
-Obj = Mapping[str, Any]
 _RETRYABLE: Final = (ActionError, PvcMissing, ApiError, aiohttp.ClientError, OSError, TimeoutError)
 _INTERNAL_ACTIONS: Final = frozenset({Action.SYNC_JOB, Action.ENQUEUE_JOB, Action.SYNC_QUEUE})
 

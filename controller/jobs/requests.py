@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Final
 
 from lapilli.api import Action, Event
 from lapilli.api.constants import (
@@ -23,9 +23,7 @@ from lapilli.api.constants import (
     PARTITION_ID_KEY,
     TASK_SPEC_KEY,
 )
-from lapilli.meta import annotations_of, is_deleting, labels_of, name_of, namespace_of, owner_references, uid_of
-
-Obj = Mapping[str, Any]
+from lapilli.meta import Obj, annotations_of, is_deleting, labels_of, name_of, namespace_of, owner_references, uid_of
 
 INTERNAL_EVENTS: Final = frozenset({Event.OUT_OF_SYNC, Event.COMMAND_ISSUED, Event.POD_RUNNING})
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from controller.jobs.podgroup import task_min_member
 from controller.jobs.requests import out_of_sync
@@ -24,9 +23,8 @@ from controller.jobs.state import Counts
 from lapilli.api import Iteration, Job, TaskSpec
 from lapilli.api.constants import DEFAULT_TASK_SPEC, PARTITION_ID_KEY, TASK_SPEC_KEY
 from lapilli.jobplugins import make_pod_name
-from lapilli.meta import annotations_of, labels_of, name_of
+from lapilli.meta import Obj, annotations_of, labels_of, name_of
 
-Obj = Mapping[str, Any]
 IsDeleting = Callable[[Obj], bool]
 PHASES = ("Pending", "Running", "Succeeded", "Failed")
 

@@ -25,9 +25,8 @@ from lapilli.api.constants import (
     REVOCABLE_ZONE_KEY,
     SCHEDULING_API_VERSION,
 )
-from lapilli.meta import annotations_of, is_deleting, meta, owner_references
+from lapilli.meta import Obj, annotations_of, is_deleting, meta, owner_references
 
-Obj = Mapping[str, Any]
 _FROM_POD: Final = (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY, REVOCABLE_ZONE_KEY, JDB_MIN_AVAILABLE_KEY,
                     JDB_MAX_UNAVAILABLE_KEY)
 _PLURALS: Final = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets", "Deployment": "deployments",

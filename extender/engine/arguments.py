@@ -10,7 +10,7 @@ any session runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar, cast
 
 # A plugin's `arguments` exactly as decoded from YAML.
 Arguments = Mapping[str, object]
@@ -44,7 +44,7 @@ def integer(arguments: Arguments, key: str, default: int) -> int:
     return _parsed(arguments, key, default, int, (int, str), "an integer")
 
 
-def _parsed(arguments: Arguments, key: str, default: T, convert: Callable[[Any], T],
+def _parsed(arguments: Arguments, key: str, default: T, convert: Callable[[str | int | float], T],
                accepted: tuple[type, ...], what: str) -> T:
     value = arguments.get(key)
     if value is None:
@@ -53,7 +53,7 @@ def _parsed(arguments: Arguments, key: str, default: T, convert: Callable[[Any],
     if isinstance(value, bool) or not isinstance(value, accepted):
         raise ConfError(f"argument {key}: {shown(value)} is not {what}")
     try:
-        return convert(value)
+        return convert(cast("str | int | float", value))  # one of `accepted`, checked above
     except ValueError as exc:
         raise ConfError(f"argument {key}: {shown(value)} is not {what}") from exc
 

@@ -7,9 +7,10 @@ are vectors over the session's `Dims`, node resources live in the session's arra
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +57,36 @@ def replica_index(name: str) -> int | None:
     if len(parts) >= 3 and parts[-1].isdigit():
         return int(parts[-1])
     return None
+
+
+CONDITION_FIELDS: Final = ("type", "status", "reason", "message")
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A PodGroup condition: the four fields the scheduler sets (None where a carried-over condition lacks one)
+    and any others it was read with (lastTransitionTime, transitionID), kept as they were."""
+
+    type: str
+    status: str | None = "True"
+    reason: str | None = ""
+    message: str | None = ""
+    extra: tuple[tuple[str, object], ...] = ()
+
+    @classmethod
+    def read(cls, raw: object) -> Condition:
+        fields = raw if isinstance(raw, Mapping) else {}
+        extra = tuple((str(k), v) for k, v in fields.items() if k not in CONDITION_FIELDS)
+        return cls(str(fields.get("type")), _text(fields.get("status")), _text(fields.get("reason")),
+                   _text(fields.get("message")), extra)
+
+    def to_json(self) -> dict[str, object]:
+        fields = {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message}
+        return {**{k: v for k, v in fields.items() if v is not None}, **dict(self.extra)}
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 @dataclass(slots=True, eq=False)
@@ -136,7 +167,7 @@ class Job:
     ready: int = 0  # tasks in READY_STATUS
     pending_best_effort_count: int = 0
     annotations: dict[str, str] = field(default_factory=dict)
-    conditions: list[dict[str, Any]] = field(default_factory=list)
+    conditions: tuple[Condition, ...] = ()
     # fit errors per task uid, recorded by allocate for the PodGroup condition
     fit_errors: dict[str, Status] = field(default_factory=dict)
     job_fit_error: str = ""

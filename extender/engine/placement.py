@@ -16,7 +16,7 @@ straightforward path: masks over all nodes, then the best candidate.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,8 @@ from lapilli.resources.vector import TOLERANCE, Dims
 NO_NODE: Final = -np.inf
 # Refreshing one row over Python floats costs a few µs; one numpy pass costs ~100 µs whatever its size.
 SCALAR_REFRESH_MAX: Final = 24
+# `slice(None)`: every row at once (the whole-table refresh); a string, as `slice` takes no parameters at runtime.
+AllRows: TypeAlias = "slice[None, None, None]"
 
 
 def fits(ops: Ops, request: list[float], rows: NodeRows) -> tuple[Bool, Bool]:
@@ -102,7 +104,7 @@ class Placement:
             score = score + scorer.row_score(task, ops, rows)
         return fit_idle, fit_future, score
 
-    def _store(self, entry: _ClassEntry, idx: Index | slice, fit_idle: Bool, fit_future: Bool, score: Num) -> None:
+    def _store(self, entry: _ClassEntry, idx: Index | AllRows, fit_idle: Bool, fit_future: Bool, score: Num) -> None:
         entry.fit_idle[idx] = fit_idle
         entry.fit_future[idx] = fit_future
         entry.score[idx] = score

@@ -12,43 +12,18 @@ of allocated tasks, propagated to every ancestor.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Job, TaskStatus
+from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Condition, Job, TaskStatus
 from extender.engine.session import Session
 from extender.engine.status import SUCCESS, Status
 from lapilli.resources.quantity import format_quantity
 from lapilli.resources.units import MEMORY, PODS
 from lapilli.resources.vector import Dims, Vec
-
-CONDITION_FIELDS: Final = ("type", "status", "reason", "message")
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    """A PodGroup condition: the four fields the scheduler sets (None where a carried-over condition lacks one)
-    and any others it was read with (lastTransitionTime, transitionID), kept as they were."""
-
-    type: str
-    status: str | None = "True"
-    reason: str | None = ""
-    message: str | None = ""
-    extra: tuple[tuple[str, object], ...] = ()
-
-    @classmethod
-    def read(cls, raw: Mapping[str, Any]) -> Condition:
-        extra = tuple((k, v) for k, v in raw.items() if k not in CONDITION_FIELDS)
-        return cls(str(raw.get("type")), raw.get("status"), raw.get("reason"), raw.get("message"), extra)
-
-    def to_json(self) -> dict[str, object]:
-        fields = {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message}
-        return {**{k: v for k, v in fields.items() if v is not None}, **dict(self.extra)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +96,7 @@ class Decisions:
     nodes: NodeRoom | None = None
     evicted_by: dict[str, str] = field(default_factory=dict)  # pod -> the action that evicted it (run_session)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The `lapilli schedule -o json` document (DESIGN.md)."""
         return {
             "binds": dict(sorted(self.binds.items())),
@@ -178,7 +153,7 @@ def podgroup_phase(ssn: Session, job: Job) -> str:
 
 
 def podgroup_result(ssn: Session, job: Job) -> PodGroupResult:
-    conditions = [Condition.read(c) for c in job.conditions if c.get("type") not in ("Unschedulable", "Scheduled")]
+    conditions = [c for c in job.conditions if c.type not in ("Unschedulable", "Scheduled")]
     current = ssn.conditions.get(job.uid)
     condition = None
     if current is not None:

@@ -165,7 +165,7 @@ class Session(Callbacks):
                 preemptable=pg.preemptable,
                 allocated=self.dims.zeros(),
                 annotations=dict(pg.annotations),
-                conditions=[dict(c) for c in pg.conditions],
+                conditions=pg.conditions,
             )
         self.tasks: dict[str, Task] = {}
         self.other_tasks: list[Task] = []

@@ -11,15 +11,16 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
+from extender.engine.model import Condition
 from lapilli.api.constants import (
     GROUP_NAME_ANNOTATION,
     PREEMPTABLE_KEY,
     TASK_PRIORITY_ANNOTATION,
     TASK_SPEC_KEY,
 )
-from lapilli.meta import describe, name_of, namespace_of, section
+from lapilli.meta import Obj, describe, name_of, namespace_of, section
 from lapilli.nodematch import PodPlacement, Taint, taints_of
 from lapilli.resources.units import Units, pod_request, resource_list_units
 from lapilli.times import parse_rfc3339
@@ -72,7 +73,7 @@ class PodGroupRecord:
     min_resources: Units | None
     priority_class: str
     phase: str
-    conditions: tuple[Mapping[str, Any], ...]
+    conditions: tuple[Condition, ...]
     creation: float
     annotations: Mapping[str, str]
     preemptable: bool
@@ -128,7 +129,7 @@ def _parse_bool(value: object) -> bool | None:
     return None
 
 
-def _preemptable(meta: Mapping[str, Any], default: bool) -> bool:
+def _preemptable(meta: Obj, default: bool) -> bool:
     # Volcano reads the annotation first, then the label; a value that is not a bool means "no".
     for source in (meta.get("annotations") or {}, meta.get("labels") or {}):
         if PREEMPTABLE_KEY in source:
@@ -145,7 +146,7 @@ def _int(value: object, what: str) -> int:
         raise ValueError(f"{what}: expected an integer, got {value!r}") from exc
 
 
-def _node(doc: Mapping[str, Any]) -> NodeRecord:
+def _node(doc: Obj) -> NodeRecord:
     meta, spec, status = section(doc, "metadata"), section(doc, "spec"), section(doc, "status")
     conditions = status.get("conditions") or []
     ready_conditions = [c for c in conditions if c.get("type") == "Ready"]
@@ -166,7 +167,7 @@ def _node(doc: Mapping[str, Any]) -> NodeRecord:
     )
 
 
-def _predicate_key(spec: Mapping[str, Any]) -> str:
+def _predicate_key(spec: Obj) -> str:
     affinity = (spec.get("affinity") or {}).get("nodeAffinity")
     parts = [spec.get("nodeSelector") or {}, affinity or {}, spec.get("tolerations") or []]
     return json.dumps(parts, sort_keys=True, separators=(",", ":"))
@@ -175,7 +176,7 @@ def _predicate_key(spec: Mapping[str, Any]) -> str:
 _PLACEMENTS: dict[str, PodPlacement] = {}
 
 
-def _placement(key: str, spec: Mapping[str, Any]) -> PodPlacement:
+def _placement(key: str, spec: Obj) -> PodPlacement:
     """The pod's placement, shared by every pod with the same predicate key (the key is made of exactly what
     PodPlacement reads): a job's replicas, and every event of one pod, parse it once."""
     placement = _PLACEMENTS.get(key)
@@ -186,7 +187,7 @@ def _placement(key: str, spec: Mapping[str, Any]) -> PodPlacement:
     return placement
 
 
-def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
+def _host_ports(spec: Obj) -> tuple[tuple[str, str, int], ...]:
     ports: list[tuple[str, str, int]] = []
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         for port in container.get("ports") or []:
@@ -195,7 +196,7 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
     return tuple(ports)
 
 
-def _pod(doc: Mapping[str, Any]) -> PodRecord:
+def _pod(doc: Obj) -> PodRecord:
     meta, spec, status = section(doc, "metadata"), section(doc, "spec"), section(doc, "status")
     annotations = meta.get("annotations") or {}
     labels = meta.get("labels") or {}
@@ -229,7 +230,7 @@ def _pod(doc: Mapping[str, Any]) -> PodRecord:
     )
 
 
-def scheduler_resources(quota: Mapping[str, Any]) -> dict[str, Any]:
+def scheduler_resources(quota: Obj) -> dict[str, object]:
     """The names the scheduler reads from a quota-style ResourceList (Volcano's controller fills PodGroup
     `minResources` with ResourceQuota usage keys): `requests.X` counts as `X` unless `X` is given, `limits.*`
     and `count/*` are not resources a node has."""
@@ -240,7 +241,7 @@ def scheduler_resources(quota: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _podgroup(doc: Mapping[str, Any]) -> PodGroupRecord:
+def _podgroup(doc: Obj) -> PodGroupRecord:
     meta, spec, status = section(doc, "metadata"), section(doc, "spec"), section(doc, "status")
     min_resources = spec.get("minResources")
     try:
@@ -257,14 +258,14 @@ def _podgroup(doc: Mapping[str, Any]) -> PodGroupRecord:
         min_resources=min_units,
         priority_class=str(spec.get("priorityClassName") or ""),
         phase=str(status.get("phase") or "Pending"),
-        conditions=tuple(status.get("conditions") or ()),
+        conditions=tuple(Condition.read(c) for c in status.get("conditions") or ()),
         creation=timestamp(meta.get("creationTimestamp")),
         annotations=dict(meta.get("annotations") or {}),
         preemptable=_preemptable(meta, default=False),
     )
 
 
-def _queue(doc: Mapping[str, Any]) -> QueueRecord:
+def _queue(doc: Obj) -> QueueRecord:
     meta, spec, status = section(doc, "metadata"), section(doc, "spec"), section(doc, "status")
     units: dict[str, Units | None] = {}
     for name, raw in (
@@ -296,7 +297,7 @@ def _queue(doc: Mapping[str, Any]) -> QueueRecord:
     )
 
 
-def _describe(index: int, doc: Mapping[str, Any]) -> str:
+def _describe(index: int, doc: Obj) -> str:
     return f"document {index} ({describe(doc)})"
 
 
@@ -309,7 +310,7 @@ _KINDS: Final = {
 }
 
 
-def add_object(snap: Snapshot, doc: Mapping[str, Any]) -> None:
+def add_object(snap: Snapshot, doc: Obj) -> None:
     """Add one object; raises ValueError (without the document prefix) on bad content."""
     kind = doc.get("kind")
     if kind == "List":
@@ -340,7 +341,7 @@ def add_object(snap: Snapshot, doc: Mapping[str, Any]) -> None:
             snap.default_priority = value
 
 
-def remove_object(snap: Snapshot, doc: Mapping[str, Any]) -> None:
+def remove_object(snap: Snapshot, doc: Obj) -> None:
     """Forget one object (a watch DELETED event); unknown objects are ignored."""
     name, namespace = name_of(doc), namespace_of(doc) or "default"
     kind = doc.get("kind")

@@ -23,7 +23,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Final, Literal, Protocol
 
 import aiohttp
 
@@ -31,14 +31,13 @@ from lapilli.cluster.workqueue import RateLimiter
 from lapilli.kube.client import KubeClient
 from lapilli.kube.errors import ApiError, Gone
 from lapilli.kube.resources import Resource
-from lapilli.meta import key_of, resource_version, uid_of
+from lapilli.meta import MutableObj, key_of, resource_version, uid_of
 from lapilli.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S: Final = 5.0
 
-Obj = dict[str, Any]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 
@@ -48,8 +47,8 @@ class Event:
     `synthetic` marks events derived from a re-list diff rather than read from the watch stream."""
 
     type: EventType
-    obj: Obj
-    old: Obj | None = None
+    obj: MutableObj
+    old: MutableObj | None = None
     synthetic: bool = False
 
 
@@ -59,7 +58,7 @@ class EventHandler(Protocol):
     def __call__(self, event: Event, /) -> Awaitable[None] | None: ...
 
 
-def diff(store: Mapping[str, Obj], items: Iterable[Obj]) -> tuple[dict[str, Obj], list[Event]]:
+def diff(store: Mapping[str, MutableObj], items: Iterable[MutableObj]) -> tuple[dict[str, MutableObj], list[Event]]:
     """Compare a fresh list with the store: the new store and the synthetic events that lead to it.
 
     Unchanged objects (same resourceVersion) produce nothing. An object whose UID changed was deleted and
@@ -67,7 +66,7 @@ def diff(store: Mapping[str, Obj], items: Iterable[Obj]) -> tuple[dict[str, Obj]
     ADDED, not a MODIFIED, so handlers keyed by UID stay right. Deletions come first, then additions and
     updates in list order.
     """
-    fresh: dict[str, Obj] = {}
+    fresh: dict[str, MutableObj] = {}
     changes: list[Event] = []
     replaced: list[Event] = []
     for obj in items:
@@ -102,7 +101,7 @@ class Reflector:
         label_selector: str | None = None, field_selector: str | None = None,
         handlers: Iterable[EventHandler] = (), page_size: int = 500, min_watch_timeout_s: int = 300,
         backoff: RateLimiter[str] | None = None, name: str | None = None, rng: random.Random | None = None,
-        transform: Callable[[Obj], Obj] | None = None,
+        transform: Callable[[MutableObj], MutableObj] | None = None,
     ) -> None:
         self.client, self.resource, self.namespace = client, resource, namespace
         self.label_selector, self.field_selector = label_selector, field_selector
@@ -113,7 +112,7 @@ class Reflector:
         self._rng = rng or random.Random()
         # A broken connection is retried after 0.5 s doubling to 5 s, jittered by up to half (see the docstring).
         self._backoff: RateLimiter[str] = backoff or RateLimiter(0.5, MAX_BACKOFF_S, jitter=0.5, rng=self._rng)
-        self.store: dict[str, Obj] = {}
+        self.store: dict[str, MutableObj] = {}
         self.resource_version = ""
         self.synced = asyncio.Event()
         self.restarts = 0  # watch or list re-established after an error or a 410 (exported as a metric)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain.admission import (
@@ -43,6 +42,7 @@ from extender.engine.model import SCHEDULED_STATUS, Job, TaskStatus
 from extender.engine.results import Decisions
 from extender.engine.session import Session
 from extender.engine.snapshot import Snapshot
+from lapilli.meta import JSON
 
 __all__ = ["Context", "Explanation", "Kind", "Reason", "explain", "explain_one"]
 
@@ -218,7 +218,7 @@ def _admitted(run: _Run, job: Job) -> list[Reason]:
     return reasons
 
 
-def _fit_data(fit: GangFit) -> dict[str, Any]:
+def _fit_data(fit: GangFit) -> dict[str, JSON]:
     return {"placeable": min(fit.ready + fit.placeable, fit.min_member), "minMember": fit.min_member,
             "blockedPod": fit.blocked, "nodes": fit.nodes}
 
@@ -309,7 +309,7 @@ def _took_room(run: _Run) -> set[str]:
     return jobs
 
 
-def _why_first(first: Mapping[str, Any], mine: Mapping[str, Any]) -> str:
+def _why_first(first: Mapping[str, float], mine: Mapping[str, float]) -> str:
     for name, value in first.items():
         other = mine.get(name)
         if other == value:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cmp_to_key
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -78,7 +78,7 @@ class EnqueueVote:
 class OrderEntry:
     uid: str
     rank: int  # 1-based
-    key: dict[str, Any]
+    key: dict[str, float]  # what orders it: priority, share or drf_share, created
 
 
 @dataclass(slots=True)
@@ -161,27 +161,23 @@ def _record_order(ssn: ProbeSession) -> None:
     for job in ssn.jobs.values():
         if job.pending_tasks() or job.is_pending():
             waiting.setdefault(job.queue, []).append(job)
-    queues = sorted((ssn.queues[name] for name in waiting), key=_cmp_key(ssn.queue_order))
+    queues = sorted((ssn.queues[name] for name in waiting), key=cmp_to_key(ssn.queue_order))
     for rank, queue in enumerate(queues, 1):
-        key: dict[str, Any] = {"priority": queue.priority}
+        key: dict[str, float] = {"priority": queue.priority}
         share = queue_share(ssn, queue.name)
         if share is not None:
             key["share"] = round(share, 6)
         ssn.recorded.queue_order.append(OrderEntry(queue.name, rank, key))
-        jobs = sorted(waiting[queue.name], key=_cmp_key(ssn.job_order))
+        jobs = sorted(waiting[queue.name], key=cmp_to_key(ssn.job_order))
         entries = []
         for jrank, job in enumerate(jobs, 1):
-            jkey: dict[str, Any] = {"priority": job.priority}
+            jkey: dict[str, float] = {"priority": job.priority}
             dominant = job_share(ssn, job)
             if dominant is not None:
                 jkey["drf_share"] = round(dominant, 6)
             jkey["created"] = job.creation
             entries.append(OrderEntry(job.uid, jrank, jkey))
         ssn.recorded.job_order[queue.name] = entries
-
-
-def _cmp_key(compare: Any) -> Any:
-    return cmp_to_key(compare)
 
 
 def probe(snap: Snapshot, conf: SchedulerConf, now: float = 0.0, keys: Iterable[str] | None = None,

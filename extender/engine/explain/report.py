@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+
+from lapilli.meta import JSON
 
 
 class Kind(StrEnum):
@@ -34,9 +35,9 @@ class Kind(StrEnum):
 class Reason:
     kind: Kind
     message: str  # one short line a researcher understands
-    data: dict[str, Any] = field(default_factory=dict)  # the numbers behind the message
+    data: dict[str, JSON] = field(default_factory=dict)  # the numbers behind the message
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JSON]:
         return {"kind": str(self.kind), "message": self.message, **({"data": self.data} if self.data else {})}
 
 
@@ -59,8 +60,8 @@ class Explanation:
         """One line: the most important reason."""
         return self.reasons[0].message if self.reasons else f"{self.phase}"
 
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
+    def to_json(self) -> dict[str, JSON]:
+        out: dict[str, JSON] = asdict(self)
         out["reasons"] = [r.to_json() for r in self.reasons]
         out["kind"] = str(self.kind)
         out["headline"] = self.headline

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, TaskStatus
+from extender.engine.rowmath import Flags
 from lapilli.resources.vector import Vec
 
 HIERARCHY = "volcano.sh/hierarchy"
@@ -55,7 +56,7 @@ def queue_path(queue: Queue) -> list[tuple[str, float]]:
     return list(zip(names, weights, strict=False))
 
 
-def _saturated(allocated: Vec, request: Vec, demanded: np.ndarray) -> bool:
+def _saturated(allocated: Vec, request: Vec, demanded: Flags) -> bool:
     asked = request > 0
     if np.any(asked & (allocated > 0) & (allocated >= request)):
         return True
@@ -94,12 +95,12 @@ class Hierarchy:
         demanded = self._demanded()
         self._update(self.root, demanded)
 
-    def _demanded(self) -> np.ndarray:
+    def _demanded(self) -> Flags:
         # A resource is still demanded while the cluster has some of it free.
         used = self.root.allocated if self.root.children else np.zeros_like(self.total)
         return used < self.total
 
-    def _update(self, node: HNode, demanded: np.ndarray) -> None:
+    def _update(self, node: HNode, demanded: Flags) -> None:
         if not node.children:
             node.share = dominant_share(node.allocated, self.total)
             node.saturated = _saturated(node.allocated, node.request, demanded)
