@@ -215,6 +215,17 @@ class Job:
         counts = self.counts
         return sum([counts[s] for s in statuses])
 
+    def inqueue_reservation(self) -> Vec | None:
+        """What an admitted job still holds in its queue beyond what it has been given (Volcano's
+        GetInqueueResource): while Inqueue, whose tasks may already be allocated or binding (all of minResources
+        would count them twice), and while Running with its gang placed. None for a job without minResources or
+        in another phase."""
+        if self.min_resources is None:
+            return None
+        if self.phase == "Inqueue" or (self.phase == "Running" and self.count(ALLOCATED_STATUS) >= self.min_member):
+            return np.maximum(self.min_resources - self.allocated, 0.0)
+        return None
+
     def role_count(self, role: str, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
         counts = self.role_counts.get(role)
         return 0 if counts is None else sum([counts[s] for s in statuses])

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.interface import SessionView
-from extender.engine.model import ALLOCATED_STATUS, Job, Queue, TaskStatus
+from extender.engine.model import Job, Queue, TaskStatus
 from lapilli.resources.vector import CPU, MEMORY, TOLERANCE, Vec, exceeded_part, is_empty
 
 ROOT: Final = "root"
@@ -87,14 +87,9 @@ def job_usage(job: Job, zeros: Vec) -> tuple[Vec, Vec, Vec, Vec]:
     """(allocated, request, inqueue, elastic) a job adds to its queue."""
     pending = [t.resreq for t in job.tasks.values() if t.status is TaskStatus.PENDING]
     request = job.allocated + (np.sum(pending, axis=0) if pending else zeros)
-    inqueue = zeros
-    if job.min_resources is not None:
-        holds_gang = job.phase == "Running" and job.count(ALLOCATED_STATUS) >= job.min_member
-        if job.phase == "Inqueue" or holds_gang:
-            # What the job still reserves beyond what it has already been given.
-            inqueue = np.maximum(job.min_resources - job.allocated, 0.0)
+    inqueue = job.inqueue_reservation()
     minimum = job.min_resources if job.min_resources is not None else zeros
-    return job.allocated.copy(), request, inqueue, exceeded_part(job.allocated, minimum)
+    return job.allocated.copy(), request, zeros if inqueue is None else inqueue, exceeded_part(job.allocated, minimum)
 
 
 def _add_usage(attr: QueueAttr, usage: tuple[Vec, Vec, Vec, Vec]) -> None:

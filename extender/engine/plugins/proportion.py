@@ -77,18 +77,6 @@ def water_fill(attrs: list[QueueAttr], total: Vec, dims: Dims) -> None:
             return
 
 
-def job_inqueue(job: Job) -> Vec | None:
-    """What an admitted job still reserves in its queue: all of minResources while Inqueue, the unallocated
-    rest while Running with its gang placed."""
-    if job.min_resources is None:
-        return None
-    if job.phase == "Inqueue":
-        return job.min_resources.copy()
-    if job.phase == "Running" and job.count(ALLOCATED_STATUS) >= job.min_member:
-        return exceeded_part(job.min_resources, job.allocated)
-    return None
-
-
 def elastic(job: Job) -> Vec:
     minimum = job.min_resources if job.min_resources is not None else np.zeros_like(job.allocated)
     return exceeded_part(job.allocated, minimum)
@@ -128,7 +116,7 @@ class ProportionPlugin:
                     attr.request += task.resreq
                 elif task.status is TaskStatus.PENDING:
                     attr.request += task.resreq
-            inqueue = job_inqueue(job)
+            inqueue = job.inqueue_reservation()
             if inqueue is not None:
                 attr.inqueue += inqueue
             attr.elastic += elastic(job)
