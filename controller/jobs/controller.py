@@ -125,7 +125,11 @@ class JobController:
             return
         phase = str((pg.get("status") or {}).get("phase") or "")
         before = str(((event.old or {}).get("status") or {}).get("phase") or "")
-        if event.type == "MODIFIED" and phase != before:
+        # A PodGroup first seen already admitted counts as a phase change too: a re-list after a watch gap (410)
+        # delivers the one the controller created and the scheduler admitted meanwhile as a single ADDED, and
+        # without a sync its pods would never be made.
+        moved = phase != before if event.type == "MODIFIED" else phase not in ("", "Pending")
+        if moved:
             self.submit(Request(namespace, job_name, event=Event.JOB_UNKNOWN if phase == "Unknown" else None))
         elif event.type == "MODIFIED" and _unschedulable(pg) != _unschedulable(event.old):
             self.submit(Request(namespace, job_name))  # a new reason to wait: tell it on the Job (PodGroupPending)

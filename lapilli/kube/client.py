@@ -170,9 +170,13 @@ class KubeClient:
                     item.setdefault("apiVersion", res.api_version)
                 return ObjectList(items, str(list_meta.get("resourceVersion", "")))
 
-    async def create(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+    async def create(
+        self, res: Resource, obj: dict[str, Any], namespace: str | None = None, *, dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """POST `obj`; with `dry_run` the server admits and validates it (webhooks included) and stores nothing."""
         ns = namespace or namespace_of(obj)
-        return await self.request("POST", res.path(ns if res.namespaced else None), body=obj)
+        params = {"dryRun": "All"} if dry_run else None
+        return await self.request("POST", res.path(ns if res.namespaced else None), params=params, body=obj)
 
     async def replace(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
         ns = namespace or namespace_of(obj)

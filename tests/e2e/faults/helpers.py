@@ -37,17 +37,24 @@ def gang_job(name: str, replicas: int = 4, gpus: int = 1, duration: str = "2s") 
                      "tasks": [{"name": "w", "replicas": replicas, "template": template}]}}
 
 
-async def submit(api: KubeClient, obj: dict[str, Any], timeout_s: float = 60) -> dict[str, Any]:
-    """Create, retrying while kube-apiserver or the webhook are not back yet."""
+async def submit(api: KubeClient, obj: dict[str, Any], timeout_s: float = 60, *, dry_run: bool = False,
+                 ) -> dict[str, Any]:
+    """Create (or, with `dry_run`, only admit), retrying while kube-apiserver or the webhook are not back yet."""
+    errors: list[str] = []
+
     async def created() -> dict[str, Any] | None:
         try:
-            return await api.create(VC_JOBS, obj, NS)
+            return await api.create(VC_JOBS, obj, NS, dry_run=dry_run)
         except AlreadyExists:
             return await api.get(VC_JOBS, obj["metadata"]["name"], NS)
-        except (ApiError, aiohttp.ClientError, OSError, TimeoutError):
+        except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
             return None
 
-    return await eventually(created, timeout_s, f"Job {obj['metadata']['name']} created")
+    try:
+        return await eventually(created, timeout_s, f"Job {obj['metadata']['name']} created")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last error: {errors[-1] if errors else 'none'}") from None
 
 
 async def wait_completed(api: KubeClient, names: Iterable[str], timeout_s: float) -> None:
