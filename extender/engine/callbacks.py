@@ -4,7 +4,8 @@ Plugins register callbacks while the session opens, one typed `add_*` method per
 `ssn.AddJobOrderFn(name, fn)`); a conf entry's `enableXxx: false` drops that plugin's callbacks of that kind.
 `Callbacks` keeps each kind in a typed `Slot` by tier and answers the actions' questions: orders (comparators, or one
 sort key when every plugin of a kind defines its order by a key), job and queue votes (tier by tier where Volcano
-does so), victim selection, and allocate/deallocate events.
+does so), victim selection, and allocate/deallocate events. A `SessionProbe`, when given, is told of the votes
+an explanation names; only a vote's refusing path pays for asking whether there is one.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from extender.engine.interface import (
     QueuePredicateFn,
     QueueTaskFn,
     Scorer,
+    SessionProbe,
     SessionView,
     SortKey,
     TaskEventFn,
@@ -108,8 +110,9 @@ def _compare(fns: list[OrderFn[T]], left: T, right: T) -> int:
 class Callbacks:
     """The session's side that plugins plug into (`Session` builds on it)."""
 
-    def __init__(self, conf: SchedulerConf) -> None:
+    def __init__(self, conf: SchedulerConf, probe: SessionProbe | None = None) -> None:
         self.conf = conf
+        self.probe = probe
         self.job_orders: Slot[OrderFn[Job]] = Slot("enableJobOrder")
         self.queue_orders: Slot[OrderFn[Queue]] = Slot("enableQueueOrder")
         self.victim_queue_orders: Slot[VictimQueueOrderFn] = Slot("enableQueueOrder")
@@ -210,6 +213,13 @@ class Callbacks:
         if handler.deallocate is not None:
             self._on_deallocate.append(handler.deallocate)
 
+    def plugin(self, name: str) -> Plugin | None:
+        """The open plugin of that name (the first, should the conf list it twice), if the conf has it."""
+        for _, option, instance in self.plugins:
+            if option.name == name:
+                return instance
+        return None
+
     def current_flags(self) -> Mapping[str, bool]:
         """The conf flags of the plugin being opened (e.g. `enableHierarchy`)."""
         if self._current is None:
@@ -304,7 +314,12 @@ class Callbacks:
         return self._vote(self.job_pipelineds, job)
 
     def job_enqueueable(self, job: Job) -> bool:
-        return self._vote(self.job_enqueueables, job)
+        if self.probe is None:
+            return self._vote(self.job_enqueueables, job)
+        self.probe.enqueue_asked(job)
+        admitted = self._vote(self.job_enqueueables, job)
+        self.probe.enqueue_answered(job, admitted)
+        return admitted
 
     def job_enqueued(self, job: Job) -> None:
         for fn in self.job_enqueueds.all():
@@ -318,14 +333,18 @@ class Callbacks:
 
     # ---- queue votes ----------------------------------------------------------------------------------------
     def overused(self, queue: Queue) -> bool:
-        for fn in self.overuseds.all():  # noqa: SIM110 (a generator costs more; this runs per job)
+        for fn in self.overuseds.all():
             if fn(queue):
+                if self.probe is not None:
+                    self.probe.queue_overused(queue)
                 return True
         return False
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
-        for fn in self._allocatable_fns:  # noqa: SIM110 (a generator costs more; this runs per task)
+        for fn in self._allocatable_fns:
             if not fn(queue, task):
+                if self.probe is not None:
+                    self.probe.task_refused(queue, task)
                 return False
         return True
 

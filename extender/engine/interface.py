@@ -4,8 +4,9 @@ Mirrors kube-scheduler's framework interface (`pkg/scheduler/framework/interface
 extension point, a `Status` with a closed set of codes) and Volcano's callback kinds (`framework/session_plugins.go`:
 `AddJobOrderFn`, `AddPredicateFn`, …). A plugin is typed against `SessionView`, the narrow part of a session it uses
 (the session's data, its combined orders, and one typed `add_*` method per callback kind), never the concrete
-`Session`; actions use the whole session. Nothing here imports the session, so plugins, callbacks and the session
-depend on this module and not on each other.
+`Session`; explain reads a session through `ExplainView` (that view, the combined votes and trial placements) and
+follows one as it runs through a `SessionProbe`; actions use the whole session. Nothing here imports the session,
+so plugins, callbacks, explain and the session depend on this module and not on each other.
 """
 
 from __future__ import annotations
@@ -246,6 +247,62 @@ class SessionView(Protocol):
     def add_event_handler(self, handler: EventHandler) -> None: ...
 
 
+class Trial(Protocol):
+    """Placements made to be undone: a `Statement`'s allocate and pipeline, discarded rather than committed."""
+
+    def allocate(self, task: Task, node: Node) -> None: ...
+
+    def pipeline(self, task: Task, node: Node) -> None: ...
+
+    def discard(self) -> None: ...
+
+
+class ExplainView(SessionView, Protocol):
+    """What an explanation reads of a session beyond a plugin's view: its tasks, its plugins by name, the combined
+    votes the actions ask for, where a task may go, and placements tried and undone. Nothing here changes what the
+    session decides."""
+
+    @property
+    def tasks(self) -> Mapping[str, Task]: ...
+
+    def plugin(self, name: str) -> Plugin | None: ...
+
+    def job_valid(self, job: Job) -> ValidateResult | None: ...
+
+    def preemptive(self, queue: Queue, task: Task) -> bool: ...
+
+    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None: ...
+
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None: ...
+
+    def static_mask(self, task: Task) -> Mask: ...
+
+    def predicate_node(self, task: Task, node: Node) -> bool: ...
+
+    def choose(self, task: Task) -> tuple[Node, bool] | None: ...
+
+    def trial(self) -> Trial: ...
+
+
+class SessionProbe(Protocol):
+    """Told what a session does as it runs (explain's recorder): `opened` once its plugins are open and before the
+    first action, each combined vote the actions ask that explain names (an enqueue vote before and after it is
+    taken, a queue found overused, a task a queue refuses), and `closing` after the last action, before the plugins
+    drop their state."""
+
+    def opened(self, ssn: ExplainView) -> None: ...
+
+    def enqueue_asked(self, job: Job) -> None: ...
+
+    def enqueue_answered(self, job: Job, admitted: bool) -> None: ...
+
+    def queue_overused(self, queue: Queue) -> None: ...
+
+    def task_refused(self, queue: Queue, task: Task) -> None: ...
+
+    def closing(self, ssn: ExplainView) -> None: ...
+
+
 class Plugin(Protocol):
     """Volcano's `framework.Plugin`: built fresh for each session from its frozen arguments."""
 
@@ -269,6 +326,7 @@ __all__ = [
     "SUCCESS",
     "Code",
     "EventHandler",
+    "ExplainView",
     "Index",
     "KeyedOrder",
     "Mask",
@@ -279,9 +337,11 @@ __all__ = [
     "QueueReport",
     "Scorer",
     "Scores",
+    "SessionProbe",
     "SessionView",
     "SortKey",
     "Status",
+    "Trial",
     "ValidateResult",
     "Vote",
 ]

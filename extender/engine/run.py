@@ -10,6 +10,7 @@ from extender.engine import actions as _actions  # noqa: F401  (registers every 
 from extender.engine import plugins as _plugins  # noqa: F401  (registers every plugin)
 from extender.engine.conf import Registry, SchedulerConf, load_conf
 from extender.engine.framework import ACTIONS, PLUGINS
+from extender.engine.interface import ExplainView, SessionProbe
 from extender.engine.results import Decisions, decisions
 from extender.engine.session import Session
 from extender.engine.snapshot import Snapshot
@@ -27,8 +28,14 @@ def parse_scheduler_conf(text: str | None) -> SchedulerConf:
     return load_conf(text, registry())
 
 
-def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> Session:
-    return Session(snapshot, conf, now)
+def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0,
+                 probe: SessionProbe | None = None) -> Session:
+    return Session(snapshot, conf, now, probe)
+
+
+def open_view(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> ExplainView:
+    """A session as it stands when it opens, before any action, seen only through the view explain reads."""
+    return open_session(snapshot, conf, now)
 
 
 @contextmanager
@@ -50,14 +57,20 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def run_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> Decisions:
+def run_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0,
+                probe: SessionProbe | None = None) -> Decisions:
+    """One session; a `probe` (explain's recorder) is told what it does and sees it before it closes."""
     with collector_paused():
-        ssn = open_session(snapshot, conf, now)
+        ssn = open_session(snapshot, conf, now, probe)
+        if probe is not None:
+            probe.opened(ssn)
         evicted_by: dict[str, str] = {}
         for name in conf.actions:
             before = len(ssn.records.evictions)
             ACTIONS[name]().execute(ssn)
             evicted_by.update(dict.fromkeys(ssn.records.evictions[before:], name))
+        if probe is not None:
+            probe.closing(ssn)
         ssn.close()
         result = decisions(ssn)
         result.evicted_by = evicted_by

@@ -4,7 +4,7 @@ The session turns the snapshot's records into tasks, jobs, queues and node array
 (each sees it as a `SessionView` and registers callbacks by kind; `callbacks.py` combines them into the votes the
 actions ask for) and answers where tasks can go (`placement.py`), with a `Status` when nowhere. Only a `Statement`
 changes task placement; `_place`/`_unplace`/`_release`/`_unrelease`/`_set_status` here are the primitive moves it
-records with their inverses, private to it.
+records with their inverses, private to it (and to `trial`, placements made only to be undone, for explain).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from extender.engine.callbacks import Callbacks
 from extender.engine.conf import SchedulerConf
-from extender.engine.interface import Code, QueueReport, Status
+from extender.engine.interface import Code, QueueReport, SessionProbe, Status
 from extender.engine.model import (
     ALLOCATED_STATUS,
     ON_NODE_STATUS,
@@ -75,8 +75,9 @@ def _task_status(pod: PodRecord) -> TaskStatus:
 
 
 class Session(Callbacks):
-    def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> None:
-        super().__init__(conf)
+    def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0,
+                 probe: SessionProbe | None = None) -> None:
+        super().__init__(conf, probe)
         self.now = now
         self.records = SessionRecords()
         names: set[str] = set()
@@ -348,9 +349,37 @@ class Session(Callbacks):
                 text += " (" + " ".join(errors) + ")"
         return text
 
+    def trial(self) -> Trial:
+        """Placements to count and undo (the session cannot make a `Statement`, which is built on it)."""
+        return Trial(self)
+
     def close(self) -> None:
         for _, _, plugin in self.plugins:
             plugin.on_session_close(self)
 
 
-__all__ = ["Index", "Mask", "PodGroupEvent", "QueueReport", "Scores", "Session", "SessionRecords"]
+class Trial:
+    """A `Statement` that only allocates and pipelines, and is always discarded: the same moves, undone in
+    reverse, so what it counts is what allocate would place."""
+
+    __slots__ = ("_placed", "_ssn")
+
+    def __init__(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self._placed: list[Task] = []
+
+    def allocate(self, task: Task, node: Node) -> None:
+        self._ssn._place(task, node, TaskStatus.ALLOCATED)
+        self._placed.append(task)
+
+    def pipeline(self, task: Task, node: Node) -> None:
+        self._ssn._place(task, node, TaskStatus.PIPELINED)
+        self._placed.append(task)
+
+    def discard(self) -> None:
+        for task in reversed(self._placed):
+            self._ssn._unplace(task)
+        self._placed.clear()
+
+
+__all__ = ["Index", "Mask", "PodGroupEvent", "QueueReport", "Scores", "Session", "SessionRecords", "Trial"]

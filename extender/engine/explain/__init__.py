@@ -29,7 +29,7 @@ from extender.engine.explain.admission import (
 )
 from extender.engine.explain.fit import GangFit, gang_fit
 from extender.engine.explain.probe import (
-    ProbeSession,
+    Recorded,
     cluster_view,
     opened,
     probe,
@@ -38,9 +38,9 @@ from extender.engine.explain.probe import (
 from extender.engine.explain.report import Explanation, Kind, Reason
 from extender.engine.explain.unblock import preempt, reclaim, request_text
 from extender.engine.explain.units import amount, number
+from extender.engine.interface import ExplainView
 from extender.engine.model import SCHEDULED_STATUS, Job, TaskStatus
 from extender.engine.results import Decisions
-from extender.engine.session import Session
 from extender.engine.snapshot import Snapshot
 from lapilli.meta import JSON
 
@@ -59,13 +59,14 @@ class _Run:
     snap: Snapshot
     conf: SchedulerConf
     now: float
-    ssn: ProbeSession
+    ssn: ExplainView  # the session the scheduler ran, closed
+    recorded: Recorded
     result: Decisions
     context: Context
-    _before: Session | None = None
+    _before: ExplainView | None = None
 
     @property
-    def before(self) -> Session:
+    def before(self) -> ExplainView:
         if self._before is None:
             self._before = opened(self.snap, self.conf, self.now)
         return self._before
@@ -77,8 +78,8 @@ def explain(
 ) -> dict[str, Explanation]:
     """Explanations for `keys` (PodGroup `ns/name`; default: every PodGroup in the snapshot)."""
     wanted = sorted(snap.podgroups) if keys is None else list(keys)
-    ssn, result = probe(snap, conf, now, wanted)
-    run = _Run(snap, conf, now, ssn, result, context or Context())
+    probed = probe(snap, conf, now, wanted)
+    run = _Run(snap, conf, now, probed.ssn, probed.recorded, probed.result, context or Context())
     return {key: _explain(run, key) for key in wanted if key in snap.podgroups}
 
 
@@ -156,7 +157,7 @@ def _admission(run: _Run, job: Job) -> list[Reason]:
     never = never_admissible(ssn.dims, job.queue, need, limit, ssn.total)
     if never is not None:
         reasons.append(never)
-    vote = ssn.recorded.enqueue.get(job.uid)
+    vote = run.recorded.enqueue.get(job.uid)
     short: list[Reason] = []
     if vote is not None and not vote.admitted:
         for view in vote.quotas:
@@ -194,7 +195,7 @@ def _admitted(run: _Run, job: Job) -> list[Reason]:
                        {"pods": len(job.tasks), "minMember": job.min_member})]
     reasons: list[Reason] = []
     share = _fair_share(run, job)
-    now_fit = ssn.recorded.fit_after.get(job.uid) or gang_fit(run.before, run.before.jobs[job.uid])
+    now_fit = run.recorded.fit_after.get(job.uid) or gang_fit(run.before, run.before.jobs[job.uid])
     before_job = run.before.jobs[job.uid]
     open_fit = gang_fit(run.before, before_job)
     if not open_fit.fits:
@@ -225,8 +226,8 @@ def _fit_data(fit: GangFit) -> dict[str, JSON]:
 
 def _fair_share(run: _Run, job: Job) -> Reason | None:
     ssn = run.ssn
-    refused = ssn.recorded.refused.get(job.uid)
-    overused = job.queue in ssn.recorded.overused
+    refused = run.recorded.refused.get(job.uid)
+    overused = job.queue in run.recorded.overused
     if refused is None and not overused:
         return None
     views = refused or quota_views(run.before, job.queue)
@@ -251,7 +252,7 @@ def _fair_share(run: _Run, job: Job) -> Reason | None:
     if not parts:
         return None
     held = "; ".join(parts)
-    fairer = [e for e in ssn.recorded.queue_order if e.uid != job.queue and e.key.get("share") is not None
+    fairer = [e for e in run.recorded.queue_order if e.uid != job.queue and e.key.get("share") is not None
               and e.key["share"] < view.share]
     others = (", ".join(f"{e.uid} (share {e.key['share']:.2f})" for e in fairer[:3]) + " want"
               + ("s" if len(fairer) == 1 else "") + " room too") if fairer else "other queues want room too"
@@ -266,7 +267,7 @@ def _ahead(run: _Run, job: Job, *, admitted_now: bool, placed_only: bool = False
     """ORDER: jobs of the same queue ordered first (that took room this session, were admitted this session, or
     still wait), or queues ordered first."""
     ssn = run.ssn
-    entries = ssn.recorded.job_order.get(job.queue, [])
+    entries = run.recorded.job_order.get(job.queue, [])
     mine = next((e for e in entries if e.uid == job.uid), None)
     took = _took_room(run)
     if mine is not None:
@@ -286,7 +287,7 @@ def _ahead(run: _Run, job: Job, *, admitted_now: bool, placed_only: bool = False
                            "key": mine.key, "firstKey": first.key})
     if waiting_only:
         return None
-    queues = ssn.recorded.queue_order
+    queues = run.recorded.queue_order
     qmine = next((e for e in queues if e.uid == job.queue), None)
     if qmine is None or qmine.rank == 1:
         return None
@@ -339,7 +340,7 @@ def _empty_cluster_fit(run: _Run, job: Job) -> GangFit | None:
     for key, pod in snap.pods.items():
         if pod.group == pg.name and pod.namespace == pg.namespace and pod.phase in ("Pending", "Running"):
             empty.pods[key] = dataclasses.replace(pod, node_name=None, phase="Pending", deleting=False)
-    ssn = Session(empty, run.conf, run.now)
+    ssn = opened(empty, run.conf, run.now)
     alone = ssn.jobs.get(job.uid)
     return gang_fit(ssn, alone) if alone is not None else None
 
@@ -350,8 +351,8 @@ def _unblock(run: _Run, job: Job) -> list[Reason]:
     if not tasks:
         return []
     task = tasks[0]
-    out = [reclaim(ssn, job, task)]
-    pre = preempt(ssn, job, task)
+    out = [reclaim(ssn, run.conf.actions, job, task)]
+    pre = preempt(ssn, run.conf.actions, job, task)
     if pre is not None:
         out.append(pre)
     out[0].data["request"] = request_text(ssn, task)

@@ -1,10 +1,10 @@
 """Where a gang's pending pods could go: how many of `minMember` fit, and what blocks the rest on how many nodes.
 
-The count is the engine's own placement (`Session.choose` in task order, through a `Statement` that is discarded),
-so a pod counted as placeable is one allocate would place. A node that refuses a pod is named by its first blocker:
-a static predicate (cordoned, a taint the pod does not tolerate, node selector or affinity), else the resource
-with too little free room, devices first. The predicate verdict is the session's; the predicates plugin's own
-helpers only name it.
+The count is the engine's own placement (the session's `choose` in task order, through a `trial`: a statement's
+moves, always undone), so a pod counted as placeable is one allocate would place. A node that refuses a pod is
+named by its first blocker: a static predicate (cordoned, a taint the pod does not tolerate, node selector or
+affinity), else the resource with too little free room, devices first. The predicate verdict is the session's;
+the predicates plugin's own helpers only name it.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from functools import cmp_to_key
 
 from extender.engine.explain.units import amount, resource_rank
+from extender.engine.interface import ExplainView
 from extender.engine.model import Job, Node, Task
-from extender.engine.session import Session
-from extender.engine.statement import Statement
 from lapilli.resources.units import PODS
 from lapilli.resources.vector import TOLERANCE
 
@@ -53,7 +52,7 @@ def _nodes_phrase(count: int, why: str) -> str:
     return f"1 node {_SINGULAR.get(verb, verb)} {rest}"
 
 
-def node_blocker(ssn: Session, task: Task, node: Node) -> str:
+def node_blocker(ssn: ExplainView, task: Task, node: Node) -> str:
     """Why `task` cannot go to `node` now, in words ("" if it can)."""
     if not ssn.predicate_node(task, node):
         if node.unschedulable:
@@ -81,7 +80,7 @@ def node_blocker(ssn: Session, task: Task, node: Node) -> str:
     return f"lack free {name} (need {need}, free {amount(name, max(float(future[i]), 0.0))})"
 
 
-def blockers(ssn: Session, task: Task) -> dict[str, int]:
+def blockers(ssn: ExplainView, task: Task) -> dict[str, int]:
     counts: dict[str, int] = {}
     for node in ssn.nodes:
         why = node_blocker(ssn, task, node)
@@ -90,11 +89,11 @@ def blockers(ssn: Session, task: Task) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def gang_fit(ssn: Session, job: Job) -> GangFit:
+def gang_fit(ssn: ExplainView, job: Job) -> GangFit:
     """Place the job's pending pods in task order as allocate would, count them, and undo it."""
     tasks = sorted(job.pending_tasks(), key=cmp_to_key(ssn.task_order))
     fit = GangFit(ready=job.ready_num(), placeable=0, min_member=job.min_member, pending=len(tasks))
-    stmt = Statement(ssn)
+    stmt = ssn.trial()
     try:
         for task in tasks:
             choice = ssn.choose(task)

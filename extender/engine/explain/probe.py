@@ -1,10 +1,10 @@
-"""The live scheduler's session, run with a recorder: the same snapshot, conf, actions and plugins, so what it
-reports is what the scheduler decides, not a second opinion.
+"""The live scheduler's session, run with a recorder: the same snapshot, conf, actions and plugins (`run_session`
+itself), so what it reports is what the scheduler decides, not a second opinion.
 
-`ProbeSession` is a `Session` that, besides deciding, notes the moments an explanation needs: each enqueue vote
-with the admission numbers the plugins held when they voted, each queue that allocate skipped as overused, each
-task a queue refused as not allocatable. Before the actions run it also records the order every queue's jobs and
-the queues themselves had when the session opened.
+`Recorder` is the session's `SessionProbe`: it notes the moments an explanation needs: each enqueue vote with the
+admission numbers the plugins held when they voted, each queue that allocate skipped as overused, each task a queue
+refused as not allocatable. Before the actions run it also records the order every queue's jobs and the queues
+themselves had when the session opened. It reads the session only through `ExplainView`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,11 @@ import numpy as np
 
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain.fit import GangFit, gang_fit
-from extender.engine.framework import ACTIONS
-from extender.engine.interface import Plugin
+from extender.engine.interface import ExplainView
 from extender.engine.model import Job, Queue, Task
 from extender.engine.plugins.overcommit import OvercommitPlugin
-from extender.engine.results import Decisions, decisions
-from extender.engine.run import collector_paused
-from extender.engine.session import Session
+from extender.engine.results import Decisions
+from extender.engine.run import open_view, run_session
 from extender.engine.snapshot import Snapshot
 from lapilli.resources.vector import Vec
 
@@ -91,17 +89,10 @@ class Recorded:
     fit_after: dict[str, GangFit] = field(default_factory=dict)  # job uid -> where its pods could go after actions
 
 
-def plugin(ssn: Session, name: str) -> Plugin | None:
-    for _, option, instance in ssn.plugins:
-        if option.name == name:
-            return instance
-    return None
-
-
-def quota_views(ssn: Session, queue: str) -> list[QuotaView]:
+def quota_views(ssn: ExplainView, queue: str) -> list[QuotaView]:
     out = []
     for name in QUOTA_PLUGINS:
-        instance = plugin(ssn, name)
+        instance = ssn.plugin(name)
         attrs = getattr(instance, "attrs", None) if instance is not None else None
         attr: QueueAccount | None = attrs.get(queue) if isinstance(attrs, dict) else None
         if attr is None:
@@ -112,50 +103,67 @@ def quota_views(ssn: Session, queue: str) -> list[QuotaView]:
     return out
 
 
-def cluster_view(ssn: Session) -> ClusterView | None:
-    instance = plugin(ssn, "overcommit")
+def cluster_view(ssn: ExplainView) -> ClusterView | None:
+    instance = ssn.plugin("overcommit")
     if not isinstance(instance, OvercommitPlugin) or not len(instance.idle):
         return None
     return ClusterView(float(instance.factor), np.array(instance.idle, copy=True),
                        np.array(instance.inqueue, copy=True))
 
 
-def queue_share(ssn: Session, queue: str) -> float | None:
+def queue_share(ssn: ExplainView, queue: str) -> float | None:
     views = quota_views(ssn, queue)
     return views[0].share if views else None
 
 
-def job_share(ssn: Session, job: Job) -> float | None:
-    drf = plugin(ssn, "drf")
+def job_share(ssn: ExplainView, job: Job) -> float | None:
+    drf = ssn.plugin("drf")
     share = getattr(drf, "share", None)
     return float(share(job.uid)) if callable(share) and job.uid in getattr(drf, "shares", {}) else None
 
 
-class ProbeSession(Session):
-    def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> None:
-        super().__init__(snap, conf, now)
+class Recorder:
+    """The `SessionProbe` that records what an explanation needs while the session runs."""
+
+    def __init__(self, keys: Iterable[str] | None) -> None:
         self.recorded = Recorded()
+        self._keys = keys
+        self._ssn: ExplainView | None = None
+        self._asked: tuple[list[QuotaView], ClusterView | None] = ([], None)
 
-    def job_enqueueable(self, job: Job) -> bool:
-        quotas, cluster = quota_views(self, job.queue), cluster_view(self)
-        admitted = super().job_enqueueable(job)
+    @property
+    def ssn(self) -> ExplainView:
+        if self._ssn is None:
+            raise RuntimeError("the session has not opened")
+        return self._ssn
+
+    def opened(self, ssn: ExplainView) -> None:
+        self._ssn = ssn
+        _record_order(ssn, self.recorded)
+
+    def enqueue_asked(self, job: Job) -> None:
+        self._asked = quota_views(self.ssn, job.queue), cluster_view(self.ssn)
+
+    def enqueue_answered(self, job: Job, admitted: bool) -> None:
+        quotas, cluster = self._asked
         self.recorded.enqueue[job.uid] = EnqueueVote(admitted, quotas, cluster)
-        return admitted
 
-    def overused(self, queue: Queue) -> bool:
-        result = super().overused(queue)
-        if result:
-            self.recorded.overused.add(queue.name)
-        return result
+    def queue_overused(self, queue: Queue) -> None:
+        self.recorded.overused.add(queue.name)
 
-    def allocatable(self, queue: Queue, task: Task) -> bool:
-        result = super().allocatable(queue, task)
-        if not result and task.job not in self.recorded.refused:
-            self.recorded.refused[task.job] = quota_views(self, queue.name)
-        return result
+    def task_refused(self, queue: Queue, task: Task) -> None:
+        if task.job not in self.recorded.refused:
+            self.recorded.refused[task.job] = quota_views(self.ssn, queue.name)
+
+    def closing(self, ssn: ExplainView) -> None:
+        # Before the plugins drop their state: where the pending pods of the admitted jobs asked about could go.
+        for key in ssn.jobs if self._keys is None else self._keys:
+            job = ssn.jobs.get(key)
+            if job is not None and not job.is_pending() and job.pending_tasks():
+                self.recorded.fit_after[key] = gang_fit(ssn, job)
 
 
-def _record_order(ssn: ProbeSession) -> None:
+def _record_order(ssn: ExplainView, recorded: Recorded) -> None:
     """The order allocate starts from: queues by QueueOrder, each queue's admitted-or-pending jobs by JobOrder."""
     waiting: dict[str, list[Job]] = {}
     for job in ssn.jobs.values():
@@ -167,7 +175,7 @@ def _record_order(ssn: ProbeSession) -> None:
         share = queue_share(ssn, queue.name)
         if share is not None:
             key["share"] = round(share, 6)
-        ssn.recorded.queue_order.append(OrderEntry(queue.name, rank, key))
+        recorded.queue_order.append(OrderEntry(queue.name, rank, key))
         jobs = sorted(waiting[queue.name], key=cmp_to_key(ssn.job_order))
         entries = []
         for jrank, job in enumerate(jobs, 1):
@@ -177,26 +185,27 @@ def _record_order(ssn: ProbeSession) -> None:
                 jkey["drf_share"] = round(dominant, 6)
             jkey["created"] = job.creation
             entries.append(OrderEntry(job.uid, jrank, jkey))
-        ssn.recorded.job_order[queue.name] = entries
+        recorded.job_order[queue.name] = entries
 
 
-def probe(snap: Snapshot, conf: SchedulerConf, now: float = 0.0, keys: Iterable[str] | None = None,
-          ) -> tuple[ProbeSession, Decisions]:
-    """Run one session exactly as `run.run_session` does, recording as it goes, and before it closes (the plugins
-    drop their state then) ask where the pending pods of the admitted jobs among `keys` could still go."""
-    with collector_paused():
-        ssn = ProbeSession(snap, conf, now)
-        _record_order(ssn)
-        for name in conf.actions:
-            ACTIONS[name]().execute(ssn)
-        for key in ssn.jobs if keys is None else keys:
-            job = ssn.jobs.get(key)
-            if job is not None and not job.is_pending() and job.pending_tasks():
-                ssn.recorded.fit_after[key] = gang_fit(ssn, job)
-        ssn.close()
-        return ssn, decisions(ssn)
+@dataclass(slots=True, frozen=True)
+class Probed:
+    """A session run as the scheduler runs it: the closed session's view, what was recorded, what it decided."""
+
+    ssn: ExplainView
+    recorded: Recorded
+    result: Decisions
 
 
-def opened(snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> Session:
+def probe(snap: Snapshot, conf: SchedulerConf, now: float = 0.0, keys: Iterable[str] | None = None) -> Probed:
+    """Run one session exactly as the scheduler does (`run.run_session`), recording as it goes, and before it
+    closes (the plugins drop their state then) ask where the pending pods of the admitted jobs among `keys` could
+    still go."""
+    recorder = Recorder(keys)
+    result = run_session(snap, conf, now, recorder)
+    return Probed(recorder.ssn, recorder.recorded, result)
+
+
+def opened(snap: Snapshot, conf: SchedulerConf, now: float = 0.0) -> ExplainView:
     """A session as it stands when it opens, before any action: the cluster as the scheduler finds it."""
-    return Session(snap, conf, now)
+    return open_view(snap, conf, now)

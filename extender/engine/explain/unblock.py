@@ -4,14 +4,16 @@ an eviction could open (Volcano's `PredicateForPreemptAction`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from extender.engine.explain.report import Kind, Reason
 from extender.engine.explain.units import amount
+from extender.engine.interface import ExplainView
 from extender.engine.model import Job, Task, TaskStatus
-from extender.engine.session import Session
 from extender.engine.victims import candidate_nodes, victim_order
 
 
-def _running_elsewhere(ssn: Session, task: Task, same_queue: bool, queue: str) -> list[Task]:
+def _running_elsewhere(ssn: ExplainView, task: Task, same_queue: bool, queue: str) -> list[Task]:
     out = []
     for node in candidate_nodes(ssn, task):
         for other in node.tasks.values():
@@ -22,9 +24,9 @@ def _running_elsewhere(ssn: Session, task: Task, same_queue: bool, queue: str) -
     return out
 
 
-def reclaim(ssn: Session, job: Job, task: Task) -> Reason:
+def reclaim(ssn: ExplainView, actions: Sequence[str], job: Job, task: Task) -> Reason:
     queue = ssn.queues[job.queue]
-    if "reclaim" not in ssn.conf.actions:
+    if "reclaim" not in actions:
         return Reason(Kind.RECLAIM, "reclaim is not enabled in the scheduler conf: nothing takes room back from "
                       "other queues", {"allowed": False, "why": "not configured"})
     if task.preemption_never:
@@ -55,8 +57,8 @@ def reclaim(ssn: Session, job: Job, task: Task) -> Reason:
                   "their deserved share can be evicted", {"allowed": True, "victims": [t.key for t in victims]})
 
 
-def preempt(ssn: Session, job: Job, task: Task) -> Reason | None:
-    if "preempt" not in ssn.conf.actions:
+def preempt(ssn: ExplainView, actions: Sequence[str], job: Job, task: Task) -> Reason | None:
+    if "preempt" not in actions:
         return None
     same = _running_elsewhere(ssn, task, same_queue=True, queue=job.queue)
     if not same:
@@ -69,6 +71,6 @@ def preempt(ssn: Session, job: Job, task: Task) -> Reason | None:
                   f"{job.queue}", {"candidates": [t.key for t in victims]})
 
 
-def request_text(ssn: Session, task: Task) -> str:
+def request_text(ssn: ExplainView, task: Task) -> str:
     return ", ".join(f"{n} {amount(n, float(task.resreq[i]))}" for i, n in enumerate(ssn.dims.names)
                      if task.resreq[i] > 0 and n != "pods")
