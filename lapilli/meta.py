@@ -8,6 +8,7 @@ may use it.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -18,11 +19,31 @@ MutableObj = dict[str, Any]
 JSON: TypeAlias = str | int | float | bool | Sequence["JSON"] | Mapping[str, "JSON"] | None
 """Any JSON value, as data handed out for encoding (reports, `-o json`)."""
 
+
+def as_json(value: object, depth: int = 64) -> JSON:
+    """A decoded document's value as `JSON`, to be handed out again: JSON's own types as they are (containers
+    copied), a YAML timestamp or date as the RFC 3339 text an encoder writes for it, anything else YAML can
+    decode (binary, a set) as its `str` rather than a value no encoder takes. Containers nested deeper than
+    `depth` read as null: no Kubernetes schema nests so deep, and a hostile document must not exhaust the stack."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, Mapping | list | tuple) and depth <= 0:
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): as_json(v, depth - 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [as_json(v, depth - 1) for v in value]
+    if isinstance(value, datetime.date):  # datetime too
+        return value.isoformat()
+    return str(value)
+
+
 __all__ = [
     "JSON",
     "MutableObj",
     "Obj",
     "annotations_of",
+    "as_json",
     "describe",
     "is_deleting",
     "key_of",

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.status import Status
+from lapilli.meta import JSON, as_json
 from lapilli.nodematch import PodPlacement, Taint
 from lapilli.resources.vector import Vec
 
@@ -71,16 +72,16 @@ class Condition:
     status: str | None = "True"
     reason: str | None = ""
     message: str | None = ""
-    extra: tuple[tuple[str, object], ...] = ()
+    extra: tuple[tuple[str, JSON], ...] = ()
 
     @classmethod
     def read(cls, raw: object) -> Condition:
         fields = raw if isinstance(raw, Mapping) else {}
-        extra = tuple((str(k), v) for k, v in fields.items() if k not in CONDITION_FIELDS)
+        extra = tuple((str(k), as_json(v)) for k, v in fields.items() if k not in CONDITION_FIELDS)
         return cls(str(fields.get("type")), _text(fields.get("status")), _text(fields.get("reason")),
                    _text(fields.get("message")), extra)
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, JSON]:
         fields = {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message}
         return {**{k: v for k, v in fields.items() if v is not None}, **dict(self.extra)}
 

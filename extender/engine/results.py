@@ -21,6 +21,7 @@ import numpy.typing as npt
 from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Condition, Job, TaskStatus
 from extender.engine.session import Session
 from extender.engine.status import SUCCESS, Status
+from lapilli.meta import JSON
 from lapilli.resources.quantity import format_quantity
 from lapilli.resources.units import MEMORY, PODS
 from lapilli.resources.vector import Dims, Vec
@@ -47,7 +48,7 @@ class PodGroupResult:
     def unschedulable(self) -> bool:
         return self.condition is not None and self.condition.type == "Unschedulable"
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, JSON]:
         return {
             "phase": self.phase,
             "conditions": [c.to_json() for c in self.conditions],
@@ -66,7 +67,7 @@ class QueueResult:
     deserved: Vec | None  # None when no queue-share plugin reported the queue
     share: float
 
-    def to_json(self, dims: Dims) -> dict[str, object]:
+    def to_json(self, dims: Dims) -> dict[str, JSON]:
         return {
             "state": self.state,
             "allocated": resource_list(dims, self.allocated),
@@ -96,7 +97,7 @@ class Decisions:
     nodes: NodeRoom | None = None
     evicted_by: dict[str, str] = field(default_factory=dict)  # pod -> the action that evicted it (run_session)
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, JSON]:
         """The `lapilli schedule -o json` document (DESIGN.md)."""
         return {
             "binds": dict(sorted(self.binds.items())),

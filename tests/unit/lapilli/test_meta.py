@@ -1,7 +1,11 @@
 """lapilli.meta: metadata of raw objects read defensively (missing or wrongly typed parts read as empty)."""
 
+import orjson
+import yaml
+
 from lapilli.meta import (
     annotations_of,
+    as_json,
     describe,
     is_deleting,
     key_of,
@@ -36,3 +40,37 @@ def test_malformed_objects_read_as_empty():
     assert describe(None) == "? ?"
     assert key_of({"metadata": {"name": "node-1"}}) == "node-1"  # cluster-scoped
     assert revision({"metadata": {"resourceVersion": "abc"}}) == -1
+
+
+def test_as_json_writes_what_an_encoder_wrote_for_decoded_yaml():
+    """Values a YAML document decodes to (timestamps, dates) come out as the text orjson writes for them, so a
+    carried-over PodGroup condition reads the same in `-o json`; JSON's own values pass unchanged."""
+    doc = yaml.safe_load("""
+    at: 2024-01-02T03:04:05.5Z
+    naive: 2024-01-02 03:04:05
+    offset: 2024-01-02T03:04:05+02:00
+    day: 2024-01-02
+    plain: [1, 2.5, true, null, "x", {k: [y]}]
+    """)
+    assert orjson.dumps(as_json(doc)) == orjson.dumps(doc)
+    assert as_json(doc["plain"]) == doc["plain"]
+
+
+def test_as_json_turns_what_no_encoder_takes_into_text():
+    doc = yaml.safe_load("b: !!binary aGk=\ns: !!set {a: null}")
+    out = as_json(doc)
+    assert out == {"b": "b'hi'", "s": "{'a'}"}
+    orjson.dumps(out)  # encodable
+    assert as_json((1, "a")) == [1, "a"] and as_json({1: 2}) == {"1": 2}
+
+
+def test_as_json_does_not_follow_hostile_nesting():
+    deep: object = "x"
+    for _ in range(5000):
+        deep = [deep]
+    out = as_json({"a": deep})
+    depth, node = 0, out
+    while isinstance(node, dict | list):
+        node = node["a"] if isinstance(node, dict) else node[0]
+        depth += 1
+    assert node is None and depth == 64
