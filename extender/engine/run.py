@@ -15,6 +15,7 @@ from extender.engine.registry import PLUGINS
 from extender.engine.results import Decisions, decisions
 from extender.engine.session import Session
 from extender.engine.snapshot import Snapshot
+from extender.engine.statement import Statement
 
 
 def registry() -> Registry:
@@ -31,7 +32,7 @@ def parse_scheduler_conf(text: str | None) -> SchedulerConf:
 
 def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0,
                  probe: SessionProbe | None = None) -> Session:
-    return Session(snapshot, conf, now, probe)
+    return Session(snapshot, conf, now, probe, statements=Statement)
 
 
 def open_view(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> ExplainView:
