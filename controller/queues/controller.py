@@ -25,6 +25,7 @@ from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import RateLimiter, WorkQueue
 from lapilli.kube import AlreadyExists, ApiError, NotFound
 from lapilli.kube.resources import QUEUES
+from lapilli.meta import name_of
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class QueueController:
         self.queue.add(name)
 
     def on_queue(self, event: WatchEvent) -> None:
-        name = event.obj["metadata"]["name"]
+        name = name_of(event.obj)
         if event.type == "DELETED":
             self._actions.pop(name, None)
             return
