@@ -9,9 +9,9 @@ whose target is neither a Volcano Job nor a Queue is left for whoever understand
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import aiohttp
@@ -23,14 +23,15 @@ from controller.queues.controller import QueueController
 from lapilli.api import Action, Event, JobEvent
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, QUEUE_KIND, SCHEDULING_API_VERSION
 from lapilli.cluster import Event as WatchEvent
-from lapilli.cluster import RateLimiter
+from lapilli.cluster import RateLimiter, WorkQueue
 from lapilli.kube import ApiError, Conflict, NotFound
 from lapilli.kube.resources import COMMANDS, VC_JOBS
-from lapilli.meta import key_of, uid_of
+from lapilli.meta import key_of, name_of, namespace_of, uid_of
 
 log = logging.getLogger(__name__)
 
 _RETRYABLE: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
+_JOB_READS: Final = 5  # reads of a Job the watch has not shown yet, before its Command is given up
 
 
 def command_target(cmd: Mapping[str, Any]) -> tuple[Literal["job", "queue"], str, str] | None:
@@ -51,76 +52,108 @@ def command_action(cmd: Mapping[str, Any]) -> Action | None:
         return None
 
 
+@dataclass(slots=True)
+class _Work:
+    """A Command being executed: taken (deleted) first, then, for a Job, issued once the Job is read."""
+
+    cmd: Mapping[str, Any]
+    taken: bool = False
+    job: Request | None = None  # the request for the Job, until it is issued
+
+
 class CommandRouter:
+    """Commands as items of one rate-limited work queue (keyed by the Command's uid): a try that fails is queued
+    again after the queue's backoff, 0.2 s doubling to 30 s, whether it was taking the Command or reading its Job."""
+
     def __init__(self, ctx: Context, jobs: JobController, queues: QueueController) -> None:
         self.ctx, self.jobs, self.queues = ctx, jobs, queues
-        self._tasks: set[asyncio.Task[None]] = set()
-        # Taking a Command, or reading its Job, is retried after 0.2 s doubling to 30 s.
-        self._retries: RateLimiter[str] = RateLimiter(0.2, 30.0)
+        self.queue: WorkQueue[str] = WorkQueue(RateLimiter(0.2, 30.0))
+        self._work: dict[str, _Work] = {}
         self.taken = 0
 
     def on_command(self, event: WatchEvent) -> None:
         if event.type != "DELETED" and command_target(event.obj) is not None:
-            task = asyncio.get_running_loop().create_task(self.take(event.obj))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            key = uid_of(event.obj) or key_of(event.obj)
+            self._work.setdefault(key, _Work(event.obj))
+            self.queue.add(key)
 
-    async def take(self, cmd: Mapping[str, Any]) -> None:
-        meta, key = cmd["metadata"], f"command {key_of(cmd)}"
+    async def run_worker(self) -> None:
         while True:
+            key = await self.queue.get()
             try:
-                await self.ctx.client.delete(COMMANDS, meta["name"], meta["namespace"], uid=uid_of(cmd) or None)
-                break
-            except (NotFound, Conflict):
-                self._retries.forget(key)
-                return  # taken by someone else (or re-created under the same name): not ours to run
-            except _RETRYABLE as exc:
-                delay = self._retries.when(key)
-                log.warning("%s: cannot take it (%s); retrying in %.1fs", key, exc, delay)
-                await asyncio.sleep(delay)
-        self._retries.forget(key)
-        self.taken += 1
-        await self._dispatch(cmd)
+                await self._process(key)
+            except Exception:
+                log.exception("command %s: unexpected error", key)
+                self._finish(key)
+            finally:
+                self.queue.done(key)
 
-    async def _dispatch(self, cmd: Mapping[str, Any]) -> None:
+    def _finish(self, key: str) -> None:
+        self._work.pop(key, None)
+        self.queue.forget(key)
+
+    async def _process(self, key: str) -> None:
+        work = self._work.get(key)
+        if work is None:
+            return
+        if not work.taken:
+            if not await self._take(key, work):
+                return
+            work.job = self._dispatch(work.cmd)
+        if work.job is not None and not await self._issue(key, work.cmd, work.job):
+            return  # queued again: the Job could not be read yet
+        self._finish(key)
+
+    async def _take(self, key: str, work: _Work) -> bool:
+        cmd = work.cmd
+        try:
+            await self.ctx.client.delete(COMMANDS, name_of(cmd), namespace_of(cmd), uid=uid_of(cmd) or None)
+        except (NotFound, Conflict):
+            self._finish(key)
+            return False  # taken by someone else (or re-created under the same name): not ours to run
+        except _RETRYABLE as exc:
+            delay = self.queue.add_rate_limited(key)
+            log.warning("command %s: cannot take it (%s); retrying in %.1fs", key_of(cmd), exc, delay)
+            return False
+        work.taken = True
+        self.queue.forget(key)  # reading the Job starts its own count of retries
+        self.taken += 1
+        return True
+
+    def _dispatch(self, cmd: Mapping[str, Any]) -> Request | None:
+        """Route a taken Command: a Queue's action goes to its controller now; for a Job, the request to issue."""
         found, action = command_target(cmd), command_action(cmd)
         if found is None or action is None:
-            log.warning("command %s: action %r is not one Lapilli executes; dropped", cmd["metadata"]["name"],
-                        cmd.get("action"))
-            return
-        kind, name, uid = found
+            log.warning("command %s: action %r is not one Lapilli executes; dropped", name_of(cmd), cmd.get("action"))
+            return None
+        kind, name, _uid = found
         self.ctx.metrics.commands.labels(action.value).inc()
         if kind == "queue":
             self.queues.submit(name, action)
-            return
-        namespace = cmd["metadata"]["namespace"]
-        job = self.ctx.jobs.get(f"{namespace}/{name}") or await self._fetch_job(namespace, name)
-        if job is None or (uid and uid_of(job) != uid):
-            log.info("command %s: Job %s/%s (uid %s) no longer exists", cmd["metadata"]["name"], namespace, name, uid)
-            return
-        message = f"Start to execute command {action}, and clean it up to make sure executed not more than once."
-        self.ctx.recorder.record(job, "Normal", JobEvent.COMMAND_ISSUED.value, message)
-        self.jobs.submit(Request(namespace, name, event=Event.COMMAND_ISSUED, action=action))
-
-    async def _fetch_job(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """A Job just created may not have reached our watch yet: ask the API server before giving up."""
-        key = f"job {namespace}/{name}"
-        try:
-            while self._retries.num_requeues(key) < 5:
-                try:
-                    job = await self.ctx.client.get(VC_JOBS, name, namespace)
-                except NotFound:
-                    return None
-                except _RETRYABLE as exc:  # the Command is already ours: try hard not to drop it
-                    log.warning("command for Job %s/%s: cannot read the Job (%s)", namespace, name, exc)
-                    await asyncio.sleep(self._retries.when(key))
-                    continue
-                self.ctx.jobs.wrote(job)
-                return job
             return None
-        finally:
-            self._retries.forget(key)
+        return Request(namespace_of(cmd), name, event=Event.COMMAND_ISSUED, action=action)
 
-    def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+    async def _issue(self, key: str, cmd: Mapping[str, Any], request: Request) -> bool:
+        """Tell the Job (False: queued again to read it). A Job just created may not have reached our watch yet:
+        the API server is asked, up to `_JOB_READS` times, before the Command is given up."""
+        namespace, name, uid = request.namespace, request.job_name, (command_target(cmd) or ("", "", ""))[2]
+        job = self.ctx.jobs.get(request.key)
+        if job is None and self.queue.num_requeues(key) < _JOB_READS:
+            try:
+                job = await self.ctx.client.get(VC_JOBS, name, namespace)
+            except NotFound:
+                pass
+            except _RETRYABLE as exc:  # the Command is already ours: try hard not to drop it
+                log.warning("command for Job %s/%s: cannot read the Job (%s)", namespace, name, exc)
+                self.queue.add_rate_limited(key)
+                return False
+            else:
+                self.ctx.jobs.wrote(job)
+        if job is None or (uid and uid_of(job) != uid):
+            log.info("command %s: Job %s/%s (uid %s) no longer exists", name_of(cmd), namespace, name, uid)
+            return True
+        message = (f"Start to execute command {request.action}, and clean it up to make sure executed "
+                   "not more than once.")
+        self.ctx.recorder.record(job, "Normal", JobEvent.COMMAND_ISSUED.value, message)
+        self.jobs.submit(request)
+        return True

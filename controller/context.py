@@ -13,7 +13,7 @@ from controller.settings import ControllerSettings
 from lapilli.api.constants import JOB_NAME_KEY
 from lapilli.kube import KubeClient
 from lapilli.kube.events import EventRecorder
-from lapilli.meta import annotations_of, namespace_of
+from lapilli.meta import annotations_of, name_of, namespace_of
 
 
 def job_index(pod: Mapping[str, Any]) -> str | None:
@@ -43,5 +43,5 @@ class Context:
     def priorities(self) -> dict[str, int]:
         """PriorityClass name -> value."""
         return {
-            str(pc["metadata"]["name"]): int(pc.get("value") or 0) for pc in self.priority_classes.values()
+            name_of(pc): int(pc.get("value") or 0) for pc in self.priority_classes.values()
         }

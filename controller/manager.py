@@ -122,6 +122,7 @@ class ControllerSet:
                         self.settings.sync_timeout_s, laggards)
         workers = [self.jobs.run_worker() for _ in range(self.settings.job_workers)]
         workers += [self.queues.run_worker() for _ in range(2)] + [self.podgroups.run_worker() for _ in range(4)]
+        workers += [self.commands.run_worker() for _ in range(2)]
         self._tasks += [asyncio.create_task(w, name="controller-worker") for w in workers]
         self._tasks.append(self.command_reflector.start())
         self._spawn(self.queues.ensure_standing_queues(), "standing queues")
@@ -132,7 +133,6 @@ class ControllerSet:
     async def stop(self) -> None:
         self._running = False
         self.ttl.stop()
-        self.commands.stop()
         for task in [*self._tasks, *self._background]:
             task.cancel()
         for task in [*self._tasks, *self._background]:

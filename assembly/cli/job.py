@@ -22,7 +22,7 @@ from lapilli.api import Action
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, JOB_TYPE_KEY
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, EVENTS, VC_JOBS
-from lapilli.meta import Obj, annotations_of, namespace_of
+from lapilli.meta import Obj, annotations_of, name_of, namespace_of, section
 from lapilli.times import parse_rfc3339_datetime
 
 COLUMNS: Final = ("Name", "Creation", "Phase", "JobType", "Replicas", "Min", "Pending", "Running", "Succeeded",
@@ -35,19 +35,19 @@ def _status(job: Obj) -> Mapping[str, Any]:
 
 
 def job_row(job: Obj) -> list[Any]:
-    meta, spec, status = job["metadata"], job.get("spec") or {}, _status(job)
+    meta, spec, status = section(job, "metadata"), job.get("spec") or {}, _status(job)
     created = str(meta.get("creationTimestamp") or "")[:10]
     replicas = sum(int(t.get("replicas") or 0) for t in spec.get("tasks") or [])
     job_type = (meta.get("labels") or {}).get(JOB_TYPE_KEY) or "Batch"
     phase = (status.get("state") or {}).get("phase") or ""
     counters = ("minAvailable", "pending", "running", "succeeded", "failed", "unknown", "retryCount")
-    return [meta["name"], created, phase, job_type, replicas, *(int(status.get(c) or 0) for c in counters)]
+    return [name_of(job), created, phase, job_type, replicas, *(int(status.get(c) or 0) for c in counters)]
 
 
 def format_jobs(jobs: Sequence[Obj], *, all_namespaces: bool = False, scheduler: str = "", selector: str = "") -> str:
     """`PrintJobs`: the Name column as wide as the longest name + 3 (Namespace likewise with
     --all-namespaces), then fixed widths; jobs filtered by scheduler name and a name substring."""
-    name_w = max([len("Name"), *(len(j["metadata"]["name"]) for j in jobs)]) + 3
+    name_w = max([len("Name"), *(len(name_of(j)) for j in jobs)]) + 3
     ns_w = max([len("Namespace"), *(len(namespace_of(j)) for j in jobs)]) + 3
     widths = (name_w, *WIDTHS)
 
@@ -59,7 +59,7 @@ def format_jobs(jobs: Sequence[Obj], *, all_namespaces: bool = False, scheduler:
     for job in jobs:
         if scheduler and scheduler != (job.get("spec") or {}).get("schedulerName"):
             continue
-        if selector not in job["metadata"]["name"]:
+        if selector not in name_of(job):
             continue
         out.append(line(job_row(job), namespace_of(job)))
     return "\n".join(out) + "\n"
@@ -146,9 +146,9 @@ def _status_lines(out: list[str], status: Obj) -> None:
 
 def format_job_view(job: Obj, events: Sequence[Obj], now: datetime | None = None) -> str:
     """`PrintJobInfo` followed by `PrintEvents`."""
-    meta, spec = job["metadata"], job.get("spec") or {}
+    meta, spec = section(job, "metadata"), job.get("spec") or {}
     out: list[str] = []
-    for text in (f"Name:       \t{meta['name']}\n", f"Namespace:  \t{meta.get('namespace', '')}\n",
+    for text in (f"Name:       \t{name_of(job)}\n", f"Namespace:  \t{meta.get('namespace', '')}\n",
                  f"Labels:     \t{_map(meta.get('labels'))}\n", f"Annotations:\t{_map(meta.get('annotations'))}\n",
                  f"API Version:\t{job.get('apiVersion', BATCH_API_VERSION)}\n",
                  f"Kind:       \t{job.get('kind', JOB_KIND)}\n",
@@ -249,7 +249,7 @@ def run(master: str, kubeconfig: Path | None, image: str, namespace: str, name: 
         body = launch_job(name, namespace, image, min_available, replicas, req, lim, scheduler)
 
     async def work(client: KubeClient) -> str:
-        return str((await client.create(VC_JOBS, body, namespace))["metadata"]["name"])
+        return name_of(await client.create(VC_JOBS, body, namespace))
 
     click.echo(f"run job {run_with_client(kubeconfig, master, work)} successfully")
 
@@ -284,7 +284,7 @@ def view(master: str, kubeconfig: Path | None, namespace: str, name: str) -> Non
     async def work(client: KubeClient) -> str:
         found = await client.get(VC_JOBS, name, namespace)
         events = [e for e in (await client.list(EVENTS, namespace)).items
-                  if str(e["metadata"]["name"]).startswith(name + ".")]
+                  if name_of(e).startswith(name + ".")]
         return format_job_view(found, events)
 
     click.echo(run_with_client(kubeconfig, master, work), nl=False)

@@ -17,7 +17,7 @@ from assembly.cli.vcctl import QUEUE_COMMAND_NAMESPACE, connection_options, make
 from lapilli.api import Action
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, PODGROUPS, QUEUES
-from lapilli.meta import Obj
+from lapilli.meta import Obj, name_of
 
 HEADER: Final = ("Name", "Weight", "State", "Inqueue", "Pending", "Running", "Unknown", "Completed")
 _PHASES: Final = ("Inqueue", "Pending", "Running", "Unknown", "Completed")
@@ -43,7 +43,7 @@ def format_queues(queues: Iterable[Obj], stats: Mapping[str, Mapping[str, int]],
     Lapilli's column: the queue's share (allocated / deserved) as the scheduler computes it now, `-` unknown."""
     lines = ["".join(f"{h:<{25 if i == 0 else 8}}" for i, h in enumerate(HEADER)) + " Share"]
     for queue in queues:
-        name = queue["metadata"]["name"]
+        name = name_of(queue)
         per = stats.get(name) or dict.fromkeys(_PHASES, 0)
         weight = int((queue.get("spec") or {}).get("weight") or 0)
         state = str((queue.get("status") or {}).get("state") or "")

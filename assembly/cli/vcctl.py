@@ -18,6 +18,7 @@ import click
 from lapilli.api.constants import DEFAULT_QUEUE
 from lapilli.kube import ApiError, ConfigError, KubeClient, load_config
 from lapilli.kube.resources import COMMANDS
+from lapilli.meta import name_of, uid_of
 from lapilli.resources import QuantityError, parse_quantity
 from lapilli.times import parse_rfc3339_datetime
 
@@ -62,8 +63,7 @@ def run_with_client(
 
 def controller_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
     """`metav1.NewControllerRef(obj, kind)`."""
-    meta = obj["metadata"]
-    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"], "uid": meta["uid"],
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": name_of(obj), "uid": uid_of(obj),
             "controller": True, "blockOwnerDeletion": True}
 
 

@@ -16,7 +16,7 @@ from extender.engine.conf import SchedulerConf
 from extender.engine.explain import Context, explain
 from extender.engine.explain.units import number
 from extender.engine.run import run_session
-from lapilli.meta import meta, owner_references
+from lapilli.meta import meta, name_of, owner_references
 from lapilli.resources.units import CPU, GPU, MEMORY, PODS
 
 
@@ -67,7 +67,7 @@ class Page:
 
 
 def _parent(queue: Mapping[str, Any]) -> str:
-    name = str(queue["metadata"]["name"])
+    name = name_of(queue)
     parent = str((queue.get("spec") or {}).get("parent") or "")
     return "" if name == "root" else (parent or "root")
 

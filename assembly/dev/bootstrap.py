@@ -18,6 +18,7 @@ import yaml
 
 from lapilli.kube import AlreadyExists, KubeClient, resource_for
 from lapilli.kube.resources import CRDS, NAMESPACES, QUEUES, SERVICE_ACCOUNTS
+from lapilli.meta import meta, name_of, namespace_of, resource_version
 
 SERVICE_NAMESPACE: Final = "lapilli-system"
 # Volcano's two standing queues: `root` heads the hierarchy and is never reclaimed from; `default` takes jobs
@@ -59,9 +60,8 @@ async def create_or_replace(client: KubeClient, obj: dict[str, Any]) -> dict[str
     try:
         return await client.create(res, obj)
     except AlreadyExists:
-        meta = obj["metadata"]
-        current = await client.get(res, meta["name"], meta.get("namespace"))
-        replacement = {**obj, "metadata": {**meta, "resourceVersion": current["metadata"]["resourceVersion"]}}
+        current = await client.get(res, name_of(obj), namespace_of(obj) or None)
+        replacement = {**obj, "metadata": {**meta(obj), "resourceVersion": resource_version(current)}}
         return await client.replace(res, replacement)
 
 
@@ -87,7 +87,7 @@ async def install_crds(client: KubeClient, crd_dir: Path, *, timeout_s: float = 
     if not crds:
         raise BootstrapError(f"no CustomResourceDefinition in {crd_dir}/*.yaml")
     await asyncio.gather(*(create_or_replace(client, crd) for crd in crds))
-    names = [crd["metadata"]["name"] for crd in crds]
+    names = [name_of(crd) for crd in crds]
     deadline = time.monotonic() + timeout_s
     pending = set(names)
     while pending:

@@ -23,7 +23,7 @@ from assembly.dev.podsim import finished_patch, next_action, outcome, running_pa
 from lapilli.cluster import Event, Reflector, WorkQueue
 from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import NODES, PODS
-from lapilli.meta import key_of, revision, uid_of
+from lapilli.meta import key_of, name_of, namespace_of, revision, uid_of
 from lapilli.tasks import cancel_and_wait
 from lapilli.times import rfc3339
 
@@ -152,7 +152,7 @@ class SimKubelet:
     # -- event handlers: cheap bookkeeping, then a key on the queue --------------------------------------
 
     def _on_node(self, event: Event) -> None:
-        name = event.obj["metadata"]["name"]
+        name = name_of(event.obj)
         if event.type == "DELETED":
             return
         if not is_ready(event.obj):
@@ -218,19 +218,19 @@ class SimKubelet:
         node = self.nodes.store.get(pod["spec"]["nodeName"])
         if node is None or revision(pod) < self._written.get(key, 0):
             return  # not our node, or a view older than our own last write: its newer event is on the way
-        meta = pod["metadata"]
+        name, namespace, uid = name_of(pod), namespace_of(pod), uid_of(pod)
         try:
-            action = next_action(pod, self._started.get(meta["uid"]))
+            action = next_action(pod, self._started.get(uid))
         except ValueError as exc:
             log.warning("sim-kubelet: pod %s: bad simulation annotation: %s; leaving it running", key, exc)
             return
         now = time.time()
         if action.kind == "start":
-            ip = self._ips.allocate(node["metadata"]["name"], node["spec"]["podCIDR"], key)
+            ip = self._ips.allocate(name_of(node), node["spec"]["podCIDR"], key)
             patch = running_patch(pod, pod_ip=ip, host_ip=_node_ip(node), now=now)
-            written = await self.client.patch_status(PODS, meta["name"], patch, meta["namespace"])
+            written = await self.client.patch_status(PODS, name, patch, namespace)
             self._written[key] = revision(written)
-            self._started[meta["uid"]] = now
+            self._started[uid] = now
             self.stats.started += 1
             if (seen := self._first_seen.pop(key, None)) is not None:
                 self.stats.start_lags.append(time.monotonic() - seen)
@@ -241,12 +241,12 @@ class SimKubelet:
                 self._timers[key] = self.queue.add_after(("pod", key), action.at - now)
                 return
             patch = finished_patch(pod, exit_code=outcome(pod).exit_code, now=now)
-            written = await self.client.patch_status(PODS, meta["name"], patch, meta["namespace"])
+            written = await self.client.patch_status(PODS, name, patch, namespace)
             self._written[key] = revision(written)
             self._ips.release(key)
             self.stats.finished += 1
         elif action.kind == "delete":
-            await self.client.delete(PODS, meta["name"], meta["namespace"], grace_period_seconds=0, uid=meta["uid"])
+            await self.client.delete(PODS, name, namespace, grace_period_seconds=0, uid=uid or None)
             self._ips.release(key)
             self.stats.deleted += 1
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from lapilli.kube import AlreadyExists, KubeClient
 from lapilli.kube.resources import NODES
-from lapilli.meta import section
+from lapilli.meta import name_of, section
 from lapilli.times import rfc3339
 
 SIM_LABEL: Final = "sim.lapilli.io/simulated"
@@ -149,7 +149,7 @@ def kept_taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 async def make_ready(client: KubeClient, node: Mapping[str, Any], now: float | None = None) -> dict[str, Any]:
     """Ready=True through nodes/status and the not-ready taints lifted from spec."""
-    name = node["metadata"]["name"]
+    name = name_of(node)
     stamp = time.time() if now is None else now
     conditions = {"status": {"conditions": ready_conditions(stamp)}}
     await client.patch_status(NODES, name, conditions, patch_type="strategic")

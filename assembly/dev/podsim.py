@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from lapilli.meta import Obj, annotations_of, is_deleting, section
+from lapilli.meta import Obj, annotations_of, is_deleting, section, uid_of
 from lapilli.times import parse_rfc3339, parse_seconds, rfc3339
 
 DURATION_ANNOTATION: Final = "sim.lapilli.io/duration"
@@ -93,7 +93,7 @@ def _containers(pod: Obj, key: str) -> list[Mapping[str, Any]]:
 
 
 def _container_id(pod: Obj, name: str) -> str:
-    return f"sim://{pod['metadata'].get('uid', '')}/{name}"
+    return f"sim://{uid_of(pod)}/{name}"
 
 
 def _status_of(pod: Obj, container: Mapping[str, Any], state: dict[str, Any], ready: bool) -> dict[str, Any]:
@@ -137,7 +137,7 @@ def running_patch(pod: Obj, *, pod_ip: str, host_ip: str, now: float) -> dict[st
     }
     if init:
         status["initContainerStatuses"] = init
-    return {"metadata": {"uid": pod["metadata"]["uid"]}, "status": status}
+    return {"metadata": {"uid": uid_of(pod)}, "status": status}
 
 
 def finished_patch(pod: Obj, *, exit_code: int, now: float) -> dict[str, Any]:
@@ -148,7 +148,7 @@ def finished_patch(pod: Obj, *, exit_code: int, now: float) -> dict[str, Any]:
     reason = "Completed" if exit_code == 0 else "Error"
     terminated = {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": stamp}
     return {
-        "metadata": {"uid": pod["metadata"]["uid"]},
+        "metadata": {"uid": uid_of(pod)},
         "status": {
             "phase": "Succeeded" if exit_code == 0 else "Failed",
             "conditions": _conditions(False, stamp, "PodCompleted"),

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import Resource
-from lapilli.meta import MutableObj
+from lapilli.meta import MutableObj, resource_version
 
 
 async def wait_for(
@@ -26,7 +26,7 @@ async def wait_for(
         while True:
             try:
                 last = await client.get(res, name, namespace)
-                version = last["metadata"]["resourceVersion"]
+                version = resource_version(last)
             except NotFound:
                 last, version = None, (await client.list(res, namespace, page_size=1)).resource_version
             if until(last):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assembly.sim.loop import SimResult
+from lapilli.meta import name_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,7 @@ class GroupStats:
 
 def top_level(queues: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Queue name -> its top-level ancestor below `root` (itself for a top-level queue)."""
-    parent = {q["metadata"]["name"]: str((q.get("spec") or {}).get("parent") or "root") for q in queues}
+    parent = {name_of(q): str((q.get("spec") or {}).get("parent") or "root") for q in queues}
 
     def top(name: str) -> str:
         seen: set[str] = set()

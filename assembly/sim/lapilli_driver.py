@@ -17,6 +17,7 @@ from extender.engine.conf import DEFAULT_CONF, SchedulerConf
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import GROUP_NAME_ANNOTATION, TASK_SPEC_KEY, build_snapshot
 from lapilli.api.constants import DEFAULT_QUEUE
+from lapilli.meta import name_of
 from lapilli.times import rfc3339_micro
 
 # Volcano's default configuration with GPU-aware binpack added to the second tier.
@@ -99,7 +100,7 @@ class LapilliScheduler:
     def documents(self, cluster: Cluster) -> list[dict[str, Any]]:
         work = cluster.workload
         docs: list[dict[str, Any]] = [*work.nodes, *work.priority_classes, *work.queues]
-        if all(q["metadata"]["name"] != DEFAULT_QUEUE for q in work.queues):
+        if all(name_of(q) != DEFAULT_QUEUE for q in work.queues):
             docs.append(_default_queue())
         for state in cluster.jobs.values():
             if state.active:

@@ -28,7 +28,7 @@ from lapilli.api import Job, JobEvent, JobPhase, TaskSpec
 from lapilli.api.constants import CONTROLLER_OUT_OF_SYNC_KEY, JOB_FORWARDING_KEY
 from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS
-from lapilli.meta import Obj, uid_of
+from lapilli.meta import Obj, name_of, namespace_of, uid_of
 from lapilli.times import go_duration, parse_rfc3339, rfc3339
 
 log = logging.getLogger(__name__)
@@ -120,21 +120,21 @@ class JobActions:
                 current = await self.ctx.client.create(PODGROUPS, desired)
                 self.ctx.metrics.podgroups_created.labels("job").inc()
             except AlreadyExists:
-                current = await self.ctx.client.get(PODGROUPS, desired["metadata"]["name"], job.namespace)
+                current = await self.ctx.client.get(PODGROUPS, name_of(desired), job.namespace)
             self.ctx.podgroups.wrote(current)
             return current
         if (patch := spec_patch(current, desired["spec"])) is not None:
-            current = await self.ctx.client.patch(PODGROUPS, desired["metadata"]["name"], patch, job.namespace)
+            current = await self.ctx.client.patch(PODGROUPS, name_of(desired), patch, job.namespace)
             self.ctx.podgroups.wrote(current)
         return current
 
     def _podgroup_events(self, job_doc: Obj, podgroup: Obj) -> None:
         """Volcano's `recordPodGroupEvent`: the scheduler's reason a gang waits, on the Job itself."""
-        meta = job_doc["metadata"]
+        namespace, name = namespace_of(job_doc), name_of(job_doc)
         for cond in (podgroup.get("status") or {}).get("conditions") or []:
             if cond.get("type") == "Unschedulable" and cond.get("status") == "True":
-                message = f"PodGroup {meta['namespace']}:{meta['name']} unschedule,reason: {cond.get('message', '')}"
-                key = f"{meta['namespace']}/{meta['name']}"
+                message = f"PodGroup {namespace}:{name} unschedule,reason: {cond.get('message', '')}"
+                key = f"{namespace}/{name}"
                 if self._pending_notes.get(key) != message:
                     self._pending_notes[key] = message
                     self.ctx.recorder.record(job_doc, "Warning", JobEvent.POD_GROUP_PENDING.value, message)
@@ -152,7 +152,7 @@ class JobActions:
                 except AlreadyExists:
                     pass  # its watch event is on the way; the next sync counts it
                 except ApiError as exc:
-                    return f"failed to create pod {pod['metadata']['name']}, err: {exc.message}"
+                    return f"failed to create pod {name_of(pod)}, err: {exc.message}"
             return None
 
         creations = plan.creations()
@@ -171,18 +171,18 @@ class JobActions:
             return
 
         async def one(pod: Obj) -> str | None:
-            meta = pod["metadata"]
+            name, namespace = name_of(pod), namespace_of(pod)
             async with self.ctx.pod_gate:
                 try:
                     # Marked first: the deletion then reads as OutOfSync, never as an eviction to act on.
                     mark = {"metadata": {"annotations": {CONTROLLER_OUT_OF_SYNC_KEY: "true"}}}
-                    await self.ctx.client.patch(PODS, meta["name"], mark, meta["namespace"])
-                    await self.ctx.client.delete(PODS, meta["name"], meta["namespace"], uid=meta.get("uid"))
+                    await self.ctx.client.patch(PODS, name, mark, namespace)
+                    await self.ctx.client.delete(PODS, name, namespace, uid=uid_of(pod) or None)
                     self.ctx.metrics.pods_deleted.inc()
                 except (NotFound, Conflict):
                     pass  # already gone, or replaced by a namesake we must not touch
                 except ApiError as exc:
-                    return f"failed to delete pod {meta['name']}, err: {exc.message}"
+                    return f"failed to delete pod {name}, err: {exc.message}"
                 self.ctx.pods.deleted(pod, linger=True)
             return None
 

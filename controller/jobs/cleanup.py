@@ -20,7 +20,7 @@ from controller.jobs.resources import PVCS, PluginResources, plugin_object_names
 from lapilli.api import Job
 from lapilli.kube import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS, Resource
-from lapilli.meta import Obj, uid_of
+from lapilli.meta import Obj, name_of, namespace_of, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +53,14 @@ class Cleanup:
         log.info("job %s: deleted %d pods and the objects it owned", key, len(pods))
 
     async def _delete(self, res: Resource, obj: Obj, *, linger: bool) -> None:
-        meta = obj["metadata"]
         async with self.ctx.pod_gate:
             try:
-                await self.ctx.client.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid") or None)
+                await self.ctx.client.delete(res, name_of(obj), namespace_of(obj), uid=uid_of(obj) or None)
                 self.deleted += 1
             except (NotFound, Conflict):
                 pass
         stores = {PODS: self.ctx.pods, PODGROUPS: self.ctx.podgroups}
-        if meta.get("uid") and res in stores:
+        if uid_of(obj) and res in stores:
             stores[res].deleted(obj, linger=linger)
 
     async def sweep(self) -> None:
@@ -79,7 +78,7 @@ class Cleanup:
             owner = job_owner(obj)
             if owner is None or owner.get("uid") in live:
                 continue
-            ident = (str(obj["metadata"].get("namespace")), str(owner.get("name")), str(owner.get("uid")))
+            ident = (namespace_of(obj), str(owner.get("name")), str(owner.get("uid")))
             if ident not in gone:
                 gone[ident] = await self._owner_gone(*ident)
             if gone[ident]:

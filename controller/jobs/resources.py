@@ -21,7 +21,7 @@ from lapilli.jobplugins import KNOWN_PLUGINS, SSHKeyPair, generate_keypair, job_
 from lapilli.jobplugins.naming import job_shape, owner_reference
 from lapilli.kube import AlreadyExists, KubeClient, NotFound
 from lapilli.kube.resources import CONFIG_MAPS, SECRETS, SERVICES, VC_JOBS, Resource
-from lapilli.meta import owner_references
+from lapilli.meta import name_of, namespace_of, owner_references, uid_of
 
 NETWORK_POLICIES: Final = Resource("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy")
 PVCS: Final = Resource("v1", "persistentvolumeclaims", "PersistentVolumeClaim")
@@ -69,7 +69,7 @@ class PluginResources:
             if controlled.get(plugin_key(plugin)) == plugin:
                 continue
             if obj["kind"] == "Secret":
-                obj = _with_keys(job_doc, obj["metadata"]["name"])
+                obj = _with_keys(job_doc, name_of(obj))
             await self._create(obj)
         for name in job.spec.plugins:
             if name in KNOWN_PLUGINS:
@@ -102,35 +102,34 @@ class PluginResources:
         if owner_uid and not any(o.get("uid") == owner_uid for o in owner_references(current)):
             return
         with contextlib.suppress(NotFound):
-            await self._client.delete(res, name, namespace, uid=current["metadata"]["uid"])
+            await self._client.delete(res, name, namespace, uid=uid_of(current) or None)
 
     async def _create(self, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
         try:
             await self._client.create(_BY_KIND[obj["kind"]], obj)
         except AlreadyExists:
             if obj["kind"] != "ConfigMap":
                 return  # a Service, policy or key pair already there is kept (Volcano never rewrites them)
-            self._configmaps.pop((meta["namespace"], meta["name"]), None)
+            self._configmaps.pop((namespace_of(obj), name_of(obj)), None)
             await self._refresh_configmap(obj)
             return
         if obj["kind"] == "ConfigMap":
-            self._configmaps[(meta["namespace"], meta["name"])] = dict(obj.get("data") or {})
+            self._configmaps[(namespace_of(obj), name_of(obj))] = dict(obj.get("data") or {})
 
     async def _refresh_configmap(self, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        key = (meta["namespace"], meta["name"])
+        namespace, name = namespace_of(obj), name_of(obj)
+        key = (namespace, name)
         data = dict(obj.get("data") or {})
         if self._configmaps.get(key) == data:
             return
         try:
-            current = await self._client.get(CONFIG_MAPS, meta["name"], meta["namespace"])
+            current = await self._client.get(CONFIG_MAPS, name, namespace)
         except NotFound:
             await self._create(obj)
             return
         if (current.get("data") or {}) != data:
             stale = {k: None for k in current.get("data") or {} if k not in data}
-            await self._client.patch(CONFIG_MAPS, meta["name"], {"data": {**stale, **data}}, meta["namespace"])
+            await self._client.patch(CONFIG_MAPS, name, {"data": {**stale, **data}}, namespace)
         self._configmaps[key] = data
 
     async def ensure_pvcs(self, job: Job, job_doc: Mapping[str, Any], controlled: dict[str, str]) -> bool:
@@ -177,6 +176,6 @@ class PluginResources:
 def _with_keys(job_doc: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The ssh Secret with a freshly generated key pair (unless `--ssh-private-key` was given)."""
     for obj in job_resources(job_doc, ssh_keypair=generate_keypair()):
-        if obj["kind"] == "Secret" and obj["metadata"]["name"] == name:
+        if obj["kind"] == "Secret" and name_of(obj) == name:
             return obj
     raise RuntimeError(f"ssh plugin gave no Secret {name}")

@@ -22,7 +22,7 @@ from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import RateLimiter, WorkQueue
 from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, Resource
-from lapilli.meta import annotations_of, key_of, namespace_of, owner_references, uid_of
+from lapilli.meta import annotations_of, key_of, name_of, namespace_of, owner_references, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +66,11 @@ class PodGroupController:
         pod = self.ctx.pods.get(key)
         if pod is None or not wants_podgroup(pod, self.ctx.settings.scheduler_names):
             return
-        meta = pod["metadata"]
+        namespace = namespace_of(pod)
         desired = build_podgroup(pod, await self._owner_annotations(pod),
                                  inherit=self.ctx.settings.inherit_owner_annotations)
-        name = desired["metadata"]["name"]
-        if f"{meta['namespace']}/{name}" not in self.ctx.podgroups:
+        name = name_of(desired)
+        if f"{namespace}/{name}" not in self.ctx.podgroups:
             try:
                 self.ctx.podgroups.wrote(await self.ctx.client.create(PODGROUPS, desired))
                 self.ctx.metrics.podgroups_created.labels("pod").inc()
@@ -79,7 +79,7 @@ class PodGroupController:
                 pass
         patch = {"metadata": {"annotations": {GROUP_NAME_ANNOTATION: name}}}
         try:
-            self.ctx.pods.wrote(await self.ctx.client.patch(PODS, meta["name"], patch, meta["namespace"]))
+            self.ctx.pods.wrote(await self.ctx.client.patch(PODS, name_of(pod), patch, namespace))
         except NotFound:
             return
 
@@ -90,9 +90,9 @@ class PodGroupController:
         api_version, kind = str(owner.get("apiVersion") or ""), str(owner.get("kind") or "")
         res = Resource(api_version, owner_plural(kind), kind)
         try:
-            found = await self.ctx.client.get(res, str(owner.get("name")), pod["metadata"]["namespace"])
+            found = await self.ctx.client.get(res, str(owner.get("name")), namespace_of(pod))
         except ApiError as exc:  # gone, or not ours to read: the defaults apply, as when it has no annotation
-            log.debug("owner %s %s of pod %s unreadable: %s", kind, owner.get("name"), pod["metadata"]["name"], exc)
+            log.debug("owner %s %s of pod %s unreadable: %s", kind, owner.get("name"), name_of(pod), exc)
             return {}
         return dict(annotations_of(found))
 
@@ -105,5 +105,5 @@ class PodGroupController:
         if not any(o.get("kind") == "Pod" and o.get("uid") == uid for o in owner_references(current)):
             return
         with contextlib.suppress(NotFound, Conflict):
-            await self.ctx.client.delete(PODGROUPS, name, namespace, uid=current["metadata"]["uid"])
+            await self.ctx.client.delete(PODGROUPS, name, namespace, uid=uid_of(current) or None)
         self.ctx.podgroups.deleted(current, linger=False)

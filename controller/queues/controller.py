@@ -10,7 +10,7 @@ is never overwritten. `root` and `default` are created when missing (Volcano's s
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
@@ -25,6 +25,7 @@ from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import RateLimiter, WorkQueue
 from lapilli.kube import AlreadyExists, ApiError, NotFound
 from lapilli.kube.resources import QUEUES
+from lapilli.meta import name_of
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class QueueController:
         self.queue.add(name)
 
     def on_queue(self, event: WatchEvent) -> None:
-        name = event.obj["metadata"]["name"]
+        name = name_of(event.obj)
         if event.type == "DELETED":
             self._actions.pop(name, None)
             return
@@ -106,10 +107,9 @@ class QueueController:
 
     async def ensure_standing_queues(self) -> None:
         """`root` and `default` exist (retried until the API server accepts them)."""
-        retries: RateLimiter[str] = RateLimiter(0.5, 30.0)
-        for name, spec in STANDING:
-            while not await self._ensure_queue(name, spec):
-                await asyncio.sleep(retries.when(name))
+        retries: RateLimiter[str] = RateLimiter(0.5, 30.0)  # 0.5 s doubling to 30 s
+        for name, spec in STANDING:  # in order: root before default
+            await retries.until(name, functools.partial(self._ensure_queue, name, spec))
 
     async def _ensure_queue(self, name: str, spec: dict[str, Any]) -> bool:
         body = {"apiVersion": SCHEDULING_API_VERSION, "kind": QUEUE_KIND, "metadata": {"name": name}, "spec": spec}

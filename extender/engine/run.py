@@ -8,12 +8,14 @@ from contextlib import contextmanager
 
 from extender.engine import actions as _actions  # noqa: F401  (registers every action)
 from extender.engine import plugins as _plugins  # noqa: F401  (registers every plugin)
+from extender.engine.actions.registry import ACTIONS
 from extender.engine.conf import Registry, SchedulerConf, load_conf
-from extender.engine.framework import ACTIONS, PLUGINS
 from extender.engine.interface import ExplainView, SessionProbe
+from extender.engine.registry import PLUGINS
 from extender.engine.results import Decisions, decisions
 from extender.engine.session import Session
 from extender.engine.snapshot import Snapshot
+from extender.engine.statement import Statement
 
 
 def registry() -> Registry:
@@ -30,7 +32,7 @@ def parse_scheduler_conf(text: str | None) -> SchedulerConf:
 
 def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0,
                  probe: SessionProbe | None = None) -> Session:
-    return Session(snapshot, conf, now, probe)
+    return Session(snapshot, conf, now, probe, statements=Statement)
 
 
 def open_view(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> ExplainView:

@@ -4,12 +4,13 @@ The session turns the snapshot's records into tasks, jobs, queues and node array
 (each sees it as a `SessionView` and registers callbacks by kind; `callbacks.py` combines them into the votes the
 actions ask for) and answers where tasks can go (`placement.py`), with a `Status` when nowhere. Only a `Statement`
 changes task placement; `_place`/`_unplace`/`_release`/`_unrelease`/`_set_status` here are the primitive moves it
-records with their inverses, private to it (and to `trial`, placements made only to be undone, for explain).
+records with their inverses, private to it. Explain's trial placements are a Statement too, one that is always
+discarded (`trial`); `statement.py` is built on this module, so `run.py` hands the Statement class in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from extender.engine.callbacks import Callbacks
 from extender.engine.conf import SchedulerConf
-from extender.engine.interface import Code, QueueReport, SessionProbe, Status
+from extender.engine.interface import Code, QueueReport, SessionProbe, Status, Trial
 from extender.engine.model import (
     ALLOCATED_STATUS,
     ON_NODE_STATUS,
@@ -76,8 +77,10 @@ def _task_status(pod: PodRecord) -> TaskStatus:
 
 class Session(Callbacks):
     def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0,
-                 probe: SessionProbe | None = None) -> None:
+                 probe: SessionProbe | None = None, *, statements: Callable[[Session], Trial]) -> None:
+        """`statements` makes a Statement over this session (the `Statement` class): what `trial` returns."""
         super().__init__(conf, probe)
+        self._statements = statements
         self.now = now
         self.records = SessionRecords()
         names: set[str] = set()
@@ -350,36 +353,13 @@ class Session(Callbacks):
         return text
 
     def trial(self) -> Trial:
-        """Placements to count and undo (the session cannot make a `Statement`, which is built on it)."""
-        return Trial(self)
+        """A Statement for placements to count and undo: its caller (explain) sees only allocate, pipeline and
+        discard, so it is always discarded and changes nothing the session decides."""
+        return self._statements(self)
 
     def close(self) -> None:
         for _, _, plugin in self.plugins:
             plugin.on_session_close(self)
 
 
-class Trial:
-    """A `Statement` that only allocates and pipelines, and is always discarded: the same moves, undone in
-    reverse, so what it counts is what allocate would place."""
-
-    __slots__ = ("_placed", "_ssn")
-
-    def __init__(self, ssn: Session) -> None:
-        self._ssn = ssn
-        self._placed: list[Task] = []
-
-    def allocate(self, task: Task, node: Node) -> None:
-        self._ssn._place(task, node, TaskStatus.ALLOCATED)
-        self._placed.append(task)
-
-    def pipeline(self, task: Task, node: Node) -> None:
-        self._ssn._place(task, node, TaskStatus.PIPELINED)
-        self._placed.append(task)
-
-    def discard(self) -> None:
-        for task in reversed(self._placed):
-            self._ssn._unplace(task)
-        self._placed.clear()
-
-
-__all__ = ["Index", "Mask", "PodGroupEvent", "QueueReport", "Scores", "Session", "SessionRecords", "Trial"]
+__all__ = ["Index", "Mask", "PodGroupEvent", "QueueReport", "Scores", "Session", "SessionRecords"]

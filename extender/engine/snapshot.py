@@ -20,7 +20,7 @@ from lapilli.api.constants import (
     TASK_PRIORITY_ANNOTATION,
     TASK_SPEC_KEY,
 )
-from lapilli.meta import Obj, describe, name_of, namespace_of, section
+from lapilli.meta import Obj, describe, name_of, namespace_of, section, uid_of
 from lapilli.nodematch import PodPlacement, Taint, taints_of
 from lapilli.resources.units import Units, pod_request, resource_list_units
 from lapilli.times import parse_rfc3339
@@ -158,7 +158,7 @@ def _node(doc: Obj) -> NodeRecord:
     except ValueError as exc:
         raise ValueError(f"status.allocatable.{exc}") from exc
     return NodeRecord(
-        name=meta["name"],
+        name=name_of(doc),
         allocatable=allocatable,
         labels=dict(meta.get("labels") or {}),
         taints=taints_of(spec),
@@ -208,9 +208,9 @@ def _pod(doc: Obj) -> PodRecord:
     namespace = meta.get("namespace") or "default"
     key = _predicate_key(spec)
     return PodRecord(
-        uid=str(meta.get("uid") or f"{namespace}/{meta['name']}"),
+        uid=uid_of(doc) or f"{namespace}/{name_of(doc)}",
         namespace=namespace,
-        name=meta["name"],
+        name=name_of(doc),
         group=str(annotations.get(GROUP_NAME_ANNOTATION) or ""),
         role=str(annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY) or ""),
         request=request,
@@ -251,7 +251,7 @@ def _podgroup(doc: Obj) -> PodGroupRecord:
     min_task_member = {str(k): _int(v, f"spec.minTaskMember.{k}") for k, v in (spec.get("minTaskMember") or {}).items()}
     return PodGroupRecord(
         namespace=meta.get("namespace") or "default",
-        name=meta["name"],
+        name=name_of(doc),
         queue=str(spec.get("queue") or "default"),
         min_member=_int(spec.get("minMember", 0), "spec.minMember"),
         min_task_member=min_task_member,
@@ -281,8 +281,8 @@ def _queue(doc: Obj) -> QueueRecord:
     reclaimable = spec.get("reclaimable")
     weight = _int(spec.get("weight", 1) or 1, "spec.weight")
     return QueueRecord(
-        name=meta["name"],
-        uid=str(meta.get("uid") or meta["name"]),
+        name=name_of(doc),
+        uid=uid_of(doc) or name_of(doc),
         weight=max(weight, 1),
         capability=units["capability"] or {},
         guarantee=units["guarantee"] or {},
@@ -336,7 +336,7 @@ def add_object(snap: Snapshot, doc: Obj) -> None:
         snap.queues[queue.name] = queue
     else:
         value = _int(doc.get("value", 0), "value")
-        snap.priority_classes[doc["metadata"]["name"]] = value
+        snap.priority_classes[name_of(doc)] = value
         if doc.get("globalDefault"):
             snap.default_priority = value
 

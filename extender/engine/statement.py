@@ -5,7 +5,8 @@ pipelined task back to pending. `commit` makes the steps decisions (allocated ta
 as binds, evictions are reported); `discard` undoes them in reverse, which is what makes a gang all-or-nothing.
 `dispatch` is Volcano's `Session.Allocate` tail for backfill: once a job is ready, every Allocated task of it binds.
 The session's own moves (`Session._place`, `_unplace`, `_release`, `_unrelease`, `_set_status`) are for this
-module only.
+module only. Explain's trial placements (`Session.trial`) are a Statement seen as `interface.Trial`: allocate and
+pipeline, then always discarded.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from extender.service.plan import Plan
 from extender.service.runner import SessionRunner, ThreadRunner
 from extender.service.session import Outcome
 from extender.service.state import ClusterState
+from lapilli.cluster import RateLimiter
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.events import EventRecorder
@@ -38,6 +39,7 @@ SWITCH_INTERVAL_S = 0.0002
 MIN_SESSION_GAP_S = 0.2
 FAILING_AFTER = 3  # sessions failed in a row before the service says it is not ready
 MAX_FAILURE_BACKOFF_S = 30.0
+_SESSION = "session"  # the session loop's one item in its rate limiter
 # Volcano's scheduler records its events as its scheduler name (`--scheduler-name`, default `volcano`), which is
 # what `kubectl describe podgroup` users of Volcano look for under From.
 EVENT_SOURCE = "volcano"
@@ -121,7 +123,8 @@ class SessionLoop:
         self.latest: Outcome | None = None
         self.waiting: set[str] = set()  # pods filter turned away for want of a plan
         self._leading = False  # a term (this process synced and holding the Lease) is under way
-        self.failures = 0  # sessions failed in a row
+        # A failed session waits period_s doubling to MAX_FAILURE_BACKOFF_S before the next one.
+        self._retries: RateLimiter[str] = RateLimiter(period_s, MAX_FAILURE_BACKOFF_S)
         self._wake = asyncio.Event()
         self._recent_evictions: dict[str, float] = {}
         self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
@@ -149,17 +152,21 @@ class SessionLoop:
             try:
                 await self.run_once()
             except Exception:
-                self.failures += 1
+                delay = self._retries.when(_SESSION)
                 self.metrics.session_failures.inc()
-                delay = min(MAX_FAILURE_BACKOFF_S, self.period_s * 2 ** (self.failures - 1))
                 log.exception("scheduling session failed (%d in a row); retrying in %.0fs", self.failures, delay)
                 # A failing session is not retried at the event rate: each retry may respawn the session
                 # process, and with it a full relist of the cluster.
                 await asyncio.sleep(delay)
                 continue
-            self.failures = 0
+            self._retries.forget(_SESSION)
             # Coalesce bursts of watch events: at most five sessions a second, each over the whole cluster.
             await asyncio.sleep(MIN_SESSION_GAP_S)
+
+    @property
+    def failures(self) -> int:
+        """Sessions failed in a row."""
+        return self._retries.num_requeues(_SESSION)
 
     def healthy(self) -> bool:
         """False while sessions keep failing (`/readyz` turns false with it): nothing is being scheduled."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -48,6 +48,13 @@ class RateLimiter(Generic[K]):
     def num_requeues(self, item: K) -> int:
         """Failures of `item` since it was last forgotten."""
         return self._failures.get(item, 0)
+
+    async def until(self, item: K, attempt: Callable[[], Awaitable[bool]]) -> None:
+        """Call `attempt` until it succeeds (returns True), waiting `when(item)` after each failure, then forget
+        `item`: the retry loop of work that is not an item of a work queue (a controller's start-up step)."""
+        while not await attempt():
+            await asyncio.sleep(self.when(item))
+        self.forget(item)
 
 
 class WorkQueue(Generic[K]):

@@ -88,7 +88,7 @@ def job_resources(job: Mapping[str, Any], *, ssh_keypair: SSHKeyPair | None = No
         if isinstance(plugin, SshPlugin):
             plugin = plugin.with_keypair(ssh_keypair)
         for obj in plugin.resources(shape):
-            key = (obj["kind"], obj["metadata"]["name"])
+            key = (obj["kind"], name_of(obj))
             if key not in seen:
                 seen.add(key)
                 out.append(obj)

@@ -19,7 +19,7 @@ from lapilli.kube.config import KubeConfig, load_config
 from lapilli.kube.errors import Fenced, Gone, NotFound, error_from_response
 from lapilli.kube.resources import PODS, Resource
 from lapilli.kube.watch import LineSplitter, WatchEvent, decode_event
-from lapilli.meta import meta, namespace_of
+from lapilli.meta import meta, name_of, namespace_of
 
 PatchType = Literal["merge", "strategic", "json", "apply"]
 PATCH_CONTENT_TYPES: Final[dict[str, str]] = {
@@ -180,7 +180,7 @@ class KubeClient:
 
     async def replace(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
         ns = namespace or namespace_of(obj)
-        return await self.request("PUT", res.path(ns if res.namespaced else None, obj["metadata"]["name"]), body=obj)
+        return await self.request("PUT", res.path(ns if res.namespaced else None, name_of(obj)), body=obj)
 
     async def patch(
         self, res: Resource, name: str, patch: Any, namespace: str | None = None, *,

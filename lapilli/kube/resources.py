@@ -27,7 +27,9 @@ class Resource:
     def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
         """The URL path of the collection, of one object, or of one object's subresource.
 
-        `namespace=None` on a namespaced resource means "across all namespaces" (lists and watches only).
+        `namespace=None` on a namespaced resource means "across all namespaces" (lists and watches only). An empty
+        `name` (what `lapilli.meta.name_of` reads for an object without one) is refused: its path would be the
+        collection's, and a DELETE there deletes every object in it.
         """
         root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
         parts = [root]
@@ -35,6 +37,8 @@ class Resource:
             parts.append(f"namespaces/{quote(namespace, safe='')}")
         parts.append(self.plural)
         if name is not None:
+            if not name:
+                raise ValueError(f"a {self.kind} with an empty name")
             parts.append(quote(name, safe=""))
             if subresource:
                 parts.append(subresource)

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from lapilli.resources import QuantityError, parse_quantity
+from lapilli.resources.podsum import sum_containers
 from webhook.goquantity import Format, format_of, format_value
 from webhook.queues.resources import quantity_errors
 
@@ -42,16 +43,13 @@ def _amounts(raw: object) -> Amounts:
     return out
 
 
-def _add(into: Amounts, other: Amounts) -> None:
-    for name, (value, fmt) in other.items():
-        have = into.get(name)
-        into[name] = (have[0] + value, have[1]) if have else (value, fmt)
+def _add(have: Amount, value: Amount) -> Amount:
+    return have[0] + value[0], have[1]  # the sum keeps the first amount's format
 
 
-def _max(into: Amounts, other: Amounts) -> None:
-    for name, amount in other.items():
-        if name not in into or amount[0] > into[name][0]:
-            into[name] = amount
+def _exceeds(value: Amount, peak: Amount | None) -> bool:
+    # Unlike the scheduler's sum, a zero enters the peak: defaulting then reads the name as set.
+    return peak is None or value[0] > peak[0]
 
 
 def _containers(spec: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
@@ -67,23 +65,8 @@ def _side(container: Mapping[str, Any], kind: str) -> Amounts:
 def aggregate(spec: Mapping[str, Any], kind: str) -> Amounts:
     """`AggregateContainerRequests` / `AggregateContainerLimits`: the regular containers plus sidecars (init
     containers with `restartPolicy: Always`), or the largest init container with the sidecars started before it."""
-    total: Amounts = {}
-    for container in _containers(spec, "containers"):
-        _add(total, _side(container, kind))
-    sidecars: Amounts = {}
-    init: Amounts = {}
-    for container in _containers(spec, "initContainers"):
-        own = _side(container, kind)
-        if container.get("restartPolicy") == "Always":
-            _add(total, own)
-            _add(sidecars, own)
-            during = dict(sidecars)
-        else:
-            during = dict(own)
-            _add(during, sidecars)
-        _max(init, during)
-    _max(total, init)
-    return total
+    containers = {key: _containers(spec, key) for key in ("containers", "initContainers")}
+    return sum_containers(containers, lambda container: _side(container, kind), _add, _exceeds)
 
 
 def _is_hugepages(name: str) -> bool:

@@ -10,7 +10,7 @@ in part. A committed job with tasks left goes back into its queue for another tu
 from __future__ import annotations
 
 from extender.engine.actions.ordering import PriorityQueue, pop_best
-from extender.engine.framework import register_action
+from extender.engine.actions.registry import register_action
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task
 from extender.engine.session import Session
 from extender.engine.statement import Statement

@@ -8,7 +8,7 @@ otherwise a BestEffort gang stays pipelined, never binds, and every session pipe
 from __future__ import annotations
 
 from extender.engine.actions.ordering import PriorityQueue, pop_best
-from extender.engine.framework import register_action
+from extender.engine.actions.registry import register_action
 from extender.engine.model import Job, Queue, Task, TaskStatus
 from extender.engine.session import Session
 from extender.engine.statement import Statement

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from extender.engine.actions.ordering import PriorityQueue, pop_best
-from extender.engine.framework import register_action
+from extender.engine.actions.registry import register_action
 from extender.engine.model import Job, Queue
 from extender.engine.session import Session
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from extender.engine.actions.ordering import PriorityQueue, pop_best
-from extender.engine.framework import register_action
+from extender.engine.actions.registry import register_action
 from extender.engine.model import PREEMPTABLE_STATUS, Job, Node, Queue, Task, TaskStatus
 from extender.engine.session import Session
 from extender.engine.statement import Statement

@@ -13,7 +13,7 @@ the job: commit if it is pipelined, else discard.
 from __future__ import annotations
 
 from extender.engine.actions.ordering import PriorityQueue, pop_best
-from extender.engine.framework import register_action
+from extender.engine.actions.registry import register_action
 from extender.engine.model import Job, Node, Queue, Task, TaskStatus
 from extender.engine.session import Session
 from extender.engine.statement import Statement

@@ -1,7 +1,7 @@
 """Where a gang's pending pods could go: how many of `minMember` fit, and what blocks the rest on how many nodes.
 
-The count is the engine's own placement (the session's `choose` in task order, through a `trial`: a statement's
-moves, always undone), so a pod counted as placeable is one allocate would place. A node that refuses a pod is
+The count is the engine's own placement (the session's `choose` in task order, through a `trial`: a Statement whose
+moves are always discarded), so a pod counted as placeable is one allocate would place. A node that refuses a pod is
 named by its first blocker: a static predicate (cordoned, a taint the pod does not tolerate, node selector or
 affinity), else the resource with too little free room, devices first. The predicate verdict is the session's;
 the predicates plugin's own helpers only name it.

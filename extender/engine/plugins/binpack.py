@@ -15,9 +15,9 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.arguments import Arguments, number, text
-from extender.engine.framework import register_plugin
 from extender.engine.interface import Index, SessionView
 from extender.engine.model import Task
+from extender.engine.registry import register_plugin
 from extender.engine.rowmath import Bool, NodeRows, Num, Ops
 from lapilli.resources.units import CPU, MEMORY
 from lapilli.resources.vector import TOLERANCE, Vec

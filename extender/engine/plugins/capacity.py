@@ -21,10 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.arguments import Arguments, integer
-from extender.engine.framework import register_plugin
 from extender.engine.interface import PERMIT, REJECT, EventHandler, QueueReport, SessionView, Vote
 from extender.engine.model import Job, Queue, Task
 from extender.engine.plugins.capacity_queues import ROOT, QueueAttr, build_flat, build_tree, update_share
+from extender.engine.registry import register_plugin
 from extender.engine.victims import victim_order
 from lapilli.resources.vector import CPU, MEMORY, TOLERANCE, Vec, is_empty, less_equal, less_equal_on
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from extender.engine.framework import register_plain_plugin
 from extender.engine.interface import SessionView
 from extender.engine.model import Task
+from extender.engine.registry import register_plain_plugin
 
 CRITICAL_CLASSES: Final = frozenset({"system-cluster-critical", "system-node-critical"})
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from extender.engine.framework import register_plain_plugin
 from extender.engine.interface import EventHandler, KeyedOrder, SessionView
 from extender.engine.model import Task
 from extender.engine.plugins.drf_hierarchy import Hierarchy, dominant_share
+from extender.engine.registry import register_plain_plugin
 from lapilli.resources.vector import Vec
 
 SHARE_DELTA = 1e-6

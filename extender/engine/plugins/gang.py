@@ -7,9 +7,9 @@ session close every job gets an `Unschedulable` or `Scheduled` condition.
 
 from __future__ import annotations
 
-from extender.engine.framework import register_plain_plugin
 from extender.engine.interface import PERMIT, REJECT, KeyedOrder, SessionView, ValidateResult, VictimsFn
 from extender.engine.model import READY_STATUS, SCHEDULED_STATUS, VALID_STATUS, Job, Task, TaskStatus
+from extender.engine.registry import register_plain_plugin
 
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"

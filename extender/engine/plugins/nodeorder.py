@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.arguments import Arguments, number
-from extender.engine.framework import register_plugin
 from extender.engine.interface import Index, SessionView
 from extender.engine.model import Task
+from extender.engine.registry import register_plugin
 from extender.engine.rowmath import NodeRows, Num, Ops
 from lapilli.nodematch import PREFER_NO_SCHEDULE
 from lapilli.resources.units import CPU, GPU, MEMORY

@@ -17,9 +17,9 @@ from typing import Final
 import numpy as np
 
 from extender.engine.arguments import Arguments, ConfError, number
-from extender.engine.framework import register_plugin
 from extender.engine.interface import PERMIT, REJECT, SessionView, Vote
 from extender.engine.model import ALLOCATED_STATUS, Job
+from extender.engine.registry import register_plugin
 from lapilli.resources.vector import Vec, less_equal_on
 
 FACTOR_KEY: Final = "overcommit-factor"

@@ -16,9 +16,9 @@ from typing import Final
 import numpy as np
 
 from extender.engine.arguments import Arguments, boolean
-from extender.engine.framework import register_plugin
 from extender.engine.interface import Index, Mask, SessionView
 from extender.engine.model import Node, Task
+from extender.engine.registry import register_plugin
 
 REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
 REASON_AFFINITY: Final = "node(s) didn't match Pod's node affinity/selector"

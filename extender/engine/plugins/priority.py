@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from extender.engine.framework import register_plain_plugin
 from extender.engine.interface import KeyedOrder, SessionView
 from extender.engine.model import Job, Task
+from extender.engine.registry import register_plain_plugin
 
 
 class PriorityPlugin:

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from extender.engine.framework import register_plain_plugin
 from extender.engine.interface import PERMIT, REJECT, EventHandler, KeyedOrder, QueueReport, SessionView, Vote
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task, TaskStatus
+from extender.engine.registry import register_plain_plugin
 from lapilli.resources.vector import TOLERANCE, Dims, Vec, exceeded_part, is_empty, less_equal, less_equal_on
 
 

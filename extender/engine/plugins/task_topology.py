@@ -25,9 +25,9 @@ from typing import Final
 import numpy as np
 
 from extender.engine.arguments import Arguments, ConfError, integer
-from extender.engine.framework import register_plugin
 from extender.engine.interface import EventHandler, Index, Scores, SessionView
 from extender.engine.model import Job, Task
+from extender.engine.registry import register_plugin
 from extender.engine.rowmath import NodeRows, Num, Ops
 from lapilli.resources.vector import TOLERANCE, Vec
 

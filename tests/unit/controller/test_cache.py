@@ -1,4 +1,6 @@
 from controller.cache import Store
+from controller.context import job_index
+from tests.unit.controller.builders import pod
 
 
 def job(uid: str, rv: str) -> dict:
@@ -19,3 +21,31 @@ def test_a_namesake_created_after_the_deletion_is_seen():
     store.observe("DELETED", job("u1", "12"))
     store.observe("ADDED", job("u2", "13"))
     assert store.get("ml/j") == job("u2", "13")
+
+
+
+
+
+def test_store_newest_wins_and_deletions_we_made():
+    store = Store({"job": job_index})
+    fresh = pod("job1", "w", 0)
+    fresh["metadata"]["resourceVersion"] = "7"
+    stale = pod("job1", "w", 0, "Pending")
+    stale["metadata"]["resourceVersion"] = "6"
+    store.wrote(fresh)
+    store.observe("MODIFIED", stale)  # a late watch event must not roll our own write back
+    assert store.get("ns1/job1-w-0") is fresh and store.by_index("job", "ns1/job1") == [fresh]
+    store.deleted(fresh, linger=True)
+    assert store.deleting(store.get("ns1/job1-w-0"))
+    store.observe("DELETED", fresh)
+    assert store.get("ns1/job1-w-0") is None and store.by_index("job", "ns1/job1") == []
+    store.wrote(fresh)
+    store.deleted(fresh, linger=False)
+    assert store.get("ns1/job1-w-0") is None
+    store.observe("MODIFIED", fresh)  # a late event of the object we dropped stays dropped
+    assert store.get("ns1/job1-w-0") is None
+    again = pod("job1", "w", 0, uid="new-uid")
+    again["metadata"]["resourceVersion"] = "9"
+    store.observe("ADDED", again)
+    store.observe("DELETED", fresh)  # the old incarnation's deletion does not remove its namesake
+    assert store.get("ns1/job1-w-0") is again and not store.deleting(again)

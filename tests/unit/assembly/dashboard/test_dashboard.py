@@ -9,7 +9,7 @@ from assembly.dashboard.render import document, fragment
 from assembly.why.gather import build_view
 from extender.engine.run import parse_scheduler_conf
 from tests.unit.extender.engine.builders import documents
-from tests.unit.extender.engine.test_explain import SHIPPED, gang, gpu_nodes, scenario
+from tests.unit.extender.engine.explain.test_explain import SHIPPED, gang, gpu_nodes, scenario
 
 
 def _view():  # type: ignore[no-untyped-def]

@@ -52,3 +52,30 @@ async def test_add_rate_limited_brings_the_key_back_later_and_forget_resets():
     assert q.add_rate_limited("a") == 0.04  # a second failure in a row waits twice as long
     q.forget("a")
     assert q.num_requeues("a") == 0
+
+
+class CountingLimiter(RateLimiter[str]):
+    """Records the delays it hands out."""
+
+    def __init__(self) -> None:
+        super().__init__(0.001, 0.002)
+        self.delays: list[float] = []
+
+    def when(self, item: str) -> float:
+        delay = super().when(item)
+        self.delays.append(delay)
+        return delay
+
+
+async def test_until_retries_with_the_limiters_delays_then_forgets():
+    limiter = CountingLimiter()
+    attempts: list[int] = []
+
+    async def attempt() -> bool:
+        attempts.append(limiter.num_requeues("root"))
+        return len(attempts) == 4
+
+    await limiter.until("root", attempt)
+    assert attempts == [0, 1, 2, 3]
+    assert limiter.delays == [0.001, 0.002, 0.002]  # doubling, capped
+    assert limiter.num_requeues("root") == 0

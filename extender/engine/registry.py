@@ -1,29 +1,21 @@
-"""The registry of plugins and actions (Volcano's `framework/plugins.go` and `framework/interface.go` Action).
+"""The registry of plugins (Volcano's `framework/plugins.go`): the one list of plugins a conf may name.
 
 A plugin registers an argument parser and a builder: the parser runs when a conf is loaded (`conf.py`), the
-builder once per session with the frozen value the parser returned. An action is registered by name and runs over
-the whole session. This is the one list of what a conf may name.
+builder once per session with the frozen value the parser returned. It sits below the session: a plugin module
+imports this and `interface` (the `SessionView` it is built against), never the concrete Session (an import-linter
+contract). Actions have their own registry, `actions/registry.py`, as they run over the whole Session.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from extender.engine.arguments import Arguments
 from extender.engine.interface import Plugin, PluginBuilder, PluginLoader
-from extender.engine.session import Session
-
-
-class Action(Protocol):
-    name: str
-
-    def execute(self, ssn: Session) -> None: ...
-
 
 PLUGINS: dict[str, PluginLoader] = {}
-ACTIONS: dict[str, Callable[[], Action]] = {}
 
 A = TypeVar("A")
 
@@ -46,11 +38,3 @@ def register_plugin(name: str, parse: Callable[[Arguments], A], build: Callable[
 def register_plain_plugin(name: str, build: Callable[[], Plugin]) -> None:
     """Offer plugin `name` that takes no arguments (what it is given is ignored, as by Volcano's plugins)."""
     PLUGINS[name] = partial(_load_plain, build)
-
-
-def register_action(name: str) -> Callable[[Callable[[], Action]], Callable[[], Action]]:
-    def deco(factory: Callable[[], Action]) -> Callable[[], Action]:
-        ACTIONS[name] = factory
-        return factory
-
-    return deco

@@ -13,7 +13,7 @@ from extender.engine.run import parse_scheduler_conf
 from extender.engine.snapshot import build_snapshot
 from tests.unit.extender.engine.builders import documents
 
-SHIPPED = Path(__file__).resolve().parents[4] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
+SHIPPED = Path(__file__).resolve().parents[5] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
 CONF = parse_scheduler_conf(SHIPPED.read_text())
 GPU = "nvidia.com/gpu"
 

@@ -3,7 +3,7 @@
 from controller.jobs.policies import apply_policies
 from controller.jobs.requests import Request, pod_request, task_completed, task_failed
 from lapilli.api import Action, Event
-from tests.unit.controller.test_controller_builders import UID, job, job_doc, pod, task
+from tests.unit.controller.builders import UID, job, job_doc, pod, task
 
 
 def req(event=None, **kw):

@@ -5,7 +5,7 @@ import pytest
 
 from controller.jobs.state import NONE, SOFT, Counts, Op, Rule, next_phase, step_for
 from lapilli.api import Action, JobPhase
-from tests.unit.controller.test_controller_builders import job, task
+from tests.unit.controller.builders import job, task
 
 P = JobPhase
 

@@ -5,7 +5,7 @@ import itertools
 from controller.jobs.pods import pvc_volume_name, render_pod
 from controller.jobs.sync import Target, plan_kill, plan_sync, replica_index
 from lapilli.api import Job
-from tests.unit.controller.test_controller_builders import UID, job, job_doc, pod, task
+from tests.unit.controller.builders import UID, job, job_doc, pod, task
 
 
 def render(doc, task_name, index, **kw):

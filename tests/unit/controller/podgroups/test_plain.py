@@ -1,0 +1,42 @@
+"""The PodGroup of a plain pod (reference §3.8): which pods want one, its name, gang size and minResources."""
+
+from controller.podgroups.plain import build_podgroup, min_member, podgroup_name_for, wants_podgroup
+from tests.unit.controller.builders import container
+
+
+def bare_pod(**meta):
+    return {"metadata": {"name": "p", "namespace": "ns", "uid": "pod-uid", **meta},
+            "spec": {"schedulerName": "volcano", "containers": [container(cpu="1", memory="1Gi")],
+                     "priorityClassName": "high"}}
+
+
+def test_plain_pods_that_want_a_podgroup():
+    assert wants_podgroup(bare_pod(), ["volcano"])
+    assert not wants_podgroup(bare_pod(), ["other"])
+    assert not wants_podgroup(bare_pod(annotations={"scheduling.k8s.io/group-name": "x"}), ["volcano"])
+    assert not wants_podgroup(bare_pod(deletionTimestamp="2026-01-01T00:00:00Z"), ["volcano"])
+
+
+def test_plain_podgroup_of_a_bare_pod_and_of_an_owned_pod():
+    pg = build_podgroup(bare_pod(annotations={"scheduling.volcano.sh/queue-name": "q1",
+                                              "volcano.sh/preemptable": "true"}), {}, inherit=True)
+    assert pg["metadata"]["name"] == "podgroup-pod-uid"
+    assert pg["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid",
+                                                  "controller": True}]
+    assert pg["metadata"]["annotations"] == {"volcano.sh/preemptable": "true"}
+    assert pg["spec"] == {"minMember": 1, "minResources": {"cpu": "1", "memory": "1Gi", "pods": "1"},
+                          "priorityClassName": "high", "queue": "q1"}
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
+    owned = bare_pod(ownerReferences=[rs])
+    assert podgroup_name_for(owned) == "podgroup-rs-uid"
+    pg = build_podgroup(owned, {"scheduling.volcano.sh/group-min-member": "3", "volcano.sh/x": "1", "other": "2"},
+                        inherit=True)
+    assert pg["metadata"]["ownerReferences"] == [rs] and pg["metadata"]["annotations"] == {"volcano.sh/x": "1"}
+    assert pg["spec"]["minMember"] == 3 and pg["spec"]["minResources"]["cpu"] == "3"
+    assert "annotations" not in build_podgroup(owned, {"volcano.sh/x": "1"}, inherit=False)["metadata"]
+
+
+def test_min_member_of_an_owner():
+    assert [min_member(a) for a in ({}, {"scheduling.volcano.sh/group-min-member": "4"},
+                                    {"scheduling.volcano.sh/group-min-member": "-2"},
+                                    {"scheduling.volcano.sh/group-min-member": "x"})] == [1, 4, 1, 1]
