@@ -134,25 +134,28 @@ class Extender:
         """A gang of one needs no plan: there is nothing to gather, and kube-scheduler's own filters have
         checked that it fits. Turning it away until a session plans it would cost a scheduling round trip and a
         back-off per pod. It passes once admitted (Inqueue/Running) to an Open queue, or while Pending when its
-        queue would admit it now (`_queue_refusal`)."""
+        queue would admit it now (`_queue_refusal`) on what enqueue weighs: the PodGroup's `minResources` when it
+        sets them (Spark's driver PodGroup reserves its executors too), else the pod's request."""
         podgroup = self.state.snapshot.podgroups.get(gang)
         if podgroup is None or podgroup.min_member > 1:
             return False
         if podgroup.phase in ("Inqueue", "Running"):
             queue = self.state.snapshot.queues.get(podgroup.queue)
             return queue is not None and queue.state == "Open"
-        return podgroup.phase in ("Pending", "") and self._queue_refusal(podgroup.queue, pod) is None
+        request = podgroup.min_resources if podgroup.min_resources is not None else self._units(pod)
+        return podgroup.phase in ("Pending", "") and self._queue_refusal(podgroup.queue, request) is None
 
     def _plain_refusal(self, pod: Mapping[str, Any]) -> str | None:
         """A pod of Volcano's scheduler that names no PodGroup yet (the controllers give it one shortly) passes
         untouched after the queue checks, with the queue its PodGroup will have; pods of other schedulers pass."""
         if (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
             return None
-        return self._queue_refusal(str(annotations_of(pod).get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE), pod)
+        queue = str(annotations_of(pod).get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE)
+        return self._queue_refusal(queue, self._units(pod))
 
-    def _queue_refusal(self, name: str, pod: Mapping[str, Any]) -> str | None:
-        """Why `pod` may not start in queue `name` now (None: it may). Enqueue's check, for one pod: the queue
-        exists and is Open, and its capability holds what the last session counted in it plus this pod."""
+    def _queue_refusal(self, name: str, request: Mapping[str, float]) -> str | None:
+        """Why `request` may not start in queue `name` now (None: it may). Enqueue's check, for one pod: the
+        queue exists and is Open, and its capability holds what the last session counted in it plus `request`."""
         queue = self.state.snapshot.queues.get(name)
         if queue is None:
             return f"queue {name} does not exist"
@@ -163,7 +166,6 @@ class Extender:
             return "waiting for a scheduling session"
         computed = latest.queues.get(name)
         allocated = resource_units(latest.dims, computed.allocated) if computed is not None else {}
-        request = self._units(pod)
         for resource, limit in queue.capability.items():
             have = float(allocated.get(resource, 0))
             if limit > 0 and have + request.get(resource, 0.0) > limit:

@@ -137,17 +137,26 @@ async def test_kubeflow_pytorchjob_gang(api):
         await remove(api, pods + pods2, ["mnist-ddp", "mnist-ddp-2"], "kubeflow-training")
 
 
+async def _spark_driver(api: KubeClient, pg: dict, driver: dict) -> dict:
+    """What Spark's VolcanoFeatureStep does first: the PodGroup (a pre-resource), the driver, then the driver
+    owns the PodGroup. The owner reference executors later carry is returned."""
+    await api.create(PODGROUPS, pg, NS)
+    created = await api.create(PODS, driver, NS)
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": driver["metadata"]["name"],
+           "uid": created["metadata"]["uid"], "controller": True}
+    await api.patch(PODGROUPS, pg["metadata"]["name"], {"metadata": {"ownerReferences": [ref]}}, NS)
+    return ref
+
+
 async def test_spark_driver_first_then_executors(api):
     await make_queue(api, "spark", {"cpu": "8", "memory": "32Gi"})
     pg, driver, execs = spark_app(NS, "spark", executors=2)
-    pg_name = pg["metadata"]["name"]
+    # A second app asking for 5 executors: its PodGroup's minResources (6 cpu) exceed what the queue has left
+    # while the first runs (8 - 3), though its driver alone (1 cpu) would fit.
+    pg2, driver2, _ = spark_app(NS, "spark", executors=5)
+    pg_name, pg2_name = pg["metadata"]["name"], pg2["metadata"]["name"]
     try:
-        await api.create(PODGROUPS, pg, NS)  # a pre-resource: made before the driver
-        created = await api.create(PODS, driver, NS)
-        # Spark then owns its pre-resources by the driver pod
-        ref = {"apiVersion": "v1", "kind": "Pod", "name": driver["metadata"]["name"],
-               "uid": created["metadata"]["uid"], "controller": True}
-        await api.patch(PODGROUPS, pg_name, {"metadata": {"ownerReferences": [ref]}}, NS)
+        ref = await _spark_driver(api, pg, driver)
         # minMember 1: the driver runs alone; its PodGroup was admitted on minResources (driver + executors)
         await running(api, [driver])
         await wait_pg(api, pg_name, "Running")
@@ -160,8 +169,17 @@ async def test_spark_driver_first_then_executors(api):
         await allocated_is(api, "spark", total([driver, *execs]))  # 3 cpu, 4224Mi
         status = (await api.get(PODGROUPS, pg_name, NS))["status"]
         assert (status["phase"], status.get("running")) == ("Running", 3)
+
+        await _spark_driver(api, pg2, driver2)
+        await stays_unadmitted(api, pg2_name)  # held back by minResources, not by the driver's request
+        assert not (await api.get(PODS, driver2["metadata"]["name"], NS))["spec"].get("nodeName")
+        # the first app ends: the second is admitted and its driver runs
+        await remove(api, [driver, *execs], [pg_name])
+        await wait_pg(api, pg2_name, "Inqueue", "Running", timeout_s=60)
+        await running(api, [driver2])
+        await allocated_is(api, "spark", total([driver2]))
     finally:
-        await remove(api, [driver, *execs], [pg_name], "spark")
+        await remove(api, [driver, *execs, driver2], [pg_name, pg2_name], "spark")
 
 
 async def test_kuberay_cluster_gang_and_queue(api):

@@ -4,6 +4,7 @@ recording stand-in for the one write client, since this tier checks the service'
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -66,15 +67,16 @@ def feed(state: ClusterState, obj: dict) -> None:
     state.apply("ADDED", obj)
 
 
-def make_extender(objects: list[dict], client: Any = None, **kwargs: Any) -> Extender:
+def make_extender(objects: list[dict], client: Any = None, conf: Path | None = None, **kwargs: Any) -> Extender:
     """An `Extender` over `objects` with its permit cache, writing through `client` (a `RecordingClient` by
-    default); its session loop has not run yet (`await extender.loop.run_once()` plans)."""
+    default), its sessions run with the scheduler conf file `conf` (Volcano's default without); its session loop
+    has not run yet (`await extender.loop.run_once()` plans)."""
     client = client if client is not None else RecordingClient()
     state = cluster_state(objects)
     plan = Plan(ttl_s=60)
     permit: PermitCache
     metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: permit.parked_count(), restarts=state.restarts)
-    loop = SessionLoop(state, plan, client, ConfSource(None), metrics)
+    loop = SessionLoop(state, plan, client, ConfSource(conf), metrics)
     extender = Extender(state, plan, loop, None, client, metrics, **kwargs)  # type: ignore[arg-type]
     permit = PermitCache(extender.bind_now, timeout_s=2)
     extender.permit = permit

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.engine.conf import FLAGS, parse_conf
+from extender.engine.conf import FLAGS, Registry, parse_conf
 from extender.engine.results import Decisions
 from extender.engine.run import registry, run_session
 from extender.engine.snapshot import build_snapshot
+from tests.unit.extender.engine.fake_plugins import FAKE_PLUGINS
 
 
 def node(spec: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +119,13 @@ def go_tiers(conf: dict[str, Any]) -> dict[str, Any]:
     return {**conf, "tiers": tiers}
 
 
+def registry_with_fakes() -> Registry:
+    """The engine's plugins and actions plus the test-only plugins of Volcano's unit tests (fake_plugins.py)."""
+    engine = registry()
+    return Registry(plugins={**engine.plugins, **FAKE_PLUGINS}, actions=engine.actions)
+
+
 def run(scenario: dict[str, Any]) -> Decisions:
     raw = go_tiers(scenario["conf"]) if scenario.get("flags") == "go" else scenario["conf"]
-    conf = parse_conf(raw, registry())
+    conf = parse_conf(raw, registry_with_fakes())
     return run_session(build_snapshot(documents(scenario)), conf)
