@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge
 
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain import Explanation, Kind, explain
@@ -38,7 +38,6 @@ log = logging.getLogger("lapilli.extender")
 CONDITION: Final = "lapilli.io/Why"
 WAITING_PHASES: Final = frozenset({"", "Pending", "Inqueue", "Unknown"})
 MESSAGE_REASONS: Final = 4  # reasons in the condition's message (the rest: `lapilli job why`)
-_STARTUP_BUCKETS: Final = (1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600)
 
 
 def condition(explanation: Explanation) -> dict[str, str]:
@@ -58,30 +57,20 @@ def with_condition(current: list[Mapping[str, Any]], new: dict[str, str], stamp:
 
 
 class QueueJobMetrics:
-    """Per queue: PodGroups by phase, and the time from a PodGroup's creation to Running."""
+    """Per queue: PodGroups by phase, sampled on the why pass. (The time to Running is observed where the session
+    writes the phase: `metrics.TimeToRunning`.)"""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.jobs = Gauge("lapilli_queue_jobs", "PodGroups per queue and phase (pending = not admitted, inqueue = "
                           "admitted and waiting, running).", ["queue", "phase"], registry=registry)
-        self.time_to_running = Histogram(
-            "lapilli_podgroup_time_to_running_seconds", "Time from PodGroup creation to its phase Running.",
-            ["queue"], buckets=_STARTUP_BUCKETS, registry=registry)
-        self._seen_waiting: set[str] = set()
         self._labels: set[tuple[str, str]] = set()
 
-    def observe(self, snap: Snapshot, wall_now: float) -> None:
+    def observe(self, snap: Snapshot) -> None:
         counts: dict[tuple[str, str], int] = {}
-        for key, pg in snap.podgroups.items():
+        for pg in snap.podgroups.values():
             phase = (pg.phase or "Pending").lower()
             if phase in ("pending", "inqueue", "running"):
                 counts[(pg.queue, phase)] = counts.get((pg.queue, phase), 0) + 1
-            if pg.phase in WAITING_PHASES:
-                self._seen_waiting.add(key)
-            elif pg.phase == "Running" and key in self._seen_waiting:
-                self._seen_waiting.discard(key)
-                if pg.creation:
-                    self.time_to_running.labels(pg.queue).observe(max(wall_now - pg.creation, 0.0))
-        self._seen_waiting &= set(snap.podgroups)
         for labels in self._labels - set(counts):
             self.jobs.labels(*labels).set(0)
         for labels, count in counts.items():
@@ -129,7 +118,7 @@ class WhyLoop:
         snap = self.snapshot()
         if snap is None:
             return 0
-        self.metrics.observe(snap, time.time())
+        self.metrics.observe(snap)
         keys = self.candidates(snap)
         if not keys:
             return 0
