@@ -40,6 +40,11 @@ def load_conf(conf_file: Path | None, parse: Callable[[str | None], SchedulerCon
         conf = parse(text)
     except ConfError as exc:
         fail(f"scheduler conf {conf_file}: {exc}")
-    for warning in conf.warnings:
-        click.echo(f"warning: scheduler conf {conf_file}: {warning}", err=True)
+    warn_conf(conf, str(conf_file))
     return conf
+
+
+def warn_conf(conf: SchedulerConf, where: str) -> None:
+    """What the conf left out (unknown plugin or action names), on stderr; the rest runs, as in the scheduler."""
+    for warning in conf.warnings:
+        click.echo(f"warning: scheduler conf {where}: {warning}", err=True)

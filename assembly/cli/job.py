@@ -16,6 +16,7 @@ from typing import Any, Final
 import click
 import yaml
 
+from assembly.cli.inputs import warn_conf
 from assembly.cli.vcctl import connection_options, make_command, resource_list, run_with_client, since
 from extender.engine.conf import ConfError
 from lapilli.api import Action
@@ -344,24 +345,27 @@ def delete(master: str, kubeconfig: Path | None, namespace: str, name: str) -> N
 def why(master: str, kubeconfig: Path | None, namespace: str, name: str, podgroup: str, conf_file: Path | None,
         output: str) -> None:
     """Why is a job pending? Each reason that applies, most important first, from the scheduler's own engine."""
-    from assembly.why.answer import WhyError, podgroup_of_job
+    from assembly.why.answer import Answer, WhyError, podgroup_of_job
     from assembly.why.answer import why as explain_pg
-    from assembly.why.gather import closed_by, read_cluster, read_conf, read_queue_events
+    from assembly.why.gather import read_cluster, read_conf, read_queue_events
+    from extender.engine.explain.closers import closed_by
 
     if bool(name) == bool(podgroup):
         raise click.UsageError("name a job (NAME) or a PodGroup (--podgroup PG), not both")
 
     async def work(client: KubeClient) -> str:
-        view, source = await read_cluster(client), await read_conf(client, conf_file)
+        view, source = await read_cluster(client, namespace), await read_conf(client, conf_file)
+        warn_conf(source.conf, source.where)
         if podgroup:
             key = f"{namespace}/{podgroup}"
         else:
             key = podgroup_of_job(view, namespace, await client.get(VC_JOBS, name, namespace))
-        closers = closed_by(view.objects.get("Queue", {}).values(), await read_queue_events(client))
-        answer = explain_pg(view, source.conf, key, closers)
+        closers = closed_by(view.objects.get("Queue", {}).values(), await read_queue_events(client, view))
+        answer = Answer.of(view, source, explain_pg(view, source.conf, key, closers),
+                           f"{namespace}/{name}" if name else "")
         if output == "json":
-            return json.dumps({**answer.to_json(), "job": name or None, "conf": source.where}, indent=2) + "\n"
-        return answer.render(f"{namespace}/{name}" if name else "") + f"(scheduler conf: {source.where})\n"
+            return json.dumps(answer.to_json(), indent=2) + "\n"
+        return answer.render()
 
     try:
         click.echo(run_with_client(kubeconfig, master, work), nl=False)

@@ -5,13 +5,14 @@ nodes' GPU use. Numbers come from one session of the scheduler's engine and its 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from assembly.cli.vcctl import since
-from assembly.why.gather import ClusterView
+from assembly.why.answer import condition_line, service_condition
+from assembly.why.gather import ClusterView, Unreadable
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain import Context, explain
 from extender.engine.explain.units import number
@@ -36,6 +37,7 @@ class JobRow:
     age: str
     kind: str
     why: str
+    scheduler: str = ""  # the service's own lapilli.io/Why condition, shown when the page is partial
 
 
 @dataclass(slots=True)
@@ -64,6 +66,8 @@ class Page:
     nodes: list[NodeRow]
     conf: str
     at: str
+    unreadable: list[str] = field(default_factory=list)  # what the credentials could not read: the page is partial
+    missing: list[JobRow] = field(default_factory=list)  # PodGroups whose queue does not exist (or is not readable)
 
 
 def _parent(queue: Mapping[str, Any]) -> str:
@@ -97,7 +101,8 @@ def _owner_job(pg: Mapping[str, Any]) -> str:
 
 
 def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Mapping[str, str],
-          now: datetime | None = None) -> Page:
+          now: datetime | None = None, unreadable: Sequence[Unreadable] = ()) -> Page:
+    """`unreadable`: what the credentials could not read besides `view.unreadable` (the conf's ConfigMap)."""
     now = now or datetime.now(UTC)
     snap = view.snapshot
     result = run_session(snap, conf)
@@ -105,6 +110,14 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
     dims = result.dims
     raw_queues = view.objects.get("Queue", {})
     raw_pgs = view.objects.get("PodGroup", {})
+    gaps = [*view.unreadable, *unreadable]
+    jobs: dict[str, list[JobRow]] = {}
+    for key, answer in sorted(answers.items()):
+        pg = raw_pgs.get(key) or {}
+        cond = service_condition(pg) if gaps else None
+        jobs.setdefault(answer.queue, []).append(JobRow(
+            key, _owner_job(pg), answer.phase, since(meta(pg).get("creationTimestamp"), now), str(answer.kind),
+            answer.headline, condition_line(cond) if cond is not None else ""))
     rows: list[QueueRow] = []
     for name, depth in _tree(raw_queues):
         record = snap.queues.get(name)
@@ -121,13 +134,7 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
                 continue
             row.bars.append(Bar(resource, number(resource, deserved) if deserved is not None else None,
                                 number(resource, allocated), number(resource, cap) if cap is not None else None))
-        for key, answer in sorted(answers.items()):
-            if answer.queue != name:
-                continue
-            pg = raw_pgs.get(key) or {}
-            created = meta(pg).get("creationTimestamp")
-            row.jobs.append(JobRow(key, _owner_job(pg), answer.phase, since(created, now), str(answer.kind),
-                                   answer.headline))
+        row.jobs = jobs.pop(name, [])
         rows.append(row)
     nodes = []
     room = result.nodes
@@ -136,7 +143,8 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
             gpu_used, gpus = _use(room.allocatable[i], room.idle[i], dims.index, GPU)
             cpu_used, cpu = _use(room.allocatable[i], room.idle[i], dims.index, CPU)
             nodes.append(NodeRow(node, gpu_used, gpus, cpu_used, cpu))
-    return Page(rows, nodes, conf_where, now.strftime("%Y-%m-%d %H:%M:%S UTC"))
+    missing = [job for queue in sorted(jobs) for job in jobs[queue]]
+    return Page(rows, nodes, conf_where, now.strftime("%Y-%m-%d %H:%M:%S UTC"), [str(u) for u in gaps], missing)
 
 
 def _use(allocatable: Any, idle: Any, index: Mapping[str, int], resource: str) -> tuple[float, float]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Final
 
-from assembly.dashboard.page import Bar, Page, QueueRow, fraction
+from assembly.dashboard.page import Bar, JobRow, Page, QueueRow, fraction
 from lapilli.resources.units import MEMORY
 
 REFRESH_MS: Final = 2000
@@ -22,6 +22,7 @@ th{background:#f6f6f6;font-weight:600}
 .bar .a{position:absolute;left:0;top:0;bottom:0;background:#4a7bd0}
 .bar .d{position:absolute;top:-2px;bottom:-2px;width:2px;background:#d04a4a}
 .kind{display:inline-block;padding:0 .4em;border-radius:3px;background:#eee;font-size:.85em}
+.partial{background:#fff3cd;border:1px solid #e0c36c;padding:.4em .6em}
 .Running,.Starting{background:#d7f0d7}.Unresolvable,.QueueClosed,.QueueMissing{background:#f6d0d0}
 """
 
@@ -65,23 +66,42 @@ def _queue(row: QueueRow) -> str:
     bars = "".join(_bar(b) for b in row.bars) or '<span class="muted small">nothing allocated</span>'
     head = (f'<tr><td class="q">{indent}{escape(row.name)}</td><td>{escape(row.state)}</td><td>{row.weight}</td>'
             f'<td>{row.share:.2f}</td><td>{bars}</td></tr>')
-    jobs = "".join(
-        f'<tr><td>{"&nbsp;" * 4 * (row.depth + 1)}{escape(j.job or j.key)}</td><td>{escape(j.phase)}</td>'
-        f'<td>{escape(j.age)}</td><td><span class="kind {escape(j.kind)}">{escape(j.kind)}</span></td>'
-        f'<td class="why">{escape(j.why)}</td></tr>'
-        for j in row.jobs)
-    return head + jobs
+    return head + "".join(_job(j, row.depth + 1) for j in row.jobs)
+
+
+def _job(j: JobRow, depth: int) -> str:
+    scheduler = f'<div class="small muted">{escape(j.scheduler)}</div>' if j.scheduler else ""
+    return (f'<tr><td>{"&nbsp;" * 4 * depth}{escape(j.job or j.key)}</td><td>{escape(j.phase)}</td>'
+            f'<td>{escape(j.age)}</td><td><span class="kind {escape(j.kind)}">{escape(j.kind)}</span></td>'
+            f'<td class="why">{escape(j.why)}{scheduler}</td></tr>')
+
+
+def _missing(jobs: list[JobRow]) -> str:
+    """PodGroups whose queue is not there: they would otherwise be on no queue's row."""
+    if not jobs:
+        return ""
+    head = ('<tr><td class="q">missing queue</td><td colspan="4" class="muted small">PodGroups whose queue does not '
+            'exist (or cannot be read)</td></tr>')
+    return head + "".join(_job(j, 1) for j in jobs)
+
+
+def _partial(page: Page) -> str:
+    if not page.unreadable:
+        return ""
+    return ('<p class="partial" id="partial"><b>Partial view:</b> your credentials could not read '
+            f'{escape("; ".join(page.unreadable))}. Reasons computed without them may be wrong; the scheduler\'s own '
+            'answer (condition lapilli.io/Why) is shown under each job.</p>')
 
 
 def fragment(page: Page) -> str:
     """The part the script refreshes."""
-    queues = "".join(_queue(q) for q in page.queues)
+    queues = "".join(_queue(q) for q in page.queues) + _missing(page.missing)
     nodes = "".join(
         f'<tr><td>{escape(n.name)}</td><td><span class="bar"><span class="a" style="width:'
         f'{fraction(n.gpus_used, n.gpus) * 100:.1f}%"></span></span> {n.gpus_used:g} / {n.gpus:g}</td>'
         f'<td>{n.cpu_used:g} / {n.cpu:g}</td></tr>' for n in page.nodes)
     return (
-        f'<p class="muted small">as of {escape(page.at)} · scheduler conf: {escape(page.conf)}</p>'
+        f'{_partial(page)}<p class="muted small">as of {escape(page.at)} · scheduler conf: {escape(page.conf)}</p>'
         '<h2>Queues and jobs</h2><table id="queues"><tr><th>Queue / job</th><th>State / phase</th>'
         '<th>Weight / age</th><th>Share / reason</th><th>Allocated · deserved · capability / why</th></tr>'
         f'{queues}</table>'

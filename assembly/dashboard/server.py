@@ -1,20 +1,25 @@
 """`lapilli dashboard`: a local web view on 127.0.0.1, reading the cluster with the user's own kubeconfig (so it shows
 what their RBAC allows, and needs nothing new in the cluster). List-then-watch reflectors keep the scheduler's
-inputs current; each request renders from them (`/` the whole page, `/fragment` the live part)."""
+inputs current; each request renders from them (`/` the whole page, `/fragment` the live part).
+
+A request whose Host is not the loopback address and port the page is served on is refused (421): a web page the
+browser loaded from elsewhere could otherwise reach this port through a DNS name rebound to 127.0.0.1, and read
+the cluster with the user's credentials."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
 
 from assembly.dashboard.page import build
 from assembly.dashboard.render import document, fragment
-from assembly.why.gather import SCHEDULER_INPUTS, ConfSource, build_view, closed_by, read_conf, read_queue_events
+from assembly.why.gather import SCHEDULER_INPUTS, ClusterConf, Unreadable, build_view, read_conf, read_queue_events
+from extender.engine.explain.closers import closed_by
 from lapilli.cluster import Reflector
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError
@@ -31,15 +36,23 @@ class Dashboard:
         self.client, self.conf_path = client, conf_path
         self.reflectors = [Reflector(client, res) for res in SCHEDULER_INPUTS]
         self.events = Reflector(client, EVENTS, namespace="default", field_selector="involvedObject.kind=Queue")
-        self.conf: ConfSource | None = None
+        self.conf: ClusterConf | None = None
 
     async def start(self, sync_timeout_s: float = 30.0) -> None:
         self.conf = await read_conf(self.client, self.conf_path)
         for reflector in [*self.reflectors, self.events]:
             reflector.start()
+        # Until each input is listed or refused: a kind the user may not read is shown as missing, not waited for.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(sync_timeout_s):
-                await asyncio.gather(*(r.synced.wait() for r in self.reflectors))
+                while not all(r.synced.is_set() or r.error is not None for r in self.reflectors):
+                    await asyncio.sleep(0.1)
+
+    def unreadable(self) -> list[Unreadable]:
+        """What the reflectors are refused (the RBAC gaps), and the conf's ConfigMap if it was."""
+        gaps = [Unreadable.of(r.resource.kind, "all namespaces" if r.resource.namespaced else "cluster", r.error)
+                for r in [*self.reflectors, self.events] if r.error is not None]
+        return [*gaps, *([self.conf.unreadable] if self.conf and self.conf.unreadable else [])]
 
     async def stop(self) -> None:
         for reflector in [*self.reflectors, self.events]:
@@ -49,11 +62,25 @@ class Dashboard:
         assert self.conf is not None
         view = build_view({r.resource.kind: list(r.store.values()) for r in self.reflectors})
         closers = closed_by(view.objects.get("Queue", {}).values(), self.events.store.values())
-        page = build(view, self.conf.conf, self.conf.where, closers)
+        page = build(view, self.conf.conf, self.conf.where, closers, unreadable=self.unreadable())
         return document(page) if whole else fragment(page)
 
 
-def make_app(dashboard: Dashboard) -> web.Application:
+def loopback_host(host: str | None, port: int) -> bool:
+    """The Host header names the address the dashboard listens on (127.0.0.1 or localhost, with its port)."""
+    return host in (f"127.0.0.1:{port}", f"localhost:{port}")
+
+
+def make_app(dashboard: Dashboard, port: Callable[[], int]) -> web.Application:
+    """`port`: the port the page is served on (known once the socket is bound)."""
+
+    @web.middleware
+    async def same_host(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+                        ) -> web.StreamResponse:
+        if not loopback_host(request.headers.get("Host"), port()):
+            return web.Response(status=421, text="this dashboard answers only http://127.0.0.1:PORT/\n")
+        return await handler(request)
+
     async def index(request: web.Request) -> web.Response:
         text = await asyncio.to_thread(dashboard.render, True)
         return web.Response(text=text, content_type="text/html")
@@ -62,7 +89,7 @@ def make_app(dashboard: Dashboard) -> web.Application:
         text = await asyncio.to_thread(dashboard.render, False)
         return web.Response(text=text, content_type="text/html")
 
-    app = web.Application()
+    app = web.Application(middlewares=[same_host])
     app.router.add_get("/", index)
     app.router.add_get("/fragment", live)
     return app
@@ -73,13 +100,15 @@ async def serve(client: KubeClient, port: int, conf_path: Path | None, ready: Ca
     """Serve until `stop` is set; `ready(port)` once the page answers (port 0 picks a free one)."""
     dashboard = Dashboard(client, conf_path)
     await dashboard.start()
-    runner = web.AppRunner(make_app(dashboard), access_log=None)
+    bound = port
+    runner = web.AppRunner(make_app(dashboard, lambda: bound), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)
     try:
         await site.start()
         sockets = getattr(site._server, "sockets", None) or []
-        ready(sockets[0].getsockname()[1] if sockets else port)
+        bound = sockets[0].getsockname()[1] if sockets else port
+        ready(bound)
         await stop.wait()
     finally:
         await runner.cleanup()

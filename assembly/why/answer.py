@@ -6,12 +6,13 @@ Pure over what `gather` read: the CLI and the dashboard both call these.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from assembly.why.gather import ClusterView
+from assembly.why.gather import ClusterConf, ClusterView, Unreadable
 from extender.engine.conf import SchedulerConf
-from extender.engine.explain import Context, Explanation, explain
-from lapilli.meta import name_of, owner_references, uid_of
+from extender.engine.explain import WHY_CONDITION, Context, Explanation, explain
+from lapilli.meta import JSON, Obj, as_json, name_of, owner_references, uid_of
 
 
 class WhyError(LookupError):
@@ -38,10 +39,62 @@ def podgroup_of_job(view: ClusterView, namespace: str, job: Mapping[str, Any]) -
 
 def why(view: ClusterView, conf: SchedulerConf, key: str, closed_by: Mapping[str, str] | None = None) -> Explanation:
     if key not in view.snapshot.podgroups:
-        raise WhyError(f"PodGroup {key} not found")
+        unread = [str(u) for u in view.unreadable if u.kind == "PodGroup"]
+        raise WhyError(f"PodGroup {key} not found" + (f" (could not read {'; '.join(unread)})" if unread else ""))
     return explain(view.snapshot, conf, [key], Context(queue_closed_by=dict(closed_by or {})))[key]
 
 
 def why_all(view: ClusterView, conf: SchedulerConf, closed_by: Mapping[str, str] | None = None,
             ) -> dict[str, Explanation]:
     return explain(view.snapshot, conf, None, Context(queue_closed_by=dict(closed_by or {})))
+
+
+def service_condition(podgroup: Obj | None) -> dict[str, JSON] | None:
+    """The `lapilli.io/Why` condition the live service wrote on the PodGroup (computed with the scheduler's own
+    full view of the cluster), or None."""
+    for cond in ((podgroup or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == WHY_CONDITION:
+            return {k: as_json(cond.get(k)) for k in ("status", "reason", "message", "lastTransitionTime")}
+    return None
+
+
+def condition_line(cond: Mapping[str, JSON]) -> str:
+    return (f"the scheduler's own answer (condition {WHY_CONDITION} of {cond.get('lastTransitionTime') or '?'}): "
+            f"{cond.get('reason')}: {cond.get('message')}")
+
+
+@dataclass(slots=True)
+class Answer:
+    """What `lapilli job why` prints: the explanation, the conf it used, what could not be read (then the answer
+    is partial), and the service's own condition on the PodGroup."""
+
+    explanation: Explanation
+    job: str  # the Volcano Job named (ns/name), else ""
+    conf: ClusterConf
+    unreadable: list[Unreadable] = field(default_factory=list)
+    condition: dict[str, JSON] | None = None
+
+    @classmethod
+    def of(cls, view: ClusterView, conf: ClusterConf, explanation: Explanation, job: str = "") -> Answer:
+        unreadable = [*view.unreadable, *([conf.unreadable] if conf.unreadable else [])]
+        pg = view.objects.get("PodGroup", {}).get(explanation.podgroup)
+        return cls(explanation, job, conf, unreadable, service_condition(pg))
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.unreadable)
+
+    def to_json(self) -> dict[str, JSON]:
+        return {**self.explanation.to_json(), "job": self.job.partition("/")[2] or None, "conf": self.conf.where,
+                "partial": self.partial, "unreadable": [u.to_json() for u in self.unreadable],
+                "scheduler_condition": self.condition}
+
+    def render(self) -> str:
+        out = self.explanation.render(self.job)
+        if self.partial:
+            out += ("PARTIAL ANSWER: your credentials could not read "
+                    f"{'; '.join(str(u) for u in self.unreadable)}; the reasons above may be wrong (README: "
+                    "\"Why is my job pending?\" lists the read access an exact answer needs)\n")
+            if self.condition is not None:
+                out += condition_line(self.condition) + "\n"
+        return out + f"(scheduler conf: {self.conf.where})\n"

@@ -2,6 +2,10 @@
 scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses — the objects the live scheduler watches), the
 scheduler conf from where the cluster's scheduler reads it, and who closed a queue.
 
+What the credentials may not read is recorded (`Unreadable`: the kind, where, and the API server's HTTP status), never
+silently taken as empty: an answer computed without the nodes, or without other namespaces' PodGroups, is partial,
+and `lapilli job why` and the dashboard say so.
+
 The snapshot is built by the engine's own `add_object`, object by object, as the service's watch cache does: an
 object its parsers refuse is left out, as the live scheduler leaves it out.
 """
@@ -9,7 +13,6 @@ object its parsers refuse is left out, as the live scheduler leaves it out.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,9 +25,7 @@ from extender.engine.snapshot import Snapshot, add_object
 from lapilli.api.constants import QUEUE_KIND
 from lapilli.kube import ApiError, KubeClient, NotFound
 from lapilli.kube.resources import CONFIG_MAPS, EVENTS, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
-from lapilli.meta import key_of, meta, name_of
-
-log = logging.getLogger("lapilli.why")
+from lapilli.meta import JSON, key_of
 
 SCHEDULER_INPUTS: Final[tuple[Resource, ...]] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
 # Where an installed Lapilli keeps its scheduler conf (Volcano's format), and the key inside the ConfigMap.
@@ -36,6 +37,26 @@ CONF_ENV: Final = "LAPILLI_SCHEDULER_CONF"
 SHIPPED_CONF: Final = Path(__file__).resolve().parents[2] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
 
 
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """Something the user's credentials could not read, so the answer computed without it is partial."""
+
+    kind: str  # Node, Pod, PodGroup, Queue, PriorityClass, ConfigMap, Event
+    scope: str  # "all namespaces", "namespaces other than NS", or the object's `ns/name`
+    status: int  # the API server's HTTP status (403: RBAC forbids it)
+    reason: str  # the Status reason (Forbidden)
+
+    def __str__(self) -> str:
+        return f"{self.kind} ({self.scope}): {self.status} {self.reason}"
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"kind": self.kind, "scope": self.scope, "status": self.status, "reason": self.reason}
+
+    @classmethod
+    def of(cls, kind: str, scope: str, exc: ApiError) -> Unreadable:
+        return cls(kind, scope, exc.status, exc.reason)
+
+
 @dataclass(slots=True)
 class ClusterView:
     """The scheduler's inputs as raw objects (by kind, then `ns/name` or name) and as the engine's snapshot."""
@@ -43,6 +64,7 @@ class ClusterView:
     objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     snapshot: Snapshot = field(default_factory=Snapshot)
     skipped: list[str] = field(default_factory=list)  # objects the parsers refused, with why
+    unreadable: list[Unreadable] = field(default_factory=list)  # what the credentials could not list
 
 
 def build_view(objects: Mapping[str, Iterable[dict[str, Any]]]) -> ClusterView:
@@ -58,84 +80,79 @@ def build_view(objects: Mapping[str, Iterable[dict[str, Any]]]) -> ClusterView:
     return view
 
 
-async def read_cluster(client: KubeClient) -> ClusterView:
-    """List the scheduler's inputs (cluster-wide; a kind the user may not list is left out with a warning)."""
+async def read_cluster(client: KubeClient, namespace: str | None = None) -> ClusterView:
+    """List the scheduler's inputs cluster-wide. A namespaced kind the user may not list across namespaces is listed
+    in `namespace` (their own) instead; whatever stays out is recorded in `unreadable`, with the server's status."""
+    unreadable: list[Unreadable] = []
 
     async def one(res: Resource) -> tuple[str, list[dict[str, Any]]]:
         try:
             return res.kind, (await client.list(res)).items
         except ApiError as exc:
-            log.warning("cannot list %s: %s", res.plural, exc.message or exc)
+            if not (res.namespaced and namespace):
+                unreadable.append(Unreadable.of(res.kind, "all namespaces" if res.namespaced else "cluster", exc))
+                return res.kind, []
+            unreadable.append(Unreadable.of(res.kind, f"namespaces other than {namespace}", exc))
+        try:
+            return res.kind, (await client.list(res, namespace)).items
+        except ApiError as exc:
+            unreadable.append(Unreadable.of(res.kind, f"namespace {namespace}", exc))
             return res.kind, []
 
-    return build_view(dict(await asyncio.gather(*(one(res) for res in SCHEDULER_INPUTS))))
+    view = build_view(dict(await asyncio.gather(*(one(res) for res in SCHEDULER_INPUTS))))
+    view.unreadable = sorted(unreadable, key=lambda u: (u.kind, u.scope))
+    return view
 
 
 @dataclass(frozen=True, slots=True)
-class ConfSource:
+class ClusterConf:
+    """The scheduler conf an explanation uses, where it came from, and the cluster's ConfigMap if the credentials
+    could not read it (the conf is then a fallback and may not be the one the scheduler runs)."""
+
     conf: SchedulerConf
     where: str
+    unreadable: Unreadable | None = None
 
 
-async def read_conf(client: KubeClient, path: Path | None) -> ConfSource:
+async def read_conf(client: KubeClient, path: Path | None) -> ClusterConf:
     """The conf the cluster's scheduler runs: `--conf FILE`, else $LAPILLI_SCHEDULER_CONF, else the ConfigMap an
     installed Lapilli mounts, else the conf `lapilli dev up` passes (a source checkout), else Volcano's default."""
     if path is None and os.environ.get(CONF_ENV):
         path = Path(os.environ[CONF_ENV])
     if path is not None:
-        return ConfSource(parse_scheduler_conf(path.read_text()), str(path))
+        return ClusterConf(parse_scheduler_conf(path.read_text()), str(path))
+    refused: Unreadable | None = None
     try:
         cm = await client.get(CONFIG_MAPS, CONF_CONFIGMAP_NAME, CONF_CONFIGMAP_NAMESPACE)
         data = cm.get("data") or {}
         text = data.get(CONF_KEY) or next((v for k, v in sorted(data.items()) if k.endswith(".conf")), None)
         if text:
-            return ConfSource(parse_scheduler_conf(text),
-                              f"ConfigMap {CONF_CONFIGMAP_NAMESPACE}/{CONF_CONFIGMAP_NAME}")
-    except (NotFound, ApiError):
-        pass
+            return ClusterConf(parse_scheduler_conf(text),
+                               f"ConfigMap {CONF_CONFIGMAP_NAMESPACE}/{CONF_CONFIGMAP_NAME}")
+    except NotFound:
+        pass  # not an installed Lapilli (a dev cluster): the fallbacks below are what it runs
+    except ApiError as exc:
+        refused = Unreadable.of("ConfigMap", f"{CONF_CONFIGMAP_NAMESPACE}/{CONF_CONFIGMAP_NAME}", exc)
     if SHIPPED_CONF.is_file():
-        return ConfSource(parse_scheduler_conf(SHIPPED_CONF.read_text()), str(SHIPPED_CONF))
-    return ConfSource(parse_scheduler_conf(None), "Volcano's default conf")
+        return ClusterConf(parse_scheduler_conf(SHIPPED_CONF.read_text()), _display(SHIPPED_CONF), refused)
+    return ClusterConf(parse_scheduler_conf(None), "Volcano's default conf", refused)
 
 
-def closed_by(queues: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """queue -> who closed it and when, for queues not Open: the last CloseQueue event (the controller records it
-    when it executes a `lapilli queue operate -a close` Command), else the field manager that wrote status.state."""
-    out: dict[str, str] = {}
-    closes: dict[str, Mapping[str, Any]] = {}
-    for event in events:
-        involved = event.get("involvedObject") or {}
-        if involved.get("kind") != QUEUE_KIND or event.get("reason") != "CloseQueue":
-            continue
-        name = str(involved.get("name") or "")
-        if _stamp(event) >= _stamp(closes.get(name) or {}):
-            closes[name] = event
-    for queue in queues:
-        name = name_of(queue)
-        if ((queue.get("status") or {}).get("state") or "Open") == "Open":
-            continue
-        close = closes.get(name)
-        if close is not None:
-            out[name] = f"by a CloseQueue Command at {_stamp(close)}"
-            continue
-        for entry in meta(queue).get("managedFields") or []:
-            fields = str(entry.get("fieldsV1") or "")
-            if "f:state" in fields:
-                out[name] = f"by {entry.get('manager') or 'an unknown client'} at {entry.get('time') or '?'}"
-    return out
+def _display(path: Path) -> str:
+    """The shipped conf as a path relative to the source checkout (`manifests/scheduler/...`), not this machine's."""
+    return str(path.relative_to(SHIPPED_CONF.parents[2]))
 
 
-def _stamp(event: Mapping[str, Any]) -> str:
-    return str(event.get("lastTimestamp") or event.get("eventTime") or
-               meta(event).get("creationTimestamp") or "")
-
-
-async def read_queue_events(client: KubeClient) -> list[dict[str, Any]]:
-    """Events about Queues (cluster-scoped objects have theirs in `default`); none if the user may not list."""
+async def read_queue_events(client: KubeClient, view: ClusterView | None = None) -> list[dict[str, Any]]:
+    """Events about Queues (cluster-scoped objects have theirs in `default`); none if the user may not list them
+    (then recorded in `view.unreadable`: who closed a queue is unknown)."""
     try:
         return (await client.list(EVENTS, "default", field_selector=f"involvedObject.kind={QUEUE_KIND}")).items
-    except ApiError:
+    except ApiError as exc:
+        if view is not None:
+            view.unreadable.append(Unreadable.of("Event", "default (about Queues)", exc))
         return []
 
 
-__all__ = ["ClusterView", "ConfError", "ConfSource", "build_view", "closed_by", "read_cluster", "read_conf"]
+__all__ = ["ClusterConf", "ClusterView", "ConfError", "Unreadable", "build_view", "read_cluster",
+           "read_conf"]

@@ -67,6 +67,7 @@ class ExtenderComponent:
         self.why = WhyLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
                            lambda: self.state.store("PodGroup"), writer, registry,
                            interval_s=settings.why_interval_s or 1.0, is_leader=self.is_leader)
+        self.why.queues = lambda: self.state.store("Queue")
         self.runner = ProcessRunner(kubeconfig) if settings.session_process else None
         if self.runner is not None:
             self.loop.runner = self.runner

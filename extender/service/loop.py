@@ -28,6 +28,7 @@ from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.events import EventRecorder
 from lapilli.kube.resources import PODGROUPS, PODS, QUEUES
+from lapilli.meta import uid_of
 
 log = logging.getLogger("lapilli.extender")
 
@@ -225,10 +226,25 @@ class SessionLoop:
         writes = []
         for kind, key, status in outcome.status_writes:
             namespace, _, name = key.rpartition("/")
-            writes.append(self._patch_status(kinds[kind], name, namespace or None, status))
+            writes.append(self._patch_status(kinds[kind], name, namespace or None, status,
+                                             self._started(key) if kind == "PodGroup" else None))
         for name, computed in outcome.queues.items():
             self.metrics.observe_queue(name, outcome.dims, computed)
         await asyncio.gather(*writes)
+        self.metrics.time_to_running.retain(self.state.snapshot.podgroups)
+
+    def _started(self, key: str) -> Callable[[dict[str, Any]], None]:
+        """Once a PodGroup's status is written: if it says Running over a stored phase that did not, this is where
+        the leader learns the gang runs; observe the time since its creation."""
+        stored = self.state.store("PodGroup").get(key) or {}
+        was = (stored.get("status") or {}).get("phase")
+        pg = self.state.snapshot.podgroups.get(key)
+
+        def written(status: dict[str, Any]) -> None:
+            if status.get("phase") == "Running" and was != "Running" and pg is not None and pg.creation:
+                self.metrics.time_to_running.observe(key, uid_of(stored), pg.queue, pg.creation, time.time())
+
+        return written
 
     def _record_events(self, outcome: Outcome) -> None:
         """The session already chose and paced these; the recorder writes them in the background."""
@@ -240,10 +256,13 @@ class SessionLoop:
             }
             self.recorder.record(ref, type_, reason, message)
 
-    async def _patch_status(self, res: Any, name: str, namespace: str | None, status: dict[str, Any]) -> None:
+    async def _patch_status(self, res: Any, name: str, namespace: str | None, status: dict[str, Any],
+                            written: Callable[[dict[str, Any]], None] | None = None) -> None:
         async with self._write:
             try:
                 await self.client.patch_status(res, name, {"status": status}, namespace)
+                if written is not None:
+                    written(status)
             except NotFound:
                 pass
             except ApiError as exc:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -10,6 +11,29 @@ from extender.engine.results import QueueResult, resource_amounts
 from lapilli.resources.vector import Dims
 
 _LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 60)
+_STARTUP_BUCKETS: Final = (1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600)
+
+
+class TimeToRunning:
+    """`lapilli_podgroup_time_to_running_seconds{queue}`: observed where the leader learns a PodGroup became Running
+    (its session wrote phase Running over a stored phase that was not), once per PodGroup (by uid: a write repeated
+    before the watch shows the first one is not counted again)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.histogram = Histogram(
+            "lapilli_podgroup_time_to_running_seconds", "Time from PodGroup creation to its phase Running.",
+            ["queue"], buckets=_STARTUP_BUCKETS, registry=registry)
+        self._counted: dict[str, str] = {}  # ns/name -> uid already observed
+
+    def observe(self, key: str, uid: str, queue: str, creation: float, wall_now: float) -> None:
+        if self._counted.get(key) == uid:
+            return
+        self._counted[key] = uid
+        self.histogram.labels(queue).observe(max(wall_now - creation, 0.0))
+
+    def retain(self, keys: Collection[str]) -> None:
+        """Forget PodGroups that are gone (a new one under the same name is a new job)."""
+        self._counted = {k: uid for k, uid in self._counted.items() if k in keys}
 
 
 class ExtenderMetrics:
@@ -63,6 +87,7 @@ class ExtenderMetrics:
         self.queue_allocated = Gauge(
             "lapilli_queue_allocated", "Queue allocation.", ["queue", "resource"], registry=registry
         )
+        self.time_to_running = TimeToRunning(registry)
 
     def observe_queue(self, name: str, dims: Dims, queue: QueueResult) -> None:
         if queue.deserved is not None:

@@ -3,13 +3,16 @@
 Every `interval_s` (`--why-interval`, 30 s) the leader explains the PodGroups that wait
 (`extender.engine.explain` over the session loop's own snapshot and conf) and writes one condition of Lapilli's own
 type, `lapilli.io/Why`: status True while the gang waits, False once it runs; reason = the first reason's kind;
-message = the reasons, most important first.
+message = the reasons, most important first. A closed queue names who closed it as `lapilli job why` does: the
+CloseQueue Event if the service may list Events in `default`, else the field manager that wrote the Queue's state.
 Volcano's `Unschedulable` / `Scheduled` conditions and events are left as the session writes them. A condition is
-written only when its text changed, and no more often than the session's events (`pacing.Pacer`'s bucket per
-PodGroup), so numbers that move every second settle at one write per 30 s.
+rewritten only when its status or its reason kinds (all of them, in order) change, not when a number in its message
+moves (the message's numbers are as of that write; `lapilli job why` has today's), and no more often than the
+session's events (`pacing.Pacer`'s bucket per PodGroup).
 
 The explanation runs in a worker thread of the verbs' process, once per interval and for at most `limit`
-PodGroups. It costs about one scheduling session of CPU (it runs the session's actions once more, recording), taken
+PodGroups (taken in turn: each pass starts after the last one it explained, so all of them get their condition).
+It costs about one scheduling session of CPU (it runs the session's actions once more, recording), taken
 in short GIL slices (the loop's switch interval is 0.2 ms): hence the long default interval. Running it in the
 session process instead is the next step for large clusters.
 """
@@ -23,22 +26,24 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge
 
 from extender.engine.conf import SchedulerConf
-from extender.engine.explain import Explanation, Kind, explain
+from extender.engine.explain import WHY_CONDITION, Context, Explanation, Kind, explain
+from extender.engine.explain.closers import closed_by
 from extender.engine.snapshot import Snapshot
 from extender.service.pacing import Pacer
+from lapilli.api.constants import QUEUE_KIND
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, NotFound
-from lapilli.kube.resources import PODGROUPS
+from lapilli.kube.resources import EVENTS, PODGROUPS
+from lapilli.times import rfc3339
 
 log = logging.getLogger("lapilli.extender")
 
-CONDITION: Final = "lapilli.io/Why"
+CONDITION: Final = WHY_CONDITION
 WAITING_PHASES: Final = frozenset({"", "Pending", "Inqueue", "Unknown"})
 MESSAGE_REASONS: Final = 4  # reasons in the condition's message (the rest: `lapilli job why`)
-_STARTUP_BUCKETS: Final = (1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600)
 
 
 def condition(explanation: Explanation) -> dict[str, str]:
@@ -48,40 +53,34 @@ def condition(explanation: Explanation) -> dict[str, str]:
             "message": message or explanation.phase}
 
 
-def with_condition(current: list[Mapping[str, Any]], new: dict[str, str], stamp: str) -> list[dict[str, Any]] | None:
-    """The conditions list with `new` first (where the session's writer keeps it), or None if unchanged."""
+def with_condition(current: list[Mapping[str, Any]], new: dict[str, str], stamp: str,
+                   kinds_changed: bool = True) -> list[dict[str, Any]] | None:
+    """The conditions list with `new` first (where the session's writer keeps it), or None if the stored condition
+    already says the same: same status and reason, and `kinds_changed` false (the reasons' kinds are those of the
+    last write; a message whose numbers alone moved is not rewritten)."""
     old = next((c for c in current if c.get("type") == CONDITION), None)
-    if old is not None and all(old.get(k) == v for k, v in new.items()):
+    if old is not None and all(old.get(k) == new[k] for k in ("status", "reason")) and (
+            not kinds_changed or old.get("message") == new["message"]):
         return None
     kept = old.get("lastTransitionTime") if old is not None and old.get("status") == new["status"] else None
     return [{**new, "lastTransitionTime": kept or stamp}, *(dict(c) for c in current if c.get("type") != CONDITION)]
 
 
 class QueueJobMetrics:
-    """Per queue: PodGroups by phase, and the time from a PodGroup's creation to Running."""
+    """Per queue: PodGroups by phase, sampled on the why pass. (The time to Running is observed where the session
+    writes the phase: `metrics.TimeToRunning`.)"""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.jobs = Gauge("lapilli_queue_jobs", "PodGroups per queue and phase (pending = not admitted, inqueue = "
                           "admitted and waiting, running).", ["queue", "phase"], registry=registry)
-        self.time_to_running = Histogram(
-            "lapilli_podgroup_time_to_running_seconds", "Time from PodGroup creation to its phase Running.",
-            ["queue"], buckets=_STARTUP_BUCKETS, registry=registry)
-        self._seen_waiting: set[str] = set()
         self._labels: set[tuple[str, str]] = set()
 
-    def observe(self, snap: Snapshot, wall_now: float) -> None:
+    def observe(self, snap: Snapshot) -> None:
         counts: dict[tuple[str, str], int] = {}
-        for key, pg in snap.podgroups.items():
+        for pg in snap.podgroups.values():
             phase = (pg.phase or "Pending").lower()
             if phase in ("pending", "inqueue", "running"):
                 counts[(pg.queue, phase)] = counts.get((pg.queue, phase), 0) + 1
-            if pg.phase in WAITING_PHASES:
-                self._seen_waiting.add(key)
-            elif pg.phase == "Running" and key in self._seen_waiting:
-                self._seen_waiting.discard(key)
-                if pg.creation:
-                    self.time_to_running.labels(pg.queue).observe(max(wall_now - pg.creation, 0.0))
-        self._seen_waiting &= set(snap.podgroups)
         for labels in self._labels - set(counts):
             self.jobs.labels(*labels).set(0)
         for labels, count in counts.items():
@@ -98,8 +97,11 @@ class WhyLoop:
         """`snapshot`: the session loop's cluster copy (None while not synced); `stored`: PodGroups as last seen."""
         self.snapshot, self.conf, self.stored, self.client = snapshot, conf, stored, client
         self.interval_s, self.limit, self.is_leader = interval_s, limit, is_leader
+        self.queues: Callable[[], Mapping[str, Mapping[str, Any]]] = lambda: {}  # Queues as last seen
         self.pacer = Pacer()
         self.metrics = QueueJobMetrics(registry)
+        self._kinds: dict[str, tuple[str, ...]] = {}  # PodGroup -> the reason kinds its condition was written with
+        self._after = ""  # the last PodGroup explained: the next pass starts after it
 
     async def run_forever(self) -> None:
         while True:
@@ -122,32 +124,54 @@ class WhyLoop:
             conditions = ((stored.get(key) or {}).get("status") or {}).get("conditions") or []
             if any(c.get("type") == CONDITION and c.get("status") == "True" for c in conditions):
                 out.append(key)
-        return out[: self.limit]
+        if len(out) <= self.limit:
+            return out
+        start = next((i for i, key in enumerate(out) if key > self._after), 0)
+        chosen = (out[start:] + out[:start])[: self.limit]
+        self._after = chosen[-1]
+        return sorted(chosen)
+
+    async def closed_by(self) -> dict[str, str]:
+        """Who closed each queue that is not Open (see the module docstring)."""
+        queues = list(self.queues().values())
+        if all(((q.get("status") or {}).get("state") or "Open") == "Open" for q in queues):
+            return {}
+        try:
+            events = (await self.client.list(EVENTS, "default", field_selector=f"involvedObject.kind={QUEUE_KIND}")
+                      ).items
+        except ApiError as exc:
+            log.debug("Queue events not readable (%s); naming the Queue state's field manager instead", exc)
+            events = []
+        return closed_by(queues, events)
 
     async def run_once(self) -> int:
         """Explain, then write the conditions that changed and are due; returns how many were written."""
         snap = self.snapshot()
         if snap is None:
             return 0
-        self.metrics.observe(snap, time.time())
+        self.metrics.observe(snap)
         keys = self.candidates(snap)
         if not keys:
             return 0
-        explanations = await asyncio.to_thread(explain, snap, self.conf(), keys)
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        context = Context(queue_closed_by=await self.closed_by())
+        explanations = await asyncio.to_thread(explain, snap, self.conf(), keys, context)
+        stamp = rfc3339(time.time())
         now = time.monotonic()
         stored = self.stored()
         writes = []
         for key, answer in explanations.items():
             current = ((stored.get(key) or {}).get("status") or {}).get("conditions") or []
-            new = condition(answer)
-            conditions = with_condition(current, new, stamp)
+            new, kinds = condition(answer), tuple(str(r.kind) for r in answer.reasons)
+            # Without a memory of the last write (a new leader) its message is compared instead.
+            conditions = with_condition(current, new, stamp, self._kinds.get(key) != kinds)
             if conditions is None:
                 continue
             if self.pacer.event_due(key, CONDITION, now, lambda n=new: n["message"]) is None:  # type: ignore[misc]
                 continue
+            self._kinds[key] = kinds
             writes.append(self._write(key, conditions))
         self.pacer.retain(snap.podgroups, ())
+        self._kinds = {k: v for k, v in self._kinds.items() if k in snap.podgroups}
         await asyncio.gather(*writes)
         return len(writes)
 

@@ -117,6 +117,7 @@ class Reflector:
         self.synced = asyncio.Event()
         self.restarts = 0  # watch or list re-established after an error or a 410 (exported as a metric)
         self.relists = 0
+        self.error: ApiError | None = None  # the API server's last refusal, until it accepts a list or watch again
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> asyncio.Task[None]:
@@ -145,6 +146,8 @@ class Reflector:
                 need_list = True
             except _RETRYABLE as exc:
                 self.restarts += 1
+                if isinstance(exc, ApiError):
+                    self.error = exc
                 delay = self._backoff.when(self.name)
                 log.warning("%s: %s: %s; retrying in %.1fs", self.name, type(exc).__name__, exc, delay)
                 await asyncio.sleep(delay)
@@ -167,6 +170,7 @@ class Reflector:
     def _healthy(self) -> None:
         """The server accepted a list or a watch: the next failure is retried at the initial delay."""
         self._backoff.forget(self.name)
+        self.error = None
 
     async def _watch(self) -> None:
         stream = self.client.watch(

@@ -1,6 +1,7 @@
 """`lapilli dashboard` in a real headless chromium against the control plane: the page loads with no console
 error, shows a scenario's jobs with their reasons, and updates (its script, no reload) when a job starts. The
-screenshot stays under the test's tmp dir (its path is printed)."""
+screenshots are kept as artifacts in `$LAPILLI_ARTIFACTS` (default `build/artifacts/` of the checkout; their paths
+are printed): README's docs/dashboard.png is taken from there."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ from tests.e2e.test_why import ONE, SLOT, api, gang, make_queue, running
 async def pool(control_plane: DevCluster, request: pytest.FixtureRequest) -> AsyncIterator[Pool]:
     async with open_pool(control_plane, request.node.name) as p:
         yield p
+
+
+ARTIFACTS = Path(os.environ.get("LAPILLI_ARTIFACTS") or Path(__file__).resolve().parents[2] / "build" / "artifacts")
 
 
 @pytest.fixture
@@ -61,7 +65,8 @@ async def test_dashboard_in_chromium(pool: Pool, dashboard: str, tmp_path: Path)
 
         text = await eventually(shown, 60, every_s=1.0)
         assert queue in text and f"{pool.namespace}/small" in text and pool.nodes[0] in text
-        shot = await page.screenshot(tmp_path / "dashboard.png")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = await page.screenshot(ARTIFACTS / "dashboard.png")
         print(f"dashboard screenshot: {shot}")
         await api(pool).patch(QUEUES, queue, {"spec": {"capability": {SLOT: "4"}}})
 
@@ -71,5 +76,5 @@ async def test_dashboard_in_chromium(pool: Pool, dashboard: str, tmp_path: Path)
             return "Running" in row
 
         await eventually(started, 90, every_s=1.0)
-        await page.screenshot(tmp_path / "dashboard-running.png")
+        print(f"dashboard screenshot: {await page.screenshot(ARTIFACTS / 'dashboard-running.png')}")
         assert page.errors == [], page.errors

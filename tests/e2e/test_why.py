@@ -6,18 +6,36 @@ no other node has, so the numbers are the test's own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from assembly.dev import DevCluster
+from assembly.why.gather import CONF_ENV
 from lapilli.kube import KubeClient
-from lapilli.kube.resources import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, VC_JOBS
+from lapilli.kube.errors import AlreadyExists
+from lapilli.kube.resources import (
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    VC_JOBS,
+)
 from tests.e2e.extender_helpers import GROUP, Pool, eventually, open_pool
 from tests.e2e.test_controller_helpers import lapilli, remove_job
+from tests.e2e.test_kube_credentials import _with_user
 
 SLOT = "example.com/slot"
 ONE = {"cpu": "1", SLOT: "1"}
@@ -277,3 +295,61 @@ async def _reclaimed(pool: Pool, queue: str) -> float:
         text = await resp.text()
     return sum(s.value for family in text_string_to_metric_families(text) for s in family.samples
                if s.name == "lapilli_evictions_by_action_total" and s.labels == {"action": "reclaim", "queue": queue})
+
+
+async def _researcher(pool: Pool, directory: Path) -> Path:
+    """A kubeconfig for a ServiceAccount of the test's namespace with a namespaced Role only (read its Pods,
+    PodGroups and Jobs), as a researcher's account often is: no Nodes, Queues, other namespaces or the conf."""
+    name = "researcher"
+    with contextlib.suppress(AlreadyExists):  # the namespace outlives a run
+        await api(pool).create(SERVICE_ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                                  "metadata": {"name": name}}, pool.namespace)
+        await api(pool).create(ROLES, {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+                      {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["get", "list"]},
+                      {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["get", "list"]}]},
+            pool.namespace)
+        await api(pool).create(ROLE_BINDINGS, {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": pool.namespace}]}, pool.namespace)
+    issued = await api(pool).request(
+        "POST", SERVICE_ACCOUNTS.path(pool.namespace, name, "token"),
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
+    return _with_user(pool.cluster, directory / "kubeconfig", {"token": issued["status"]["token"]})
+
+
+async def test_restricted_account_gets_a_partial_answer_and_the_schedulers_condition(pool: Pool,
+                                                                                      tmp_path: Path) -> None:
+    await pool.add_nodes(1, gpus=0, extra={SLOT: "4"})
+    queue = await make_queue(pool, "q", capability={SLOT: "2"})
+    await gang(pool, "wide", 4, queue, ONE)
+
+    async def described() -> dict[str, Any] | None:  # the service's condition, written with its full view
+        pg = await api(pool).get(PODGROUPS, "wide", pool.namespace)
+        return next((c for c in (pg.get("status") or {}).get("conditions") or []
+                     if c.get("type") == "lapilli.io/Why" and c.get("status") == "True"), None)
+
+    written = await eventually(described, 90)  # the leader explains every --why-interval (30 s)
+    kubeconfig = await _researcher(pool, tmp_path)
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    env.pop(CONF_ENV, None)
+    argv = [str(Path(sys.executable).with_name("lapilli")), "job", "why", "-n", pool.namespace, "--podgroup", "wide"]
+    done = subprocess.run([*argv, "-o", "json"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["partial"] is True
+    gaps = {(u["kind"], u["scope"]): u["status"] for u in result["unreadable"]}
+    assert gaps[("Node", "cluster")] == 403 and gaps[("Queue", "cluster")] == 403
+    assert gaps[("PodGroup", f"namespaces other than {pool.namespace}")] == 403
+    assert gaps[("ConfigMap", "lapilli-system/lapilli-scheduler-conf")] == 403  # the conf is a fallback, and says so
+    cond = result["scheduler_condition"]
+    assert (cond["reason"], cond["message"]) == (written["reason"], written["message"])
+    assert f"needs {SLOT} 4" in cond["message"] and f"queue {queue}" in cond["message"]
+    text = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert text.returncode == 0, text.stderr
+    assert "PARTIAL ANSWER: your credentials could not read " in text.stdout
+    assert "Node (cluster): 403 Forbidden" in text.stdout
+    assert "the scheduler's own answer (condition lapilli.io/Why of " in text.stdout
+    assert f"): {written['reason']}: {written['message']}\n" in text.stdout

@@ -35,7 +35,7 @@ from extender.engine.explain.probe import (
     probe,
     quota_views,
 )
-from extender.engine.explain.report import Explanation, Kind, Reason
+from extender.engine.explain.report import WHY_CONDITION, Explanation, Kind, Reason
 from extender.engine.explain.unblock import preempt, reclaim, request_text
 from extender.engine.explain.units import amount, number
 from extender.engine.interface import ExplainView
@@ -44,7 +44,7 @@ from extender.engine.results import Decisions
 from extender.engine.snapshot import Snapshot
 from lapilli.meta import JSON
 
-__all__ = ["Context", "Explanation", "Kind", "Reason", "explain", "explain_one"]
+__all__ = ["WHY_CONDITION", "Context", "Explanation", "Kind", "Reason", "explain", "explain_one"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,9 @@ from enum import StrEnum
 
 from lapilli.meta import JSON
 
+# The PodGroup condition the service writes the explanation under (`kubectl describe pg` shows it).
+WHY_CONDITION = "lapilli.io/Why"
+
 
 class Kind(StrEnum):
     """Reason kinds, in the order a researcher should read them (the first one that applies is the headline)."""

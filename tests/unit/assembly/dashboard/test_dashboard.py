@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
 from assembly.dashboard.page import build
 from assembly.dashboard.render import document, fragment
-from assembly.why.gather import build_view
+from assembly.dashboard.server import Dashboard, make_app
+from assembly.why.gather import Unreadable, build_view
 from extender.engine.run import parse_scheduler_conf
 from tests.unit.extender.engine.builders import documents
 from tests.unit.extender.engine.explain.test_explain import SHIPPED, gang, gpu_nodes, scenario
@@ -40,3 +44,57 @@ def test_html_reads_without_script_and_escapes_names() -> None:
     assert "u/&lt;big&gt;" in html and "u/<big>" not in html
     assert html.index("<table") < html.index("<script>")  # the content comes first, the script only refreshes
     assert fragment(page) in html
+
+
+def test_partial_view_names_what_could_not_be_read_and_shows_the_schedulers_condition() -> None:
+    view = _view()
+    view.unreadable.append(Unreadable("Node", "cluster", 403, "Forbidden"))
+    pg = view.objects["PodGroup"]["u/<big>"]
+    pg.setdefault("status", {})["conditions"] = [{"type": "lapilli.io/Why", "status": "True", "reason": "ClusterFull",
+                                                  "message": "1. needs gpu 4", "lastTransitionTime": "T0"}]
+    conf = parse_scheduler_conf(SHIPPED.read_text())
+    page = build(view, conf, "shipped", {},
+                 unreadable=[Unreadable("ConfigMap", "lapilli-system/lapilli-scheduler-conf", 403, "Forbidden")])
+    assert page.unreadable == ["Node (cluster): 403 Forbidden",
+                               "ConfigMap (lapilli-system/lapilli-scheduler-conf): 403 Forbidden"]
+    big = next(j for j in page.queues[1].jobs if j.key == "u/<big>")
+    assert big.scheduler.endswith("ClusterFull: 1. needs gpu 4")
+    html = fragment(page)
+    assert 'id="partial"' in html and "Node (cluster): 403 Forbidden" in html and "ClusterFull: 1. needs gpu 4" in html
+    # Everything readable: no banner, no second opinion.
+    whole = build(_view(), conf, "shipped", {})
+    assert not whole.unreadable and 'id="partial"' not in fragment(whole)
+    assert all(not j.scheduler for q in whole.queues for j in q.jobs)
+
+
+def test_podgroups_of_a_missing_queue_are_listed_under_missing_queue() -> None:
+    s = scenario(gang("u/orphan", 1, "gone"), gang("u/ok", 1, "lab-a"), nodes=gpu_nodes(1),
+                 queues=[{"name": "lab-a"}])
+    by_kind: dict[str, list[dict]] = {}  # type: ignore[type-arg]
+    for doc in documents(s):
+        by_kind.setdefault(doc["kind"], []).append(doc)
+    page = build(build_view(by_kind), parse_scheduler_conf(SHIPPED.read_text()), "shipped", {})
+    assert [(j.key, j.kind) for j in page.missing] == [("u/orphan", "QueueMissing")]
+    assert [j.key for q in page.queues for j in q.jobs] == ["u/ok"]
+    html = fragment(page)
+    assert "missing queue" in html and html.index("missing queue") < html.index("u/orphan")
+
+
+class _Dashboard(Dashboard):
+    def __init__(self) -> None:  # no cluster: render only
+        pass
+
+    def render(self, whole: bool) -> str:
+        return "page" if whole else "fragment"
+
+
+@pytest.mark.parametrize("host, status", [
+    ("127.0.0.1:8765", 200), ("localhost:8765", 200),
+    ("evil.example:8765", 421), ("127.0.0.1:9999", 421), ("127.0.0.1", 421), ("0.0.0.0:8765", 421),
+])
+async def test_requests_naming_another_host_are_refused(host: str, status: int) -> None:
+    """DNS rebinding: a page from evil.example whose name now resolves to 127.0.0.1 sends Host: evil.example."""
+    async with TestClient(TestServer(make_app(_Dashboard(), lambda: 8765))) as client:
+        for path in ("/", "/fragment"):
+            resp = await client.get(path, headers={"Host": host})
+            assert resp.status == status, (path, host)
