@@ -12,7 +12,7 @@ from lapilli.kube.client import ObjectList
 from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.resources import Resource
 from tests.unit.extender.engine.builders import documents
-from tests.unit.extender.engine.test_explain import gang, gpu_nodes, scenario
+from tests.unit.extender.engine.explain.test_explain import gang, gpu_nodes, scenario
 
 WHY = {"type": "lapilli.io/Why", "status": "True", "reason": "OverCapability",
        "message": "1. needs nvidia.com/gpu 4; queue lab-a may use 2 more of its capability 4",
