@@ -60,6 +60,18 @@ def test_validation_catches_an_api_version_the_cluster_does_not_serve(tree, vers
     assert any("FlowSchema" in e and "no such kind" in e for e in errors), errors
 
 
+@pytest.mark.parametrize("tree", TREES)
+def test_kube_scheduler_listens_in_plain_http_on_loopback_only(tree):
+    """kube-scheduler 1.20-1.22 serves healthz and metrics without authentication on a second port (0.0.0.0:10251
+    unless its configuration says otherwise); where the configuration has that port, it is on 127.0.0.1."""
+    config_map = next(o for o in render(tree) if o["kind"] == "ConfigMap"
+                      and o["metadata"]["name"].startswith("lapilli-scheduler-config"))
+    config = yaml.safe_load(config_map["data"]["config.yaml"])
+    addresses = {config[k] for k in ("healthzBindAddress", "metricsBindAddress") if k in config}
+    assert all(a.startswith("127.0.0.1:") for a in addresses), addresses
+    assert bool(addresses) == config["apiVersion"].endswith("/v1beta1"), "only v1beta1 (1.20-1.22) has that port"
+
+
 def _serve_options() -> set[str]:
     command = cli.get_command(click.Context(cli), "serve")
     assert command is not None
