@@ -1,6 +1,6 @@
 # Lapilli's service image: `lapilli serve` (webhook + controllers in the lapilli Deployment, the extender beside
 # each kube-scheduler). Build it with `make image`, which first fills build/wheelhouse/ with the wheels of Lapilli
-# and its dependencies, so this file never reaches a package index (and builds offline).
+# and its dependencies for this image's platform, so this file never reaches a package index (and builds offline).
 #
 # The base is an argument: the usual public image on a user's machine, a Debian base made locally where no
 # registry answers (hack/image.sh). Any image with Python 3.11 and its venv module works.

@@ -14,8 +14,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
 INSTALL = "install"
-# Each tree a user applies, with the Kubernetes versions it is for.
-TREES = {INSTALL: ("1.29.0", "1.33.0", "1.37.0"), "overlays/k8s-1.25": ("1.25.0",), "overlays/k8s-1.20": ()}
+# Each tree a user applies, with the Kubernetes versions it is validated against (the ends of its range where
+# kubernetes-validate has their schemas: none older than 1.22).
+TREES = {
+    INSTALL: ("1.29.0", "1.33.0", "1.37.0"),
+    "overlays/k8s-1.25": ("1.25.0", "1.28.0"),
+    "overlays/k8s-1.23": ("1.23.0", "1.24.0"),
+    "overlays/k8s-1.20": ("1.22.0",),
+}
 
 
 def kustomizations() -> list[str]:

@@ -13,7 +13,10 @@ Service would pick (no Service networking here), and the second pod's ports (all
 A Volcano Job runs through the containers' webhook (defaults and queue), controllers (PodGroup, pods) and the
 leading scheduler pod's extender (gang bind). The leading scheduler pod and the controllers' leader are then
 killed while a second gang is submitted: the standby pod's kube-scheduler takes its Lease, its extender follows,
-the standby lapilli takes the controllers' Lease, and the gang is bound whole — at no sample partly bound.
+the standby lapilli takes the controllers' Lease, and the gang is bound whole — at no sample partly bound. Last,
+a leadership change while a gang is parked: a gang that only partly fits has members waiting at the leading
+extender's bind verb when that scheduler pod is killed; capacity is freed, and a third scheduler pod's replica
+binds the gang whole, again at no sample partly bound.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import shutil
 import ssl
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,7 @@ import pytest_asyncio
 import yaml
 
 from assembly.dev import ClusterSpec, DevCluster, NodeShape, find_binaries
+from assembly.dev.nodes import node_name
 from assembly.dev.ports import free_ports
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import LEASES, MUTATING_WEBHOOKS, PODGROUPS, PODS, VALIDATING_WEBHOOKS, VC_JOBS
@@ -72,7 +77,7 @@ async def _get(url: str) -> int:
         return 0
 
 
-async def _until(check: Any, timeout_s: float, what: str, pods: list[Pod] = ()) -> Any:
+async def _until(check: Any, timeout_s: float, what: str, pods: Sequence[Pod] = ()) -> Any:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if result := await check():
@@ -208,9 +213,15 @@ def _mapped(args: list[str], ports: dict[str, int], env: dict[str, str]) -> list
     return out
 
 
-def vcjob(name: str, replicas: int) -> dict[str, Any]:
-    pod = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox", "resources": {
-        "requests": {"cpu": "1", "nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}}]}
+def vcjob(name: str, replicas: int, *, gpu: bool = True, one_per_node: bool = False) -> dict[str, Any]:
+    resources = {"requests": {"cpu": "1", "nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}} if gpu else {
+        "requests": {"cpu": "1"}}
+    pod: dict[str, Any] = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox",
+                                                                     "resources": resources}]}
+    if one_per_node:  # required anti-affinity between the job's own pods, per node
+        pod["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchLabels": {"volcano.sh/job-name": name}}}]}}
     # No schedulerName, no queue: the webhook's defaults (volcano, default) must fill them in.
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": JOBS_NS},
             "spec": {"minAvailable": replicas, "tasks": [{"name": "w", "replicas": replicas,
@@ -228,6 +239,31 @@ async def bound_counts(client: KubeClient) -> dict[str, tuple[int, int]]:
                    == name]
         out[name] = (sum(1 for p in members if p["spec"].get("nodeName")), int(g["spec"].get("minMember") or 0))
     return out
+
+
+async def sample_until_whole(
+    client: KubeClient, since: float, groups: int, steps: Mapping[str, Callable[[], Awaitable[bool]]],
+    timeout_s: float = 150,
+) -> tuple[list[dict[str, tuple[int, int]]], dict[str, float]]:
+    """Sample the PodGroups every half second until `groups` of them are bound whole (or `timeout_s` after
+    `since`). Returns the samples at which a gang was partly bound (at two samples in a row: not the instant of
+    a gang's release) and when each of `steps` was first seen true, in seconds after `since`."""
+    partial: list[dict[str, tuple[int, int]]] = []
+    previous: dict[str, tuple[int, int]] = {}
+    seen: dict[str, float] = {}
+    while time.monotonic() - since < timeout_s:
+        counts = await bound_counts(client)
+        for step, check in steps.items():
+            if step not in seen and await check():
+                seen[step] = round(time.monotonic() - since, 1)
+        now_partial = {g for g, (bound, need) in counts.items() if 0 < bound < need}
+        if now_partial & {g for g, (bound, need) in previous.items() if 0 < bound < need}:
+            partial.append(counts)
+        previous = counts
+        if len(counts) == groups and all(bound == need for bound, need in counts.values()):
+            break
+        await asyncio.sleep(0.5)
+    return partial, seen
 
 
 async def holder(client: KubeClient, name: str) -> str:
@@ -290,27 +326,11 @@ async def test_a_volcano_job_runs_through_the_containers_and_the_standbys_take_o
     killed_at = time.monotonic()
     sched_a.kill()
     victim.kill()
-    partial: list[dict[str, tuple[int, int]]] = []
-    previous: dict[str, tuple[int, int]] = {}
-    seen: dict[str, float] = {}  # when each step of the takeover was first seen, seconds after the kill
-    while time.monotonic() - killed_at < 150:
-        counts = await bound_counts(client)
-        steps = {"sched-b holds the scheduler Lease": _holder_is(client, "lapilli-scheduler", "sched-b_"),
-                 f"{survivor.name} holds the controllers' Lease": _holder_is(
-                     client, "lapilli-controllers", f"{survivor.name}_"),
-                 "gang-2 has its 4 pods": _pods_exist(client, "gang-2", 4)}
-        for step, check in steps.items():
-            if step not in seen and await check:
-                seen[step] = round(time.monotonic() - killed_at, 1)
-            elif step in seen:
-                check.close()
-        now_partial = {g for g, (bound, need) in counts.items() if 0 < bound < need}
-        if now_partial & {g for g, (bound, need) in previous.items() if 0 < bound < need}:
-            partial.append(counts)  # partly bound at two samples in a row: not the instant of a gang's release
-        previous = counts
-        if len(counts) == 2 and all(bound == need for bound, need in counts.values()):
-            break
-        await asyncio.sleep(0.5)
+    partial, seen = await sample_until_whole(client, killed_at, 2, {
+        "sched-b holds the scheduler Lease": lambda: _holder_is(client, "lapilli-scheduler", "sched-b_"),
+        f"{survivor.name} holds the controllers' Lease": lambda: _holder_is(
+            client, "lapilli-controllers", f"{survivor.name}_"),
+        "gang-2 has its 4 pods": lambda: _pods_exist(client, "gang-2", 4)})
     took = time.monotonic() - killed_at
     print(f"after the leaders were killed, gang-2 bound whole in {took:.1f}s; first seen: {seen}")
     assert not partial, f"a gang stayed partly bound: {partial}"
@@ -324,9 +344,43 @@ async def test_a_volcano_job_runs_through_the_containers_and_the_standbys_take_o
     await client.create(VC_JOBS, vcjob("gang-3", 4), JOBS_NS)
     await _until(lambda: _all_bound(client, "gang-3", 4), 90, "gang-3 run by the standbys", [survivor, sched_b])
 
+    # A leadership change while a gang is parked. gang-4's four members may not share a node (required pod
+    # anti-affinity among them, which kube-scheduler evaluates and Lapilli's session does not), and there are
+    # three nodes: the session plans all four, kube-scheduler places three, and those three park at sched-b's
+    # bind verb waiting for the fourth (the permit timeout is 30 s). sched-b dies with them parked; a fourth
+    # node frees room for the fourth member; sched-c, a standby started now, takes the Lease and binds the gang.
+    sched_c = await installed.start_scheduler_pod("sched-c")
+    await _until(lambda: _ready(sched_c, "metrics"), 120, "sched-c ready", [sched_c])
+    await client.create(VC_JOBS, vcjob("gang-4", 4, gpu=False, one_per_node=True), JOBS_NS)
+    await _until(lambda: _parked(sched_b, 3), 90, "3 members of gang-4 parked at sched-b's bind verb", [sched_b])
+    assert not [p for p in await _job_pods(client, "gang-4") if p["spec"].get("nodeName")], "parked, not bound"
+    killed_at = time.monotonic()
+    sched_b.kill()
+    await installed.cluster.add_node(node_name(3, 4), index=3)
+    partial, seen = await sample_until_whole(client, killed_at, 4, {
+        "sched-c holds the scheduler Lease": lambda: _holder_is(client, "lapilli-scheduler", "sched-c_")})
+    print(f"parked gang-4 bound whole {time.monotonic() - killed_at:.1f}s after its scheduler pod was killed; "
+          f"first seen: {seen}")
+    assert not partial, f"a gang stayed partly bound: {partial}"
+    assert await _all_bound(client, "gang-4", 4), sched_c.logs()
+    assert (await holder(client, "lapilli-scheduler")).startswith("sched-c_")
+
 
 async def _ready(pod: Pod, port: str, scheme: str = "http") -> bool:
     return await _get(f"{scheme}://127.0.0.1:{pod.ports[port]}/readyz") == 200
+
+
+async def _parked(pod: Pod, count: int) -> bool:
+    """The scheduler pod's extender shows `count` pods parked at bind (its permit cache's gauge)."""
+    try:
+        async with aiohttp.ClientSession() as http, http.get(
+            f"http://127.0.0.1:{pod.ports['metrics']}/metrics", timeout=aiohttp.ClientTimeout(3)
+        ) as r:
+            text = await r.text()
+    except (aiohttp.ClientError, OSError, TimeoutError):
+        return False
+    values = [line.split()[-1] for line in text.splitlines() if line.startswith("lapilli_gang_permit_waiting_pods ")]
+    return bool(values) and float(values[0]) == count
 
 
 async def _all_ready(pods: list[Pod]) -> bool:
@@ -344,14 +398,15 @@ async def _holder_is(client: KubeClient, lease: str, prefix: str) -> bool:
     return current == prefix.rstrip("_") or current.startswith(prefix)
 
 
-async def _pods_exist(client: KubeClient, job: str, replicas: int) -> bool:
-    pods = [p for p in (await client.list(PODS, JOBS_NS)).items
+async def _job_pods(client: KubeClient, job: str) -> list[dict[str, Any]]:
+    return [p for p in (await client.list(PODS, JOBS_NS)).items
             if (p["metadata"].get("labels") or {}).get("volcano.sh/job-name") == job]
-    return len(pods) == replicas
+
+
+async def _pods_exist(client: KubeClient, job: str, replicas: int) -> bool:
+    return len(await _job_pods(client, job)) == replicas
 
 
 async def _all_bound(client: KubeClient, job: str, replicas: int) -> bool:
-    pods = [p for p in (await client.list(PODS, JOBS_NS)).items
-            if (p["metadata"].get("labels") or {}).get("volcano.sh/job-name") == job]
+    pods = await _job_pods(client, job)
     return len(pods) == replicas and all(p["spec"].get("nodeName") for p in pods)
-
