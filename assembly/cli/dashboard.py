@@ -18,7 +18,10 @@ from lapilli.kube import ConfigError, KubeClient, load_config
 @click.option("--port", default=8765, show_default=True, help="Port on 127.0.0.1 (0 picks a free one).")
 @click.option("--conf", "conf_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="scheduler conf to explain with [default: the cluster's, as `lapilli job why`]")
-def dashboard(master: str, kubeconfig: Path | None, port: int, conf_file: Path | None) -> None:
+@click.option("-n", "--namespace", default=None,
+              help="where to read Pods and PodGroups if you may not read them in all namespaces "
+                   "[default: the kubeconfig context's namespace]")
+def dashboard(master: str, kubeconfig: Path | None, port: int, conf_file: Path | None, namespace: str | None) -> None:
     """Serve the dashboard with your own kubeconfig until interrupted."""
     from assembly.dashboard.server import serve
 
@@ -37,6 +40,7 @@ def dashboard(master: str, kubeconfig: Path | None, port: int, conf_file: Path |
                 loop.add_signal_handler(sig, stop.set)
         async with KubeClient(config) as client:
             await serve(client, port, conf_file,
-                        lambda p: click.echo(f"dashboard on http://127.0.0.1:{p}/ (Ctrl-C stops it)"), stop)
+                        lambda p: click.echo(f"dashboard on http://127.0.0.1:{p}/ (Ctrl-C stops it)"), stop,
+                        namespace or config.namespace)
 
     asyncio.run(main())

@@ -18,7 +18,17 @@ from aiohttp import web
 
 from assembly.dashboard.page import build
 from assembly.dashboard.render import document, fragment
-from assembly.why.gather import SCHEDULER_INPUTS, ClusterConf, Unreadable, build_view, read_conf, read_queue_events
+from assembly.why.gather import (
+    QUEUE_EVENTS_SCOPE,
+    SCHEDULER_INPUTS,
+    ClusterConf,
+    Unreadable,
+    build_view,
+    fallback,
+    read_conf,
+    read_queue_events,
+    refused,
+)
 from extender.engine.explain.closers import closed_by
 from lapilli.cluster import Reflector
 from lapilli.kube import KubeClient
@@ -32,26 +42,47 @@ RENDER: web.AppKey[Callable[[bool], str]] = web.AppKey("render", Callable[[bool]
 
 
 class Dashboard:
-    def __init__(self, client: KubeClient, conf_path: Path | None) -> None:
-        self.client, self.conf_path = client, conf_path
+    def __init__(self, client: KubeClient, conf_path: Path | None, namespace: str | None = None) -> None:
+        """`namespace`: the user's own (the kubeconfig context's, or `--namespace`), where a kind they may not
+        read across namespaces is read instead, as `lapilli job why` does."""
+        self.client, self.conf_path, self.namespace = client, conf_path, namespace
         self.reflectors = [Reflector(client, res) for res in SCHEDULER_INPUTS]
         self.events = Reflector(client, EVENTS, namespace="default", field_selector="involvedObject.kind=Queue")
         self.conf: ClusterConf | None = None
+        self.narrowed: list[Unreadable] = []  # kinds refused across namespaces and watched in `namespace` only
 
     async def start(self, sync_timeout_s: float = 30.0) -> None:
         self.conf = await read_conf(self.client, self.conf_path)
         for reflector in [*self.reflectors, self.events]:
             reflector.start()
-        # Until each input is listed or refused: a kind the user may not read is shown as missing, not waited for.
+        await self._listed(sync_timeout_s)
+        for i, reflector in enumerate(self.reflectors):
+            if reflector.error is None or reflector.synced.is_set():
+                continue
+            where, gap = fallback(reflector.resource, reflector.error, self.namespace)
+            if where is None:
+                continue
+            await reflector.stop()
+            self.reflectors[i] = Reflector(self.client, reflector.resource, namespace=where)
+            self.reflectors[i].start()
+            self.narrowed.append(gap)
+        if self.narrowed:
+            await self._listed(sync_timeout_s)
+
+    async def _listed(self, timeout_s: float) -> None:
+        """Until each input is listed or refused: a kind the user may not read is shown as missing, not waited
+        for."""
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(sync_timeout_s):
+            async with asyncio.timeout(timeout_s):
                 while not all(r.synced.is_set() or r.error is not None for r in self.reflectors):
                     await asyncio.sleep(0.1)
 
     def unreadable(self) -> list[Unreadable]:
         """What the reflectors are refused (the RBAC gaps), and the conf's ConfigMap if it was."""
-        gaps = [Unreadable.of(r.resource.kind, "all namespaces" if r.resource.namespaced else "cluster", r.error)
-                for r in [*self.reflectors, self.events] if r.error is not None]
+        gaps = [*self.narrowed, *(refused(r.resource, r.error, r.namespace) for r in self.reflectors
+                                  if r.error is not None)]
+        if self.events.error is not None:
+            gaps.append(Unreadable.of("Event", QUEUE_EVENTS_SCOPE, self.events.error))
         return [*gaps, *([self.conf.unreadable] if self.conf and self.conf.unreadable else [])]
 
     async def stop(self) -> None:
@@ -96,9 +127,9 @@ def make_app(dashboard: Dashboard, port: Callable[[], int]) -> web.Application:
 
 
 async def serve(client: KubeClient, port: int, conf_path: Path | None, ready: Callable[[int], None],
-                stop: asyncio.Event) -> None:
+                stop: asyncio.Event, namespace: str | None = None) -> None:
     """Serve until `stop` is set; `ready(port)` once the page answers (port 0 picks a free one)."""
-    dashboard = Dashboard(client, conf_path)
+    dashboard = Dashboard(client, conf_path, namespace)
     await dashboard.start()
     bound = port
     runner = web.AppRunner(make_app(dashboard, lambda: bound), access_log=None)

@@ -35,6 +35,7 @@ CONF_KEY: Final = "lapilli-scheduler.conf"
 CONF_ENV: Final = "LAPILLI_SCHEDULER_CONF"
 # The conf `lapilli dev up` hands to `lapilli serve --scheduler-conf` (a source checkout).
 SHIPPED_CONF: Final = Path(__file__).resolve().parents[2] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
+QUEUE_EVENTS_SCOPE: Final = "default (about Queues)"  # where Events about (cluster-scoped) Queues are listed
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,22 @@ class ClusterView:
     unreadable: list[Unreadable] = field(default_factory=list)  # what the credentials could not list
 
 
+def refused(res: Resource, exc: ApiError, namespace: str | None = None) -> Unreadable:
+    """The gap left when listing `res` in `namespace` (None: across namespaces, or the cluster-scoped kind) was
+    refused."""
+    scope = f"namespace {namespace}" if namespace else "all namespaces" if res.namespaced else "cluster"
+    return Unreadable.of(res.kind, scope, exc)
+
+
+def fallback(res: Resource, exc: ApiError, namespace: str | None) -> tuple[str | None, Unreadable]:
+    """Listing `res` across namespaces was refused (`exc`): where to read it instead — `namespace`, the user's own,
+    for a namespaced kind; None: nowhere — and the gap that leaves. `lapilli job why` and the dashboard both
+    narrow this way."""
+    if res.namespaced and namespace:
+        return namespace, Unreadable.of(res.kind, f"namespaces other than {namespace}", exc)
+    return None, refused(res, exc)
+
+
 def build_view(objects: Mapping[str, Iterable[dict[str, Any]]]) -> ClusterView:
     view = ClusterView()
     for kind, items in objects.items():
@@ -89,14 +106,14 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
         try:
             return res.kind, (await client.list(res)).items
         except ApiError as exc:
-            if not (res.namespaced and namespace):
-                unreadable.append(Unreadable.of(res.kind, "all namespaces" if res.namespaced else "cluster", exc))
-                return res.kind, []
-            unreadable.append(Unreadable.of(res.kind, f"namespaces other than {namespace}", exc))
+            where, gap = fallback(res, exc, namespace)
+            unreadable.append(gap)
+        if where is None:
+            return res.kind, []
         try:
-            return res.kind, (await client.list(res, namespace)).items
+            return res.kind, (await client.list(res, where)).items
         except ApiError as exc:
-            unreadable.append(Unreadable.of(res.kind, f"namespace {namespace}", exc))
+            unreadable.append(refused(res, exc, where))
             return res.kind, []
 
     view = build_view(dict(await asyncio.gather(*(one(res) for res in SCHEDULER_INPUTS))))
@@ -150,9 +167,9 @@ async def read_queue_events(client: KubeClient, view: ClusterView | None = None)
         return (await client.list(EVENTS, "default", field_selector=f"involvedObject.kind={QUEUE_KIND}")).items
     except ApiError as exc:
         if view is not None:
-            view.unreadable.append(Unreadable.of("Event", "default (about Queues)", exc))
+            view.unreadable.append(Unreadable.of("Event", QUEUE_EVENTS_SCOPE, exc))
         return []
 
 
-__all__ = ["ClusterConf", "ClusterView", "ConfError", "Unreadable", "build_view", "read_cluster",
-           "read_conf"]
+__all__ = ["ClusterConf", "ClusterView", "ConfError", "Unreadable", "build_view", "fallback", "read_cluster",
+           "read_conf", "refused"]

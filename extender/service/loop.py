@@ -144,12 +144,8 @@ class SessionLoop:
                 async with asyncio.timeout(self.period_s):
                     await self._wake.wait()
             self._wake.clear()
-            if not (self.state.synced and self.is_leader()):
-                self._leading = False
+            if not self.term():
                 continue
-            if not self._leading:
-                self._leading = True
-                self.requeue_pending()
             try:
                 await self.run_once()
             except Exception:
@@ -163,6 +159,19 @@ class SessionLoop:
             self._retries.forget(_SESSION)
             # Coalesce bursts of watch events: at most five sessions a second, each over the whole cluster.
             await asyncio.sleep(MIN_SESSION_GAP_S)
+
+    def term(self) -> bool:
+        """Whether this replica leads now (synced and holding the Lease), acting as a term begins or ends."""
+        if not (self.state.synced and self.is_leader()):
+            if self._leading:
+                # A follower's counts would go stale beside the new leader's: it exports none.
+                self.metrics.queue_jobs.clear()
+            self._leading = False
+            return False
+        if not self._leading:
+            self._leading = True
+            self.requeue_pending()
+        return True
 
     @property
     def failures(self) -> int:
@@ -230,6 +239,7 @@ class SessionLoop:
                                              self._started(key) if kind == "PodGroup" else None))
         for name, computed in outcome.queues.items():
             self.metrics.observe_queue(name, outcome.dims, computed)
+        self.metrics.queue_jobs.set(outcome.queue_jobs)
         await asyncio.gather(*writes)
         self.metrics.time_to_running.retain(self.state.snapshot.podgroups)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -34,6 +34,42 @@ class TimeToRunning:
     def retain(self, keys: Collection[str]) -> None:
         """Forget PodGroups that are gone (a new one under the same name is a new job)."""
         self._counted = {k: uid for k, uid in self._counted.items() if k in keys}
+
+
+JOB_PHASES: Final = frozenset({"pending", "inqueue", "running"})
+
+
+def queue_job_counts(phases: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """(queue, PodGroup phase) pairs -> how many PodGroups per queue and lower-case phase, for the phases
+    `lapilli_queue_jobs` shows (no phase yet counts as pending)."""
+    counts: dict[tuple[str, str], int] = {}
+    for queue, phase in phases:
+        phase = (phase or "Pending").lower()
+        if phase in JOB_PHASES:
+            counts[(queue, phase)] = counts.get((queue, phase), 0) + 1
+    return counts
+
+
+class QueueJobs:
+    """`lapilli_queue_jobs{queue,phase}`: set from each of the leader's sessions (the phases its status writes
+    give), and cleared when the replica stops leading, so only the leader exports it."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.gauge = Gauge("lapilli_queue_jobs", "PodGroups per queue and phase (pending = not admitted, inqueue = "
+                           "admitted and waiting, running), as the leader's last session left them.",
+                           ["queue", "phase"], registry=registry)
+        self._labels: set[tuple[str, str]] = set()
+
+    def set(self, counts: Mapping[tuple[str, str], int]) -> None:
+        for labels in self._labels - set(counts):
+            self.gauge.labels(*labels).set(0)  # a queue's last job of a phase left it: 0, not a stale count
+        for labels, count in counts.items():
+            self.gauge.labels(*labels).set(count)
+        self._labels |= set(counts)
+
+    def clear(self) -> None:
+        self.gauge.clear()
+        self._labels.clear()
 
 
 class ExtenderMetrics:
@@ -88,6 +124,7 @@ class ExtenderMetrics:
             "lapilli_queue_allocated", "Queue allocation.", ["queue", "resource"], registry=registry
         )
         self.time_to_running = TimeToRunning(registry)
+        self.queue_jobs = QueueJobs(registry)
 
     def observe_queue(self, name: str, dims: Dims, queue: QueueResult) -> None:
         if queue.deserved is not None:

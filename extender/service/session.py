@@ -17,6 +17,7 @@ from extender.engine.results import Decisions, PodGroupResult, QueueResult, reso
 from extender.engine.run import run_session
 from extender.engine.snapshot import Snapshot
 from extender.engine.status import Code, Status
+from extender.service.metrics import queue_job_counts
 from extender.service.pacing import Pacer
 from extender.service.status import (
     READY_MESSAGE,
@@ -78,6 +79,8 @@ class Outcome:
     idle: npt.NDArray[np.float64]
     seconds: float = 0.0
     evicted_by: dict[str, Eviction] = field(default_factory=dict)  # pod -> which action, from which queue
+    # (queue, phase) -> PodGroups, with the phases this session's status writes give: `lapilli_queue_jobs`.
+    queue_jobs: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 UNRESOLVED: Final = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -141,7 +144,7 @@ def run(
             new_plans[gang].nodes[pod_key] = node
     planned = {f"{snap.pods[p].namespace}/{snap.pods[p].group}" for p in placements if p in snap.pods}
     planned |= set(new_plans)
-    reasons, writes, events = _podgroups(result, podgroups, planned, pacer, now)
+    reasons, writes, events, phases = _podgroups(result, podgroups, planned, pacer, now)
     for name, computed in result.queues.items():
         current = (queues.get(name) or {}).get("status") or {}
         patch = queue_status(current, resource_list(result.dims, computed.allocated))
@@ -163,17 +166,20 @@ def run(
         idle=room.idle,
         seconds=time.perf_counter() - start,
         evicted_by=evicted_by,
+        queue_jobs=queue_job_counts((pg.queue, phases.get(key, pg.phase)) for key, pg in snap.podgroups.items()),
     )
 
 
 def _podgroups(
     result: Decisions, podgroups: CurrentStatus, planned: set[str], pacer: Pacer, now: float
-) -> tuple[dict[str, Status], list[StatusWrite], list[EventWrite]]:
-    """Filter's reasons for the gangs without a plan, the PodGroup status writes, and the events that are due."""
+) -> tuple[dict[str, Status], list[StatusWrite], list[EventWrite], dict[str, str]]:
+    """Filter's reasons for the gangs without a plan, the PodGroup status writes, the events that are due, and
+    each PodGroup's phase once its write lands."""
     stamp = rfc3339(time.time())
     reasons: dict[str, Status] = {}
     writes: list[StatusWrite] = []
     events: list[EventWrite] = []
+    phases: dict[str, str] = {}
     for key, computed in result.podgroups.items():
         if key not in planned:
             reasons[key] = short_reason(computed)
@@ -183,6 +189,7 @@ def _podgroups(
         if new is not None:
             writes.append(StatusWrite("PodGroup", key, new))
         phase = (new or current).get("phase") or ""
+        phases[key] = phase
         # A planned gang not yet Running has its pods on their way through kube-scheduler's filter and bind and
         # the permit cache. Volcano warns here too ("0/4 tasks in gang unschedulable: …, 4 Binding"), its phase
         # counting only bound tasks; the extender's bind takes longer, so it waits for the API server's word
@@ -192,7 +199,7 @@ def _podgroups(
         event = _podgroup_event(computed, key, phase, new is not None, pacer, now)
         if event is not None:
             events.append(EventWrite(key, uid_of(stored), *event))
-    return reasons, writes, events
+    return reasons, writes, events, phases
 
 
 def _podgroup_event(

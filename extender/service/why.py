@@ -1,4 +1,5 @@
-"""The explanation on the PodGroup itself, where `kubectl describe pg` shows it, and per-queue job metrics.
+"""The explanation on the PodGroup itself, where `kubectl describe pg` shows it. (The per-queue job metrics follow
+the session itself: `metrics.QueueJobs`, `metrics.TimeToRunning`.)
 
 Every `interval_s` (`--why-interval`, 30 s) the leader explains the PodGroups that wait
 (`extender.engine.explain` over the session loop's own snapshot and conf) and writes one condition of Lapilli's own
@@ -25,8 +26,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
-
-from prometheus_client import CollectorRegistry, Gauge
 
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain import WHY_CONDITION, Context, Explanation, Kind, explain
@@ -66,32 +65,10 @@ def with_condition(current: list[Mapping[str, Any]], new: dict[str, str], stamp:
     return [{**new, "lastTransitionTime": kept or stamp}, *(dict(c) for c in current if c.get("type") != CONDITION)]
 
 
-class QueueJobMetrics:
-    """Per queue: PodGroups by phase, sampled on the why pass. (The time to Running is observed where the session
-    writes the phase: `metrics.TimeToRunning`.)"""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.jobs = Gauge("lapilli_queue_jobs", "PodGroups per queue and phase (pending = not admitted, inqueue = "
-                          "admitted and waiting, running).", ["queue", "phase"], registry=registry)
-        self._labels: set[tuple[str, str]] = set()
-
-    def observe(self, snap: Snapshot) -> None:
-        counts: dict[tuple[str, str], int] = {}
-        for pg in snap.podgroups.values():
-            phase = (pg.phase or "Pending").lower()
-            if phase in ("pending", "inqueue", "running"):
-                counts[(pg.queue, phase)] = counts.get((pg.queue, phase), 0) + 1
-        for labels in self._labels - set(counts):
-            self.jobs.labels(*labels).set(0)
-        for labels, count in counts.items():
-            self.jobs.labels(*labels).set(count)
-        self._labels |= set(counts)
-
-
 class WhyLoop:
     def __init__(
         self, snapshot: Callable[[], Snapshot | None], conf: Callable[[], SchedulerConf],
-        stored: Callable[[], Mapping[str, Mapping[str, Any]]], client: KubeClient, registry: CollectorRegistry,
+        stored: Callable[[], Mapping[str, Mapping[str, Any]]], client: KubeClient,
         *, interval_s: float = 30.0, limit: int = 200, is_leader: Callable[[], bool] = lambda: True,
     ) -> None:
         """`snapshot`: the session loop's cluster copy (None while not synced); `stored`: PodGroups as last seen."""
@@ -99,7 +76,6 @@ class WhyLoop:
         self.interval_s, self.limit, self.is_leader = interval_s, limit, is_leader
         self.queues: Callable[[], Mapping[str, Mapping[str, Any]]] = lambda: {}  # Queues as last seen
         self.pacer = Pacer()
-        self.metrics = QueueJobMetrics(registry)
         self._kinds: dict[str, tuple[str, ...]] = {}  # PodGroup -> the reason kinds its condition was written with
         self._after = ""  # the last PodGroup explained: the next pass starts after it
 
@@ -149,7 +125,6 @@ class WhyLoop:
         snap = self.snapshot()
         if snap is None:
             return 0
-        self.metrics.observe(snap)
         keys = self.candidates(snap)
         if not keys:
             return 0

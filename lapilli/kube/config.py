@@ -126,6 +126,7 @@ class KubeConfig:
     proxy: str | None = None
     tls_server_name: str | None = None
     source: CredentialSource | None = None
+    namespace: str = "default"  # the context's namespace (kubectl's default when it names none)
     _server_given: bool = field(default=False, repr=False)
     _header: str | None = field(default=None, repr=False)
     _loaded_at: float | None = field(default=None, repr=False)
@@ -251,10 +252,13 @@ def load_kubeconfig(path: str | os.PathLike[str] | None = None, context: str | N
             raise KeyError("clusters")
         cluster = named["cluster"]
         server = str(cluster["server"])
+        fields = getattr(ctx["context"], "value", ctx["context"])  # a ConfigNode or its plain dict
+        namespace = str(fields.get("namespace") or "default")
     except (ConfigException, OSError, yaml.YAMLError, KeyError, TypeError, AssertionError, ValueError) as exc:
         what = f"context {context!r}" if context else "its current-context"
         raise ConfigError(f"kubeconfig {paths}: cannot use {what}: {_one_line(exc)}") from exc
-    return KubeConfig(server=server.rstrip("/"), source=_KubeconfigSource(loader, paths))
+    return KubeConfig(server=server.rstrip("/"), source=_KubeconfigSource(loader, paths),
+                      namespace=namespace)
 
 
 def in_cluster_config(sa_dir: Path = SA_DIR) -> KubeConfig:
@@ -266,7 +270,10 @@ def in_cluster_config(sa_dir: Path = SA_DIR) -> KubeConfig:
         loader.load_and_set(configuration)
     except (ConfigException, OSError) as exc:
         raise ConfigError(f"not in a cluster: {_one_line(exc)}") from exc
-    return KubeConfig(server=str(configuration.host).rstrip("/"), source=_InClusterSource(loader))
+    own = sa_dir / "namespace"
+    namespace = own.read_text().strip() if own.is_file() else ""
+    return KubeConfig(server=str(configuration.host).rstrip("/"), source=_InClusterSource(loader),
+                      namespace=namespace or "default")
 
 
 def load_config(path: str | os.PathLike[str] | None = None, context: str | None = None) -> KubeConfig:

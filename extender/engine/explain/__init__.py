@@ -8,10 +8,12 @@ applies, most important first:
 2. admission (enqueue): minResources against the queue's capability and the cluster, per resource, with numbers —
    or "nothing can ever admit it" when minResources exceeds the cluster or the queue's capability;
 3. fair share: the queue holds its deserved share, so allocate gives it nothing more now;
-4. order: jobs (or queues) ordered first take the room it needs this session, with the key that orders them;
+4. order: jobs (or queues) ordered first take the room it needs this session, with the job's place among its
+   queue's waiting jobs and the queue's place among queues, and the keys that order them;
 5. placement: how many of minMember pods fit now, and what blocks the rest on how many nodes; "nothing in the
    cluster can ever fit this gang" when they do not fit even on empty nodes;
-6. what would free room: reclaim allowed or not (and why), preemption candidates.
+6. what would free room: reclaim allowed or not (and why), preemption candidates (shown only when the session did
+   not preempt: a gang the candidates cannot make whole, say; when it does preempt, the answer is "starting soon").
 """
 
 from __future__ import annotations
@@ -265,11 +267,15 @@ def _fair_share(run: _Run, job: Job) -> Reason | None:
 def _ahead(run: _Run, job: Job, *, admitted_now: bool, placed_only: bool = False,
            waiting_only: bool = False) -> Reason | None:
     """ORDER: jobs of the same queue ordered first (that took room this session, were admitted this session, or
-    still wait), or queues ordered first."""
+    still wait), or queues ordered first; either way the message gives both places — the job's among its queue's
+    waiting jobs and the queue's among queues — with the keys that order them."""
     ssn = run.ssn
     entries = run.recorded.job_order.get(job.queue, [])
     mine = next((e for e in entries if e.uid == job.uid), None)
+    queues = run.recorded.queue_order
+    qmine = next((e for e in queues if e.uid == job.queue), None)
     took = _took_room(run)
+    cause: tuple[str, dict[str, JSON]] | None = None
     if mine is not None:
         ahead = [e for e in entries[: mine.rank - 1] if not placed_only or e.uid in took]
         if admitted_now:
@@ -277,29 +283,41 @@ def _ahead(run: _Run, job: Job, *, admitted_now: bool, placed_only: bool = False
                      ("", "Pending")]
         if waiting_only:
             ahead = [e for e in ahead if e.uid not in took]
-            if not ahead:
-                return None
         if ahead:
             first = ahead[0]
-            return Reason(Kind.ORDER, f"behind {len(ahead)} job(s) of queue {job.queue}: {first.uid} goes first "
-                          f"({_why_first(first.key, mine.key)}); it is {_nth(mine.rank)} of {len(entries)}",
-                          {"position": mine.rank, "of": len(entries), "ahead": [e.uid for e in ahead],
-                           "key": mine.key, "firstKey": first.key})
-    if waiting_only:
+            cause = (f"behind {len(ahead)} job(s) of queue {job.queue}: {first.uid} goes first "
+                     f"({_why_first(first.key, mine.key)})", {"ahead": [e.uid for e in ahead], "firstKey": first.key})
+    if cause is None and not waiting_only and qmine is not None and qmine.rank > 1:
+        qahead = [e for e in queues[: qmine.rank - 1] if not placed_only or any(
+            ssn.jobs[u].queue == e.uid for u in took)]
+        if qahead:
+            first = qahead[0]
+            cause = (f"queue {job.queue} is behind {len(qahead)} queue(s): {first.uid} goes first "
+                     f"({_why_first(first.key, qmine.key)})",
+                     {"queuesAhead": [e.uid for e in qahead], "firstKey": first.key})
+    if cause is None:
         return None
-    queues = run.recorded.queue_order
-    qmine = next((e for e in queues if e.uid == job.queue), None)
-    if qmine is None or qmine.rank == 1:
-        return None
-    qahead = [e for e in queues[: qmine.rank - 1] if not placed_only or any(
-        ssn.jobs[u].queue == e.uid for u in took)]
-    if not qahead:
-        return None
-    first = qahead[0]
-    return Reason(Kind.ORDER, f"queue {job.queue} is {_nth(qmine.rank)} of {len(queues)} queues: {first.uid} goes "
-                  f"first ({_why_first(first.key, qmine.key)})",
-                  {"queuePosition": qmine.rank, "of": len(queues), "ahead": [e.uid for e in qahead],
-                   "key": qmine.key, "firstKey": first.key})
+    text, data = cause
+    places = []
+    if mine is not None:
+        places.append(f"the job is {_nth(mine.rank)} of the queue's {len(entries)} waiting job(s) "
+                      f"({_key_text(mine.key)})")
+        data.update({"position": mine.rank, "of": len(entries), "key": mine.key})
+    if qmine is not None:
+        places.append(f"queue {job.queue} {_nth(qmine.rank)} of {len(queues)} queue(s) ({_key_text(qmine.key)})")
+        data.update({"queuePosition": qmine.rank, "queues": len(queues), "queueKey": qmine.key})
+    return Reason(Kind.ORDER, f"{text}; {', and '.join(places)}" if places else text, data)
+
+
+def _key_text(key: Mapping[str, float]) -> str:
+    """The ordering key as words (creation time is only the last tie-break, so it is left out)."""
+    parts = []
+    for name, value in key.items():
+        if name == "priority":
+            parts.append(f"priority {value:.0f}")
+        elif name in _SHARE_LABELS:
+            parts.append(f"{_SHARE_LABELS[name]} {value:.2f}")
+    return ", ".join(parts)
 
 
 def _took_room(run: _Run) -> set[str]:
@@ -310,6 +328,9 @@ def _took_room(run: _Run) -> set[str]:
     return jobs
 
 
+_SHARE_LABELS = {"share": "share", "drf_share": "DRF dominant share"}
+
+
 def _why_first(first: Mapping[str, float], mine: Mapping[str, float]) -> str:
     for name, value in first.items():
         other = mine.get(name)
@@ -317,9 +338,8 @@ def _why_first(first: Mapping[str, float], mine: Mapping[str, float]) -> str:
             continue
         if name == "priority":
             return f"priority {value} > {other}"
-        if name in ("share", "drf_share"):
-            label = "share" if name == "share" else "DRF dominant share"
-            return f"{label} {value:.2f} < {other:.2f}"
+        if name in _SHARE_LABELS:
+            return f"{_SHARE_LABELS[name]} {value:.2f} < {other:.2f}"
         if name == "created":
             return "created earlier"
     return "same priority and share; earlier or lower name"

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from extender.engine.explain.report import Kind, Reason
 from extender.engine.explain.units import amount
 from extender.engine.interface import ExplainView
 from extender.engine.model import Job, Task, TaskStatus
 from extender.engine.victims import candidate_nodes, victim_order
+from lapilli.meta import JSON
+from lapilli.resources.vector import TOLERANCE
 
 
 def _running_elsewhere(ssn: ExplainView, task: Task, same_queue: bool, queue: str) -> list[Task]:
@@ -67,8 +71,28 @@ def preempt(ssn: ExplainView, actions: Sequence[str], job: Job, task: Task) -> R
     if not victims:
         return Reason(Kind.PREEMPT, f"no preemption: the running jobs of queue {job.queue} are not of lower "
                       "priority", {"candidates": []})
-    return Reason(Kind.PREEMPT, f"preemption candidates: {len(victims)} pod(s) of lower-priority jobs in queue "
-                  f"{job.queue}", {"candidates": [t.key for t in victims]})
+    text = f"preemption candidates: {len(victims)} pod(s) of lower-priority jobs in queue {job.queue}"
+    data: dict[str, JSON] = {"candidates": [t.key for t in victims]}
+    # The session preempts only for a whole gang: when the candidates it may evict free room for fewer pods than
+    # the gang still needs, it evicts nothing (had it preempted, the answer would be "starting soon").
+    needed = job.min_member - job.ready_num()
+    room = _room_after_eviction(ssn, task, victims)
+    if room < needed:
+        text += (f", but evicting them all frees room for {room} of the {needed} pod(s) the gang still needs, "
+                 "and the scheduler preempts only for a whole gang")
+        data.update({"podsAfterEviction": room, "podsNeeded": needed})
+    return Reason(Kind.PREEMPT, text, data)
+
+
+def _room_after_eviction(ssn: ExplainView, task: Task, victims: Sequence[Task]) -> int:
+    """How many pods like `task` the nodes an eviction could open would hold with every victim gone."""
+    ask = task.resreq > 0
+    pods = 0
+    for node in candidate_nodes(ssn, task):
+        freed = [v.resreq for v in victims if v.uid in node.tasks]
+        room = ssn.arrays.future_idle_row(node.idx) + (np.sum(freed, axis=0) if freed else 0.0)
+        pods += max(int(np.min(np.floor((room[ask] + TOLERANCE) / task.resreq[ask]))), 0) if ask.any() else 0
+    return pods
 
 
 def request_text(ssn: ExplainView, task: Task) -> str:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -12,6 +15,9 @@ from assembly.dashboard.render import document, fragment
 from assembly.dashboard.server import Dashboard, make_app
 from assembly.why.gather import Unreadable, build_view
 from extender.engine.run import parse_scheduler_conf
+from lapilli.kube.client import ObjectList, WatchEvent
+from lapilli.kube.errors import ApiError
+from lapilli.kube.resources import Resource
 from tests.unit.extender.engine.builders import documents
 from tests.unit.extender.engine.explain.test_explain import SHIPPED, gang, gpu_nodes, scenario
 
@@ -98,3 +104,57 @@ async def test_requests_naming_another_host_are_refused(host: str, status: int) 
         for path in ("/", "/fragment"):
             resp = await client.get(path, headers={"Host": host})
             assert resp.status == status, (path, host)
+
+
+class _NamespaceUser:
+    """The API server for a user who may read Nodes, Queues and PriorityClasses, but Pods and PodGroups (and Events)
+    only in their namespace `u`: lists and watches elsewhere are refused with 403."""
+
+    def __init__(self) -> None:
+        s = scenario(gang("u/big", 4, "lab-a", phase="Pending"), gang("other/run", 1, "lab-a", running_on="n0"),
+                     nodes=gpu_nodes(1), queues=[{"name": "lab-a", "capability": {"nvidia.com/gpu": "2"}}])
+        self.objects = documents(s)
+
+    def _check(self, res: Resource, namespace: str | None) -> None:
+        if res.kind == "Event" or (res.namespaced and namespace != "u"):
+            raise ApiError(403, "Forbidden", f"cannot list {res.plural}")
+
+    async def list(self, res: Resource, namespace: str | None = None, **_: Any) -> ObjectList:
+        self._check(res, namespace)
+        return ObjectList([o for o in self.objects if o["kind"] == res.kind and (
+            namespace is None or o["metadata"].get("namespace") == namespace)], "1")
+
+    async def watch(self, res: Resource, namespace: str | None = None, **kw: Any) -> AsyncIterator[WatchEvent]:
+        self._check(res, namespace)
+        kw["on_open"]()
+        await asyncio.Event().wait()  # nothing changes
+        yield  # type: ignore[misc]
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        raise ApiError(403, "Forbidden", f"cannot get {res.plural}")
+
+
+@pytest.mark.parametrize("namespace", ["u", None])
+async def test_a_namespace_only_user_sees_the_jobs_of_their_namespace(namespace: str | None) -> None:
+    """Pods and PodGroups refused across namespaces are watched in the user's own (as `lapilli job why` reads
+    them); without a namespace to fall back to the page has no jobs, only the partial banner."""
+    dashboard = Dashboard(_NamespaceUser(), None, namespace)  # type: ignore[arg-type]
+    await dashboard.start(sync_timeout_s=30)
+    try:
+        html = dashboard.render(True)
+        gaps = [str(u) for u in dashboard.unreadable()]
+    finally:
+        await dashboard.stop()
+    assert 'id="partial"' in html
+    if namespace is None:
+        assert "u/big" not in html
+        assert "PodGroup (all namespaces): 403 Forbidden" in gaps
+        return
+    assert sorted(gaps) == ["ConfigMap (lapilli-system/lapilli-scheduler-conf): 403 Forbidden",
+                            "Event (default (about Queues)): 403 Forbidden",
+                            "Pod (namespaces other than u): 403 Forbidden",
+                            "PodGroup (namespaces other than u): 403 Forbidden"]
+    assert "u/big" in html and "other/run" not in html
+    assert "needs nvidia.com/gpu 4; queue lab-a may never hold more than 2" in html  # its why, as job why says
+    assert {r.resource.kind: r.namespace for r in dashboard.reflectors if r.resource.namespaced} == \
+        {"Pod": "u", "PodGroup": "u"}

@@ -1,4 +1,4 @@
-"""The why-condition on PodGroups and the per-queue job metrics (extender/service/why.py), over plain snapshots."""
+"""The why-condition on PodGroups (extender/service/why.py) and the time-to-Running dedupe, over plain snapshots."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from extender.engine.explain import Explanation, Kind, Reason
 from extender.engine.run import parse_scheduler_conf
 from extender.engine.snapshot import Snapshot, build_snapshot
 from extender.service.metrics import TimeToRunning
-from extender.service.why import CONDITION, QueueJobMetrics, WhyLoop, condition, with_condition
+from extender.service.why import CONDITION, WhyLoop, condition, with_condition
 from lapilli.kube.client import ObjectList
 from lapilli.kube.errors import ApiError
 from tests.unit.extender.engine.builders import documents
@@ -63,7 +63,7 @@ def test_numbers_alone_do_not_rewrite_the_condition_but_a_new_reason_kind_does()
 
 def _loop(**kwargs: Any) -> WhyLoop:
     return WhyLoop(lambda: None, lambda: parse_scheduler_conf(None), lambda: {}, None,  # type: ignore[arg-type]
-                   CollectorRegistry(), **kwargs)
+                   **kwargs)
 
 
 def test_the_cap_takes_waiting_podgroups_in_turn() -> None:
@@ -104,19 +104,6 @@ def _snap(phases: dict[str, str]) -> Snapshot:
     for doc in docs:
         doc["metadata"]["creationTimestamp"] = "1970-01-01T00:00:40Z"
     return build_snapshot(docs)
-
-
-def test_queue_job_counts() -> None:
-    registry = CollectorRegistry()
-    metrics = QueueJobMetrics(registry)
-    metrics.observe(_snap({"u/a": "Pending", "u/b": "Inqueue", "u/c": "Running"}))
-
-    def jobs(phase: str) -> float | None:
-        return registry.get_sample_value("lapilli_queue_jobs", {"queue": "lab-a", "phase": phase})
-
-    assert (jobs("pending"), jobs("inqueue"), jobs("running")) == (1, 1, 1)
-    metrics.observe(_snap({"u/a": "Pending", "u/c": "Running"}))
-    assert (jobs("pending"), jobs("inqueue"), jobs("running")) == (1, 0, 1)
 
 
 # The time to Running is observed at the session's status write (tests/service/test_extender_time_to_running.py),

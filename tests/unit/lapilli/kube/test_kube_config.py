@@ -186,6 +186,25 @@ async def test_kubeconfig_env_merges_its_files_and_context_is_chosen(tmp_path, m
         load_kubeconfig(tmp_path / "nope")
 
 
+def test_the_context_namespace_defaults_to_default(tmp_path):
+    path = _kubeconfig(tmp_path, {"token": "abc"})
+    assert load_kubeconfig(path).namespace == "default"
+    doc = yaml.safe_load(path.read_text())
+    doc["contexts"][0]["context"]["namespace"] = "lab-a"
+    path.write_text(yaml.safe_dump(doc))
+    assert load_kubeconfig(path).namespace == "lab-a"
+
+
+def test_in_cluster_namespace_is_the_service_accounts(tmp_path, monkeypatch):
+    (tmp_path / "token").write_text("sa-1")
+    (tmp_path / "ca.crt").write_bytes(generate(["127.0.0.1"]).ca_cert)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    assert in_cluster_config(tmp_path).namespace == "default"
+    (tmp_path / "namespace").write_text("research\n")
+    assert in_cluster_config(tmp_path).namespace == "research"
+
+
 async def test_in_cluster_projected_token_rotates(tmp_path, monkeypatch):
     (tmp_path / "token").write_text("sa-1")
     (tmp_path / "ca.crt").write_bytes(generate(["127.0.0.1"]).ca_cert)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from extender.engine.explain import Context, Kind, explain
-from extender.engine.run import parse_scheduler_conf
+from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import build_snapshot
 from tests.unit.extender.engine.builders import documents
 
@@ -55,11 +55,18 @@ def scenario(*gangs: tuple[dict[str, Any], list[dict[str, Any]]], **rest: Any) -
     return out
 
 
-def test_queue_missing() -> None:
-    s = scenario(gang("u/a", 2, "nope", phase="Pending"), nodes=gpu_nodes(1), queues=[{"name": "default"}])
-    e = why(s, "u/a")
+@pytest.mark.parametrize("phase", ["Pending", "Inqueue"])
+def test_queue_missing(phase: str) -> None:
+    # Inqueue: the queue was deleted after the PodGroup was admitted and its pods created.
+    s = scenario(gang("u/a", 2, "nope", phase=phase), nodes=gpu_nodes(1), queues=[{"name": "default"}])
+    snap = build_snapshot(documents(s))
+    e = explain(snap, CONF, ["u/a"])["u/a"]
     assert e.kind is Kind.QUEUE_MISSING
-    assert "queue nope does not exist" in e.headline
+    assert e.headline.startswith("queue nope does not exist: the scheduler ignores this PodGroup"), e.render()
+    assert e.reasons[0].data == {"queue": "nope"} and len(e.reasons) == 1
+    assert (e.queue, e.phase, e.pods) == ("nope", phase, 0 if phase == "Pending" else 2)
+    # ... and the scheduler does ignore it: nothing of it is placed.
+    assert not any(k.startswith("u/a-") for k in run_session(snap, CONF).binds)
 
 
 def test_closed_queue_names_who_closed_it() -> None:
@@ -190,3 +197,82 @@ def test_fair_share_while_the_fairer_queue_waits_for_admission() -> None:
     assert e.kind is Kind.FAIR_SHARE, e.render()
     assert f"queue qa holds {GPU} 4 of its deserved 4" in e.headline and "qb (share 0.50)" in e.headline
     assert "the cluster has room for 1.6 more (8 × 1.2 overcommit" in result["x/pb"].headline
+
+
+def test_order_names_the_job_place_and_the_queue_place_with_their_keys() -> None:
+    # lab-b (share 0) goes before lab-a (share 1: it runs its deserved 4 GPUs); inside lab-a, a/next waits alone.
+    s = scenario(gang("a/run", 4, "lab-a", running_on="n0"), gang("a/next", 4, "lab-a"), gang("b/next", 4, "lab-b"),
+                 nodes=gpu_nodes(2), queues=[{"name": "lab-a"}, {"name": "lab-b"}])
+    e = why(s, "a/next")
+    order = e.reasons[0]
+    assert order.kind is Kind.ORDER, e.render()
+    assert order.message == (
+        "queue lab-a is behind 1 queue(s): lab-b goes first (share 0.00 < 1.00); the job is 1st of the queue's 1 "
+        "waiting job(s) (priority 0, DRF dominant share 0.00), and queue lab-a 2nd of 2 queue(s) (priority 0, "
+        "share 1.00)")
+    data = order.data
+    assert (data["position"], data["of"], data["queuePosition"], data["queues"]) == (1, 1, 2, 2)
+    assert data["queuesAhead"] == ["lab-b"] and data["queueKey"] == {"priority": 0, "share": 1.0}
+
+
+def test_order_behind_a_job_also_gives_the_queue_place() -> None:
+    s = scenario(gang("u/high", 4, "lab-a", prio="high"), gang("u/low", 4, "lab-a"), gang("b/w", 4, "lab-b"),
+                 nodes=gpu_nodes(2), queues=[{"name": "lab-a"}, {"name": "lab-b"}],
+                 priorityClasses=[{"name": "high", "value": 100}])
+    result = explain(build_snapshot(documents(s)), CONF)
+    assert result["u/high"].kind is result["b/w"].kind is Kind.STARTING
+    e = result["u/low"]
+    assert e.kind is Kind.ORDER, e.render()
+    assert e.headline == ("behind 1 job(s) of queue lab-a: u/high goes first (priority 100 > 0); the job is 2nd of "
+                          "the queue's 2 waiting job(s) (priority 0, DRF dominant share 0.00), and queue lab-a 1st of "
+                          "2 queue(s) (priority 0, share 0.00)")
+    data = e.reasons[0].data
+    assert (data["position"], data["of"], data["queuePosition"], data["queues"]) == (2, 2, 1, 2)
+    assert data["ahead"] == ["u/high"] and data["firstKey"]["priority"] == 100
+
+
+def test_order_by_drf_dominant_share() -> None:
+    # Same priority, same queue: u/a already runs 2 of its 3 pods (dominant share: 2 of 4 GPUs), u/b runs none,
+    # so DRF orders u/b first and it takes the last 2 GPUs.
+    a, a_pods = gang("u/a", 3, "lab-a", running_on="n0")
+    a["phase"] = "Inqueue"
+    del a_pods[2]["node"], a_pods[2]["phase"]
+    result = explain(build_snapshot(documents(scenario((a, a_pods), gang("u/b", 2, "lab-a"), nodes=gpu_nodes(1),
+                                                       queues=[{"name": "lab-a"}]))), CONF)
+    assert result["u/b"].kind is Kind.STARTING
+    e = result["u/a"]
+    assert e.kind is Kind.ORDER, e.render()
+    assert "u/b goes first (DRF dominant share 0.00 < 0.50)" in e.headline
+    assert "the job is 2nd of the queue's 2 waiting job(s) (priority 0, DRF dominant share 0.50)" in e.headline
+    assert e.reasons[0].data["key"]["drf_share"] == 0.5
+
+
+def _preemption(peer_prio: str | None) -> dict[str, Any]:
+    # Two nodes of 4 GPUs, each held by one 4-GPU pod of lab-a; a higher-priority gang of 2 × 4 GPUs arrives.
+    return scenario(gang("u/low", 1, "lab-a", gpus=4, running_on="n0"),
+                    gang("u/peer", 1, "lab-a", gpus=4, running_on="n1", prio=peer_prio),
+                    gang("u/hi", 2, "lab-a", gpus=4, prio="high"), nodes=gpu_nodes(2), queues=[{"name": "lab-a"}],
+                    priorityClasses=[{"name": "high", "value": 100}])
+
+
+def test_preemption_candidates_the_session_does_not_evict() -> None:
+    # u/peer has u/hi's priority, so only u/low may be preempted: that frees one node, room for 1 of the 2 pods,
+    # and the scheduler (preempting for whole gangs only) evicts nothing.
+    snap = build_snapshot(documents(_preemption("high")))
+    e = explain(snap, CONF, ["u/hi"])["u/hi"]
+    pre = next((r for r in e.reasons if r.kind is Kind.PREEMPT), None)
+    assert pre is not None, e.render()
+    assert pre.message == ("preemption candidates: 1 pod(s) of lower-priority jobs in queue lab-a, but evicting them "
+                           "all frees room for 1 of the 2 pod(s) the gang still needs, and the scheduler preempts "
+                           "only for a whole gang")
+    assert pre.data == {"candidates": ["u/low-w-0"], "podsAfterEviction": 1, "podsNeeded": 2}
+    assert e.kind is Kind.PLACEMENT
+    result = run_session(snap, CONF)
+    assert not result.evictions and not result.pipelined
+
+
+def test_preemption_the_session_carries_out_is_starting_soon() -> None:
+    e = why(_preemption(None), "u/hi")
+    assert e.kind is Kind.STARTING, e.render()
+    assert e.headline == "starting soon: 2 pod(s) wait for room being freed (2 pod(s) evicted this session)"
+    assert all(r.kind is not Kind.PREEMPT for r in e.reasons)
