@@ -23,6 +23,10 @@ class ExtenderMetrics:
             "lapilli_extender_request_duration_seconds", "Extender verb latency.", ["verb"],
             buckets=_LATENCY_BUCKETS, registry=registry,
         )
+        self.verb_failures = Counter(
+            "lapilli_extender_verb_failures", "Verbs that failed unexpectedly (answered with `Error`, traceback "
+            "logged).", ["verb"], registry=registry,
+        )
         self.binds = Counter("lapilli_extender_binds_total", "Bind outcomes.", ["result"], registry=registry)
         self.bind_refusals = Counter(
             "lapilli_extender_bind_refusals", "Binds refused before reaching the API server, by reason.", ["reason"],
