@@ -5,7 +5,8 @@
 # Elsewhere (Debian 13's `kubernetes` source holds kubectl only, and its Go is too new for 1.20): the same 1.20.2
 # source and Debian 12's golang-1.19 are fetched explicitly through a private apt configuration whose only
 # sources are bookworm's, pinned to that version, without touching the system's; Go is unpacked into the cache.
-# Either way the unpacked tree must hold cmd/kube-apiserver before anything is built.
+# Either way the unpacked tree must hold cmd/kube-apiserver before anything is built. etcd: the system's
+# etcd-server where its repositories have one, else bookworm's, fetched the same way and linked into the bin dir.
 #
 # Idempotent: a finished build is reused; a half-finished one is thrown away so the next run starts clean.
 # Concurrent runs wait for each other (flock). Prints the bin directory on its last line.
@@ -50,29 +51,6 @@ cached_build() {
   done
   return 1
 }
-
-ensure_etcd() {
-  command -v etcd >/dev/null && return 0
-  log "installing etcd-server (provides /usr/bin/etcd)"
-  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq etcd-server >&2
-}
-
-if bin=$(cached_build); then
-  ensure_etcd
-  echo "$bin"
-  exit 0
-fi
-
-# One build at a time: a second caller waits, then finds the first one's result.
-mkdir -p "$cache_root"
-exec 9>"$cache_root/.build.lock"
-flock 9
-if bin=$(cached_build); then
-  ensure_etcd
-  echo "$bin"
-  exit 0
-fi
 
 ensure_deb_src() {
   local f=/etc/apt/sources.list.d/debian.sources
@@ -165,6 +143,56 @@ bookworm_go() {
   echo "$goroot"
 }
 
+bookworm_etcd() {
+  # Debian 12's etcd-server (Debian 13 has none), unpacked into the cache, never installed; prints the binary.
+  local root="$cache_root/etcd-$pinned_suite"
+  if [[ ! -x $root/usr/bin/etcd ]]; then
+    log "fetching etcd-server from $pinned_suite into $root"
+    rm -rf "$root.partial"
+    mkdir -p "$root.partial/debs"
+    (cd "$root.partial/debs" && bookworm_apt apt-get download etcd-server >&2)
+    dpkg-deb -x "$root.partial"/debs/etcd-server_*.deb "$root.partial"
+    rm -rf "$root.partial/debs" "$root"
+    mv "$root.partial" "$root"
+  fi
+  "$root/usr/bin/etcd" --version >&2
+  echo "$root/usr/bin/etcd"
+}
+
+ensure_etcd() {
+  # etcd on PATH or in the bin directory $1; else Debian's etcd-server from the system's repositories when they
+  # have it (Debian 12), else bookworm's (Debian 13 has no etcd-server) unpacked into the cache and linked as $1/etcd.
+  local bin=$1 etcd
+  command -v etcd >/dev/null && return 0
+  [[ -x $bin/etcd ]] && return 0
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+  if apt-cache policy etcd-server 2>/dev/null | grep -q '^ *Candidate: [^(]'; then
+    log "installing etcd-server (provides /usr/bin/etcd)"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq etcd-server >&2
+    return 0
+  fi
+  log "the system's repositories have no etcd-server: taking $pinned_suite's"
+  bookworm_apt_update
+  etcd=$(bookworm_etcd)
+  ln -sfn "$etcd" "$bin/etcd"
+}
+
+if bin=$(cached_build); then
+  ensure_etcd "$bin"
+  echo "$bin"
+  exit 0
+fi
+
+# One build at a time: a second caller waits, then finds the first one's result.
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.build.lock"
+flock 9
+if bin=$(cached_build); then
+  ensure_etcd "$bin"
+  echo "$bin"
+  exit 0
+fi
+
 # Debian 12 builds from its own sources; any other system (Debian 13: kubectl-only source, newer Go) from the
 # pinned bookworm ones.
 source=system
@@ -182,7 +210,6 @@ else
   $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
   DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
     rsync dpkg-dev debian-archive-keyring golang-github-modern-go-reflect2-dev >&2
-  ensure_etcd || log "no etcd-server package here: etcd must be on PATH or in LAPILLI_K8S_BIN"
   bookworm_apt_update
 fi
 
@@ -227,7 +254,11 @@ if [[ $source == pinned ]]; then
   goroot=$(bookworm_go)
 fi
 if [[ ${LAPILLI_K8S_FETCH_ONLY:-} == 1 ]]; then
-  log "source tree checked: $tree${goroot:+; Go: $goroot}"
+  etcd=""
+  if [[ $source == pinned ]]; then
+    etcd=$(bookworm_etcd)  # what a system without etcd-server links into the bin directory
+  fi
+  log "source tree checked: $tree${goroot:+; Go: $goroot}${etcd:+; etcd: $etcd}"
   trap - ERR INT TERM
   echo "$tree"
   exit 0
@@ -266,4 +297,5 @@ for b in kube-apiserver kube-scheduler; do
 done
 echo "recipe $recipe" >"$dest/bin/.complete"
 log "built in $(( $(date +%s) - start ))s"
+ensure_etcd "$dest/bin"
 echo "$dest/bin"

@@ -54,14 +54,16 @@ class ExtenderComponent:
         self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled)
         self.plan = Plan(ttl_s=settings.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
-                                       restarts=self.state.restarts)
+                                       restarts=self.state.restarts,
+                                       releasing=lambda: self.permit.releasing())
         conf = ConfSource(settings.scheduler_conf, on_error=lambda _error: self.metrics.conf_reload_errors.inc())
         self.metrics.conf_stale.set_function(lambda: float(bool(conf.error)))
         self.loop = SessionLoop(
             self.state, self.plan, writer, conf, self.metrics,
             period_s=settings.session_period_s, is_leader=self.is_leader,
         )
-        self.permit = PermitCache(self._bind_now, settings.permit_timeout_s, on_timeout=self._timed_out)
+        self.permit = PermitCache(self._bind_now, settings.permit_timeout_s, on_timeout=self._timed_out,
+                                  on_release=lambda _gang: self.metrics.gang_releases.inc())
         self.extender = Extender(self.state, self.plan, self.loop, self.permit, writer, self.metrics,
                                  scheduler_names=settings.scheduler_names)
         self.why = WhyLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Collection, Container, Mapping
 from typing import Any, Final
 
-import aiohttp
 import numpy as np
 
 from extender.engine.plugins.binpack import BinpackArgs, binpack_score, binpack_terms
@@ -49,7 +48,7 @@ from lapilli.api.constants import (
     GROUP_NAME_ANNOTATION,
     QUEUE_NAME_ANNOTATION,
 )
-from lapilli.kube import KubeClient
+from lapilli.kube import REQUEST_ERRORS, KubeClient
 from lapilli.kube.errors import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODS
 from lapilli.meta import annotations_of, meta, name_of, namespace_of, resource_version, uid_of
@@ -70,6 +69,12 @@ def _meta(pod: Mapping[str, Any]) -> tuple[str, str, str | None]:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def _failure(exc: BaseException) -> str:
+    """One line for a failed request: the API server's own words, else the class too (a bare `TimeoutError`
+    or `ServerDisconnectedError` says nothing without it)."""
+    return _one_line(exc) if isinstance(exc, ApiError) else f"{type(exc).__name__}: {_one_line(exc)}"
 
 
 def _same_room(a: Outcome, b: Outcome) -> bool:
@@ -297,8 +302,8 @@ class Extender:
                 pod = await self.client.get(PODS, name, namespace)
             except NotFound:
                 return self._refused(Refusal("pod-not-found", f"pod {key} not found"))
-            except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
-                return self._refused(Refusal("pod-lookup-failed", f"looking up pod {key}: {_one_line(exc)}"))
+            except REQUEST_ERRORS as exc:
+                return self._refused(Refusal("pod-lookup-failed", f"looking up pod {key}: {_failure(exc)}"))
         if meta(pod).get("uid") == uid and (current := (pod.get("spec") or {}).get("nodeName")):
             if current == node:  # idempotent: kube-scheduler may repeat a bind whose answer it missed
                 return self._bound("")
@@ -354,18 +359,19 @@ class Extender:
         return ExtenderBindingResult(Error=error)
 
     async def bind_now(self, namespace: str, name: str, node: str, uid: str) -> str:
-        """POST the Binding; "" on success (also when the pod already sits on `node`)."""
+        """POST the Binding; "" on success (also when the pod already sits on `node`), else one line saying why
+        (the API server's refusal, a dropped connection, a timeout, a failed credential plugin)."""
         try:
             await self.client.bind(namespace, name, node, uid=uid or None)
         except Conflict:
             try:
                 pod = await self.client.get(PODS, name, namespace)
-            except ApiError as exc:
-                return f"binding {namespace}/{name}: {exc}"
+            except REQUEST_ERRORS as exc:
+                return f"binding {namespace}/{name}: {_failure(exc)}"
             current = (pod.get("spec") or {}).get("nodeName")
             return "" if current == node else f"pod {namespace}/{name} is already bound to {current}"
-        except ApiError as exc:
-            return f"binding {namespace}/{name} to {node}: {exc}"
+        except REQUEST_ERRORS as exc:
+            return f"binding {namespace}/{name} to {node}: {_failure(exc)}"
         self.plan.forget_pod(f"{namespace}/{name}")
         return ""
 

@@ -1,7 +1,8 @@
 """The extender's HTTP face on aiohttp: decode, call one `Extender` method, encode — errors mapped in one place.
 
 Bodies that are not JSON or not the extender types get a 400 with an `Error` a person can act on; a verb asked of
-a replica that does not hold the Lease gets a 503, so kube-scheduler retries against the leader.
+a replica that does not hold the Lease gets a 503, so kube-scheduler retries against the leader; a verb that fails
+any other way answers 200 with a one-line `Error` (its traceback is logged), never a 500.
 """
 
 from __future__ import annotations
@@ -90,6 +91,12 @@ def _verb(name: str, call: Callable[[Extender, web.Request], Awaitable[Any]]) ->
             log.info("%s: bad request: %s: %s", name, type(exc).__name__, _one_line(str(exc)))
             reason = f"lapilli: cannot read the {name} request: {type(exc).__name__}: {_one_line(str(exc))}"
             return _json({"Error": reason}, 400)
+        except Exception as exc:  # last resort: a bug, or a failure no layer below answered
+            # 200 with `Error`, not aiohttp's 500 page: kube-scheduler fails the verb either way (a bind is undone
+            # and the pod requeued, a prioritize ignored), but only `Error` reaches its log and the pod's events.
+            log.exception("%s: failed", name)
+            extender.metrics.verb_failures.labels(name).inc()
+            return _json({"Error": f"lapilli: {name} failed: {type(exc).__name__}: {_one_line(str(exc))}"})
         finally:
             extender.metrics.verb_seconds.labels(name).observe(time.perf_counter() - started)
 

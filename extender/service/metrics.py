@@ -78,10 +78,16 @@ class ExtenderMetrics:
         registry: CollectorRegistry,
         parked: Callable[[], int],
         restarts: Callable[[], Mapping[str, int]],
+        releasing: Callable[[], int] = lambda: 0,
     ) -> None:
+        """`parked`, `releasing`: pods parked at bind and gang releases under way, as the permit cache counts."""
         self.verb_seconds = Histogram(
             "lapilli_extender_request_duration_seconds", "Extender verb latency.", ["verb"],
             buckets=_LATENCY_BUCKETS, registry=registry,
+        )
+        self.verb_failures = Counter(
+            "lapilli_extender_verb_failures", "Verbs that failed unexpectedly (answered with `Error`, traceback "
+            "logged).", ["verb"], registry=registry,
         )
         self.binds = Counter("lapilli_extender_binds_total", "Bind outcomes.", ["result"], registry=registry)
         self.bind_refusals = Counter(
@@ -113,6 +119,13 @@ class ExtenderMetrics:
         )
         parked_gauge = Gauge("lapilli_gang_permit_waiting_pods", "Pods parked at bind.", registry=registry)
         parked_gauge.set_function(lambda: float(parked()))
+        # Read together, the two say whether a release overlapped a moment: one was under way at its start, or the
+        # count grew by its end (a gang is partly bound between the Bindings of its release).
+        self.gang_releases = Counter("lapilli_gang_releases", "Gangs released at bind (their Bindings sent "
+                                     "together).", registry=registry)
+        releasing_gauge = Gauge("lapilli_gang_releases_in_flight", "Gang releases whose Bindings are not all "
+                                "answered.", registry=registry)
+        releasing_gauge.set_function(lambda: float(releasing()))
         self._restarts = Gauge(
             "lapilli_reflector_restarts", "Watch restarts per resource.", ["resource"], registry=registry
         )

@@ -44,8 +44,10 @@ class PermitCache:
         timeout_s: float,
         on_timeout: Callable[[str, int, int], None] | None = None,
         on_bound: Callable[[str, int], None] | None = None,
+        on_release: Callable[[str], None] | None = None,
     ) -> None:
         self._binder = binder
+        self._on_release = on_release
         self.timeout_s = timeout_s
         self._on_timeout = on_timeout
         self._on_bound = on_bound
@@ -59,6 +61,11 @@ class PermitCache:
         for entry in list(self._gangs.values()):
             if bound_of(entry.key) + len(entry.parked) >= entry.min_member:
                 self._release(entry)
+
+    def releasing(self) -> int:
+        """Releases under way: gangs whose Bindings are sent and not all answered (a gang is partly bound in
+        the cluster meanwhile, between its Bindings)."""
+        return len(self._releases)
 
     def parked_count(self) -> int:
         return sum(len(g.parked) for g in self._gangs.values())
@@ -93,6 +100,8 @@ class PermitCache:
             entry.timer.cancel()
         task = asyncio.get_running_loop().create_task(self._bind_all(entry))
         self._releases.add(task)
+        if self._on_release is not None:
+            self._on_release(entry.key)
         task.add_done_callback(self._releases.discard)
 
     async def _bind_all(self, entry: _Gang) -> None:

@@ -15,8 +15,8 @@ from typing import Any, Final, Literal
 import aiohttp
 import orjson
 
-from lapilli.kube.config import KubeConfig, load_config
-from lapilli.kube.errors import Fenced, Gone, NotFound, error_from_response
+from lapilli.kube.config import ConfigError, KubeConfig, load_config
+from lapilli.kube.errors import ApiError, Fenced, Gone, NotFound, error_from_response
 from lapilli.kube.resources import PODS, Resource
 from lapilli.kube.watch import LineSplitter, WatchEvent, decode_event
 from lapilli.meta import meta, name_of, namespace_of
@@ -31,6 +31,10 @@ PATCH_CONTENT_TYPES: Final[dict[str, str]] = {
 _JSON: Final = "application/json"
 _READS: Final = frozenset({"GET", "HEAD"})
 Params = Mapping[str, str | int | bool | None]
+# What one request through a KubeClient raises other than by a bug: the API server's refusal (`ApiError`), a
+# connection refused or dropped, a timeout, and a credential source that failed (an exec plugin, a token file).
+# Callers that answer or retry such a failure catch these, not a list of their own.
+REQUEST_ERRORS: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError, ConfigError)
 
 
 @dataclass(frozen=True, slots=True)

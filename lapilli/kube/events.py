@@ -19,10 +19,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-import aiohttp
-
-from lapilli.kube.client import KubeClient
-from lapilli.kube.errors import ApiError, NotFound
+from lapilli.kube.client import REQUEST_ERRORS, KubeClient
+from lapilli.kube.errors import NotFound
 from lapilli.kube.resources import EVENTS
 from lapilli.meta import meta, name_of, namespace_of, resource_version, uid_of
 from lapilli.times import rfc3339
@@ -99,7 +97,7 @@ class EventRecorder:
                 else:
                     await self._create(key, obj, type_, reason, message, now)
                 self.written += 1
-            except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except REQUEST_ERRORS as exc:
                 self._seen.pop(key, None)
                 log.debug("event %s %s on %s not written: %s", type_, reason, name_of(obj), exc)
 

@@ -299,15 +299,17 @@ def _reason_lines(face: str, status: int, body: bytes) -> list[str]:
 
 
 class Harness:
-    """Both faces served on loopback; `await send_all(cases)` returns the tally."""
+    """Both faces served on loopback; `await send_all(cases)` returns the tally. The extender writes through
+    `client` (say, one whose binds fail)."""
 
-    def __init__(self, timeout_s: float = 15.0) -> None:
+    def __init__(self, timeout_s: float = 15.0, client: Any = None) -> None:
         self.timeout_s = timeout_s
+        self.client = client  # the extender's write client (a recording stand-in by default)
         self._runners: list[web.AppRunner] = []
         self.urls: dict[str, str] = {}
 
     async def __aenter__(self) -> Harness:
-        extender = make_extender(_cluster())
+        extender = make_extender(_cluster(), self.client)
         await extender.loop.run_once()
         apps = {"extender": extender_app(extender, lambda: True, lambda: True),
                 "webhook": webhook_app(_admission_context(), WebhookMetrics(_registry()))}

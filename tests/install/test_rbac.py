@@ -1,8 +1,12 @@
-"""Least privilege (issue 12 item 7): each component's ClusterRole is exactly the API calls its code makes.
+"""Least privilege (issue 12 item 7): every Role and ClusterRole the install renders is exactly the API calls the
+code makes.
 
-`CALLS` is the table: for each component, every (API group, resource, verbs) it calls, with where in the code the
-call is made (a file and a pattern that must be found there). The tests fail when
-- a ClusterRole grants a verb the table does not list (a rule nothing uses), or misses one it lists;
+`CALLS` is the table (written as plain tuples in `_TABLE`): for each role (`Kind/name`), every (API group, resources, verbs, resourceNames) it grants,
+with where in the code the call is made (a file and a pattern that must be found there). The tests fail when
+- the install (or an overlay of it) renders a Role or ClusterRole the table does not hold, or binds a role that is
+  neither in the table nor one of kube-scheduler's own built-in roles (`BUILT_IN`);
+- a role grants a verb the table does not list (a rule nothing uses), or misses one it lists, or names its objects
+  differently (a rule widened from some objects to all of them);
 - a table entry's call is no longer in the code (the rule it justifies has become unused);
 - the code makes a direct call (`client.<verb>(RESOURCE, ...)`, a Reflector, a status patch) on a resource and
   verb the table does not list for that component (a new call without its rule).
@@ -12,26 +16,38 @@ from __future__ import annotations
 
 import re
 from itertools import product
+from typing import NamedTuple
 
 import pytest
 
 from controller.jobs import resources as job_resources
 from lapilli.kube import resources as kube_resources
 from lapilli.kube.resources import Resource
-from tests.install.manifests import INSTALL, ROOT, find, render
+from tests.install.manifests import INSTALL, ROOT, TREES, find, render
 
-Call = tuple[str, tuple[str, ...], tuple[str, ...], str, str]  # group, resources, verbs, file, pattern
+ROLE_KINDS = ("ClusterRole", "Role")
 
-CALLS: dict[str, list[Call]] = {
-    "lapilli-webhook": [
+
+class Call(NamedTuple):
+    group: str
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    where: str  # a file or directory of the code
+    pattern: str  # the call, as a regular expression over `where`'s text
+    names: tuple[str, ...] = ()  # resourceNames; () = every object of the resources
+
+
+_TABLE: dict[str, list[tuple]] = {
+    "ClusterRole/lapilli-webhook": [
         ("scheduling.volcano.sh", ("queues",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, QUEUES"),
         ("batch.volcano.sh", ("jobs",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, VC_JOBS"),
         ("", ("namespaces",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, NAMESPACES"),
         ("admissionregistration.k8s.io", ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
          ("get", "patch"), "assembly/serve/cabundle.py",
-         r"client\.get\(resource, name\)[\s\S]*client\.patch\(resource, name"),
+         r"client\.get\(resource, name\)[\s\S]*client\.patch\(resource, name",
+         ("lapilli-mutating", "lapilli-validating")),
     ],
-    "lapilli-controllers": [
+    "ClusterRole/lapilli-controllers": [
         ("batch.volcano.sh", ("jobs",), ("list", "watch"), "controller/manager.py", r"Reflector\(client, VC_JOBS"),
         ("batch.volcano.sh", ("jobs",), ("get",), "controller/jobs/cleanup.py", r"client\.get\(VC_JOBS"),
         ("batch.volcano.sh", ("jobs",), ("patch",), "controller/jobs/resources.py", r"client\.patch\(VC_JOBS"),
@@ -77,7 +93,7 @@ CALLS: dict[str, list[Call]] = {
         ("", ("replicationcontrollers",), ("get",), "controller/podgroups/plain.py",
          r'"ReplicationController": "replicationcontrollers"'),
     ],
-    "lapilli-extender": [
+    "ClusterRole/lapilli-extender": [
         ("", ("nodes", "pods"), ("list", "watch"), "extender/service/state.py", r"WATCHED.*NODES, PODS"),
         ("scheduling.volcano.sh", ("podgroups", "queues"), ("list", "watch"), "extender/service/state.py",
          r"WATCHED.*PODGROUPS, QUEUES"),
@@ -91,24 +107,55 @@ CALLS: dict[str, list[Call]] = {
          r'kinds = \{"PodGroup": PODGROUPS, "Queue": QUEUES\}[\s\S]*client\.patch_status\(res'),
         ("", ("events",), ("create", "patch"), "extender/service/loop.py", r"EventRecorder"),
     ],
+    # The webhook's serving certificate: its one Secret read and renewed by name, created once (no list).
+    "Role/lapilli-webhook-tls": [
+        ("", ("secrets",), ("get", "update"), "assembly/serve/certsecret.py",
+         r"client\.get\(SECRETS, self\.secret\.name[\s\S]*client\.replace\(SECRETS", ("lapilli-webhook-tls",)),
+        ("", ("secrets",), ("create",), "assembly/serve/certsecret.py", r"client\.create\(SECRETS"),
+    ],
+    # Leases: the controllers' and the extender's electors (the extender's follower reads kube-scheduler's).
+    "Role/lapilli-leader-election": [
+        ("coordination.k8s.io", ("leases",), ("get", "create", "update"), "lapilli/cluster/leader.py",
+         r"client\.get\(LEASES[\s\S]*client\.replace\(LEASES[\s\S]*client\.create\(LEASES"),
+    ],
+}
+CALLS: dict[str, list[Call]] = {role: [Call(*c) for c in calls] for role, calls in _TABLE.items()}
+# Roles the install binds without rendering them: kube-scheduler's own (its dedicated instance needs what the stock
+# one has), each with what it is for.
+BUILT_IN = {
+    "ClusterRole/system:kube-scheduler": "kube-scheduler's own permissions",
+    "ClusterRole/system:volume-scheduler": "kube-scheduler's volume binding",
+    "Role/extension-apiserver-authentication-reader": "kube-scheduler reads the authentication ConfigMap",
 }
 # Where each component's direct calls are looked for (the reverse check).
 CODE: dict[str, tuple[str, ...]] = {
-    "lapilli-webhook": ("webhook", "assembly/serve/caches.py", "assembly/serve/cabundle.py"),
-    "lapilli-controllers": ("controller",),
-    "lapilli-extender": ("extender/service",),
+    "ClusterRole/lapilli-webhook": ("webhook", "assembly/serve/caches.py", "assembly/serve/cabundle.py"),
+    "ClusterRole/lapilli-controllers": ("controller",),
+    "ClusterRole/lapilli-extender": ("extender/service",),
+    "Role/lapilli-webhook-tls": ("assembly/serve/certsecret.py",),
+    "Role/lapilli-leader-election": ("lapilli/cluster/leader.py", "lapilli/cluster/follower.py"),
 }
 _VERB_OF = {"get": "get", "list": "list", "watch": "watch", "create": "create", "replace": "update",
             "patch": "patch", "delete": "delete"}
+Grant = tuple[str, str, str, str]  # group, resource, verb, resourceName ("" = every object)
+
+
+def _role_id(obj: dict) -> str:
+    return f"{obj['kind']}/{obj['metadata']['name']}"
 
 
 def _table(role: str) -> set[tuple[str, str, str]]:
-    return {(g, r, v) for g, res, verbs, _f, _p in CALLS[role] for r, v in product(res, verbs)}
+    return {(c.group, r, v) for c in CALLS[role] for r, v in product(c.resources, c.verbs)}
 
 
-def _granted(role: str) -> set[tuple[str, str, str]]:
-    rules = find(render(INSTALL), "ClusterRole", role)["rules"]
-    return {(g, r, v) for rule in rules for g, r, v in product(rule["apiGroups"], rule["resources"], rule["verbs"])}
+def _table_grants(role: str) -> set[Grant]:
+    return {(c.group, r, v, n) for c in CALLS[role] for r, v, n in product(c.resources, c.verbs, c.names or ("",))}
+
+
+def _grants(rules: list[dict]) -> set[Grant]:
+    return {(g, r, v, n) for rule in rules
+            for g, r, v, n in product(rule["apiGroups"], rule["resources"], rule["verbs"],
+                                      rule.get("resourceNames") or ("",))}
 
 
 def _text(where: str) -> str:
@@ -117,17 +164,30 @@ def _text(where: str) -> str:
     return "\n".join(f.read_text() for f in files)
 
 
-@pytest.mark.parametrize("role", sorted(CALLS))
-def test_cluster_role_is_exactly_the_calls_the_code_makes(role):
-    granted, used = _granted(role), _table(role)
+@pytest.mark.parametrize("tree", sorted(TREES))
+def test_every_role_rendered_or_bound_is_in_the_table(tree):
+    objects = render(tree)
+    rendered = {_role_id(o) for o in objects if o["kind"] in ROLE_KINDS}
+    assert rendered - set(CALLS) == set(), f"manifests/{tree}: roles with no table of calls: {sorted(rendered - set(CALLS))}"
+    assert set(CALLS) - rendered == set(), f"manifests/{tree}: table roles not rendered: {sorted(set(CALLS) - rendered)}"
+    bound = {f"{o['roleRef']['kind']}/{o['roleRef']['name']}" for o in objects
+             if o["kind"] in ("ClusterRoleBinding", "RoleBinding")}
+    assert bound - rendered - set(BUILT_IN) == set(), f"manifests/{tree}: binds {sorted(bound - rendered - set(BUILT_IN))}"
+
+
+@pytest.mark.parametrize(("tree", "role"), list(product(sorted(TREES), sorted(CALLS))))
+def test_each_role_is_exactly_the_calls_the_code_makes(tree, role):
+    kind, name = role.split("/", 1)
+    granted, used = _grants(find(render(tree), kind, name)["rules"]), _table_grants(role)
     assert granted - used == set(), f"{role} grants what no code calls: {sorted(granted - used)}"
     assert used - granted == set(), f"{role} lacks what the code calls: {sorted(used - granted)}"
 
 
 @pytest.mark.parametrize(("role", "index"), [(r, i) for r, calls in CALLS.items() for i in range(len(calls))])
 def test_every_call_in_the_table_is_still_in_the_code(role, index):
-    group, resources, verbs, where, pattern = CALLS[role][index]
-    assert re.search(pattern, _text(where)), f"{role}: {verbs} on {group}/{resources} no longer at {where}"
+    call = CALLS[role][index]
+    assert re.search(call.pattern, _text(call.where)), \
+        f"{role}: {call.verbs} on {call.group}/{call.resources} no longer at {call.where}"
 
 
 def _constants() -> dict[str, Resource]:

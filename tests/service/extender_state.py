@@ -4,6 +4,7 @@ recording stand-in for the one write client, since this tier checks the service'
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,19 @@ class RecordingClient:
     async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> dict:
         self.calls.append(("bind", (namespace, name, node)))
         return {}
+
+
+class BindFails(RecordingClient):
+    """A write client whose Binding POST fails, with each of `errors` in turn (the API server's refusal, a dropped
+    connection, a timeout, a failed credential plugin); the attempt is still recorded."""
+
+    def __init__(self, *errors: BaseException) -> None:
+        super().__init__()
+        self._errors = itertools.cycle(errors)
+
+    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> dict:
+        await super().bind(namespace, name, node, uid=uid)
+        raise next(self._errors)
 
 
 def cluster_state(objects: list[dict]) -> ClusterState:

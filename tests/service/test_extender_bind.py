@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
 import pytest
 
 from extender.service.http import make_app
+from lapilli.kube import ConfigError
 from lapilli.kube.errors import ApiError
-from tests.service.extender_state import RecordingClient, make_extender, volcano_pod
+from tests.service.extender_state import BindFails, RecordingClient, make_extender, volcano_pod
 from tests.unit.extender.engine.builders import node, pod, podgroup, queue
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -157,3 +159,44 @@ async def test_answers_name_no_pod_of_another_namespace(served):
         victims = {"full": {"Pods": [{"UID": SECRET_UID}], "NumPDBViolations": 0}}
         resp = await http.post("/extender/preempt", json={"Pod": asking, "NodeNameToMetaVictims": victims})
         assert SECRET not in await resp.text()
+
+
+@pytest.mark.parametrize(("error", "says"), [
+    (ApiError(500, "InternalError", "etcdserver: request timed out\nretry later"), "500 InternalError: etcdserver"),
+    (aiohttp.ServerDisconnectedError(), "ServerDisconnectedError: Server disconnected"),
+    (aiohttp.ClientConnectionError("Cannot connect to host 127.0.0.1:6443"), "ClientConnectionError: Cannot connect"),
+    (TimeoutError(), "TimeoutError"),
+    (ConfigError("kubeconfig ~/.kube/config: exec plugin exited with 1"), "ConfigError: kubeconfig"),
+])
+async def test_a_bind_the_api_server_does_not_take_is_an_answer_not_a_500(aiohttp_client, error, says):
+    """A pod outside a gang is bound at once: its failed POST is the verb's `Error`, on one line."""
+    client = BindFails(error)
+    extender = make_extender(_objects(), client)
+    await extender.loop.run_once()
+    http = await aiohttp_client(make_app(extender, lambda: True, lambda: True))
+    answer = await _bind(http, "solo", "free")
+    assert answer.startswith("binding ml/solo to free: ") and says in answer, answer
+    assert "\n" not in answer
+    assert ("bind", ("ml", "solo", "free")) in client.calls
+    assert _refusals(extender) == {}
+    assert extender._inflight == {}, "the failed bind no longer holds room on the node"
+
+
+async def test_a_verb_that_fails_unexpectedly_answers_error_not_500(served, caplog):
+    """The last resort: whatever escapes a verb is answered 200 with a one-line `Error` (the traceback is
+    logged, the failure counted), since kube-scheduler shows `Error`, not the body of a 500."""
+    http, extender, _ = served
+
+    async def broken(args: Any) -> Any:
+        raise RuntimeError("a bug\nacross lines")
+
+    extender.bind = broken  # type: ignore[method-assign]
+    body = {"PodName": "solo", "PodNamespace": "ml", "PodUID": "ml-solo", "Node": "free"}
+    with caplog.at_level("ERROR", logger="lapilli.extender"):
+        resp = await http.post("/extender/gang/bind", json=body)
+    assert resp.status == 200
+    assert (await resp.json()) == {"Error": "lapilli: bind failed: RuntimeError: a bug across lines"}
+    assert any(r.exc_info and "bind: failed" in r.getMessage() for r in caplog.records)
+    counted = {s.labels["verb"]: s.value for m in extender.metrics.verb_failures.collect() for s in m.samples
+               if s.name.endswith("_total")}
+    assert counted == {"bind": 1.0}

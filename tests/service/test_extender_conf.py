@@ -1,24 +1,33 @@
 """The service's behaviour around its scheduler configuration and failing sessions (issue 12, item 3): a bad
 `--scheduler-conf` refuses to start with one readable line; a bad reload keeps the last good configuration and
-says so (log, metric); sessions that keep failing make `/readyz` false; unknown names warn once."""
+says so (log, metric); sessions that keep failing make `/readyz` answer 503; unknown names warn once. The last two
+of these run against the extender component as `lapilli serve` wires it, over HTTP."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
+import re
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
+from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from assembly.dev.service import lapilli_argv
+from assembly.serve.ops import Ops
 from extender.engine.conf import SchedulerConf
-from extender.service.loop import FAILING_AFTER, ConfSource, SessionLoop
-from extender.service.metrics import ExtenderMetrics
-from extender.service.plan import Plan
-from tests.service.extender_state import RecordingClient, cluster_state
+from extender.service.component import ExtenderComponent
+from extender.service.http import make_app
+from extender.service.loop import FAILING_AFTER, ConfSource
+from extender.service.settings import ExtenderSettings
+from tests.service.extender_state import RecordingClient
 from webhook.certs import generate, write_bundle
 
 GOOD = """actions: "enqueue, allocate, backfill"
@@ -107,40 +116,112 @@ def test_unknown_plugin_and_action_names_warn_once_and_the_rest_runs(tmp_path: P
     assert source.error == ""
 
 
-class FailingRunner:
+class Sessions:
+    """Stands in for the session runner: fails while `fail` is set, and records the configuration each session
+    was given."""
+
     def __init__(self) -> None:
-        self.fail = True
-        self.calls = 0
+        self.fail = False
+        self.confs: list[SchedulerConf] = []
 
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf):
-        self.calls += 1
+        self.confs.append(conf)
         if self.fail:
             raise RuntimeError("a session bug")
         return None  # "not synced yet": a session that ran without error
 
 
-@pytest.mark.asyncio(loop_scope="session")
-async def test_sessions_that_keep_failing_make_the_service_unready_and_back_off():
-    state = cluster_state([])
+@dataclass
+class Running:
+    """The extender component of `lapilli serve` as the service wires it (conf source, metrics, readiness), its
+    session loop running over `sessions`, its reflectors marked synced instead of started; `ops` serves the
+    service's /readyz and /metrics, `port` the extender port."""
+
+    component: ExtenderComponent
+    sessions: Sessions
+    ops: Any
+    port: Any
+
+    async def wait(self, path: str, until: Callable[[int, str], bool], on: str = "ops") -> tuple[int, str]:
+        http = self.ops if on == "ops" else self.port
+        async with asyncio.timeout(10):
+            while True:
+                resp = await http.get(path)
+                answer = resp.status, await resp.text()
+                if until(*answer):
+                    return answer
+                await asyncio.sleep(0.01)
+
+    async def sessions_past(self, count: int) -> None:
+        """Until more than `count` sessions have been asked of the runner."""
+        await self.wait("/healthz", lambda *_: len(self.sessions.confs) > count)
+
+
+@pytest.fixture
+async def running(tmp_path: Path, aiohttp_client):
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(GOOD)
     registry = CollectorRegistry()
-    metrics = ExtenderMetrics(registry, parked=lambda: 0, restarts=state.restarts)
-    runner = FailingRunner()
-    loop = SessionLoop(state, Plan(ttl_s=60), RecordingClient(), ConfSource(None), metrics,  # type: ignore[arg-type]
-                       period_s=0.01, runner=runner)
-    task = asyncio.create_task(loop.run_forever())
+    settings = ExtenderSettings(scheduler_conf=conf, session_process=False, session_period_s=0.01, why_interval_s=0)
+    component = ExtenderComponent(settings, RecordingClient(), registry)  # type: ignore[arg-type]
+    for reflector in component.state.reflectors:
+        reflector.synced.set()
+    sessions = Sessions()
+    component.loop.runner = sessions
+    ops_app = web.Application()
+    Ops(registry, lambda: [component]).add_routes(ops_app)
+    port_app = make_app(component.extender, component.is_leader, component.answering)
+    served = Running(component, sessions, await aiohttp_client(ops_app), await aiohttp_client(port_app))
+    task = asyncio.create_task(component.loop.run_forever())
     try:
-        async with asyncio.timeout(10):
-            while loop.healthy():
-                await asyncio.sleep(0.01)
-        assert loop.failures == FAILING_AFTER
-        assert registry.get_sample_value("lapilli_session_failures_total") == FAILING_AFTER
-        await asyncio.sleep(0.05)
-        assert runner.calls <= FAILING_AFTER + 1, "a failing session is retried with a growing delay"
-        runner.fail = False
-        async with asyncio.timeout(10):
-            while not loop.healthy():
-                await asyncio.sleep(0.01)
-        assert loop.failures == 0
+        yield served
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def _metric(text: str, name: str) -> float | None:
+    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    return float(found.group(1)) if found else None
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_sessions_that_keep_failing_make_readyz_503_and_back_off(running: Running):
+    await running.sessions_past(0)
+    assert (await running.ops.get("/readyz")).status == 200
+    running.sessions.fail = True
+    status, body = await running.wait("/readyz", lambda status, _: status == 503)
+    assert orjson.loads(body) == {"ready": False, "waiting": ["extender"]}
+    status, _ = await running.wait("/readyz", lambda status, _: True, on="port")
+    assert status == 503, "the extender port's /readyz turns false too"
+    _, metrics = await running.wait("/metrics", lambda *_: True)
+    assert _metric(metrics, "lapilli_session_failures_total") == FAILING_AFTER
+    calls = len(running.sessions.confs)
+    await asyncio.sleep(0.05)
+    assert len(running.sessions.confs) <= calls + 1, "a failing session is retried with a growing delay"
+    running.sessions.fail = False
+    await running.wait("/readyz", lambda status, _: status == 200)
+    await running.wait("/readyz", lambda status, _: status == 200, on="port")
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_bad_reload_of_a_running_service_keeps_the_last_good_conf_and_says_so(running: Running, caplog):
+    path = running.component.settings.scheduler_conf
+    assert path is not None
+    await running.sessions_past(0)
+    good = running.sessions.confs[-1]
+    caplog.set_level(logging.ERROR, logger="lapilli.extender")
+    _touch_later(path, BAD_WEIGHT)
+    _, metrics = await running.wait(
+        "/metrics", lambda _, text: _metric(text, "lapilli_scheduler_conf_reload_errors_total") == 1)
+    assert _metric(metrics, "lapilli_scheduler_conf_stale") == 1
+    await running.sessions_past(len(running.sessions.confs) + 2)
+    assert all(conf is good for conf in running.sessions.confs), "sessions run on with the last good conf"
+    assert (await running.ops.get("/readyz")).status == 200, "still scheduling: ready"
+    assert [r.getMessage() for r in caplog.records] == [
+        f'scheduler configuration {path}: plugin binpack: argument binpack.weight: "abc" is not a number; '
+        "keeping the last good configuration"]
+    _touch_later(path, GOOD.replace("binpack.weight: 10", "binpack.weight: 5"))
+    await running.wait("/metrics", lambda _, text: _metric(text, "lapilli_scheduler_conf_stale") == 0)
+    await running.wait("/healthz", lambda *_: running.sessions.confs[-1] is not good)
+    assert _metric((await (await running.ops.get("/metrics")).text()), "lapilli_scheduler_conf_reload_errors_total") == 1

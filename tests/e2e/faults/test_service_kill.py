@@ -75,7 +75,7 @@ async def test_a_gang_left_partly_bound_by_a_crash_is_completed_within_seconds_o
     finally:
         os.kill(supervisor, signal.SIGCONT)
     restarted = time.monotonic()
-    async with GangSampler(api, interval_s=0.25) as sampler:
+    async with GangSampler(api, faults, interval_s=0.25) as sampler:
         await service_ready(faults, not_pid=killed)
         ready_s = time.monotonic() - restarted
 
@@ -98,7 +98,7 @@ async def test_many_kills_while_gangs_park_and_bind_lose_nothing_and_break_no_ga
     names = [f"churn-{i}" for i in range(8)]  # 8 gangs of 4 GPUs on 8 GPUs: two at a time, the rest waiting
     rng = random.Random(20261124)
     kills = 0
-    async with GangSampler(api, interval_s=0.25) as sampler:
+    async with GangSampler(api, faults, interval_s=0.25) as sampler:
         for name in names:
             await submit(api, gang_job(name, duration="2s"))
         for _ in range(6):

@@ -10,15 +10,10 @@ the compaction."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import re
 import time
 from pathlib import Path
 
-from assembly.dev import procs
-from assembly.dev.controlplane import wait_ready
-from assembly.dev.ports import free_ports
-from lapilli.kube import KubeClient
 from lapilli.kube.resources import PODGROUPS, PODS
 from tests.e2e.faults.helpers import (
     NS,
@@ -27,6 +22,7 @@ from tests.e2e.faults.helpers import (
     kill_apiserver,
     pods_of,
     record,
+    second_apiserver,
     start_apiserver,
     submit,
     wait_completed,
@@ -39,18 +35,8 @@ RELISTED = re.compile(r"(\S+): resourceVersion \d+ expired, re-listing")
 async def test_a_job_created_and_a_pod_deleted_during_the_gap_are_seen_after_410(faults):
     api = faults.client
     assert api is not None and faults.info is not None
-    first = record(faults, "kube-apiserver")
-    port = free_ports(1)[0]
-    argv = [f"--secure-port={port}" if a.startswith("--secure-port=") else a for a in first.argv]
-    second = procs.spawn("kube-apiserver-2", argv, faults.state_dir, tie_to_parent=True, order=first.order)
-    token = api.config.bearer_token()
-    await wait_ready(second, f"https://127.0.0.1:{port}/readyz", timeout_s=90, token=token)
-    other = KubeClient(dataclasses.replace(api.config, server=f"https://127.0.0.1:{port}"))
     log = Path(record(faults, "lapilli").log)
-    try:
-        # The second kube-apiserver serves the Job CRD (its CRD handler and the webhooks' configuration are up)
-        # before the first goes away; a dry-run create goes through both webhooks.
-        await submit(other, gang_job("probe", duration="1s"), dry_run=True)
+    async with second_apiserver(faults) as other:
         await submit(api, gang_job("steady", duration="30s"))
 
         async def steady_runs() -> bool:
@@ -96,7 +82,4 @@ async def test_a_job_created_and_a_pod_deleted_during_the_gap_are_seen_after_410
         print(f"\netcd compacted at revision {revision}; after 410 the service re-listed {sorted(relisted())}; the "
               f"gap's changes were acted on {seen_s:.1f}s after kube-apiserver came back")
         await wait_completed(api, ["steady", "gap"], 180)
-    finally:
-        await other.close()
-        procs.stop(second, faults.state_dir)
     await assert_nothing_lost(api, ["gap"])

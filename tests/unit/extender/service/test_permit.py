@@ -83,3 +83,21 @@ async def test_recheck_releases_a_member_once_its_siblings_show_up_bound():
     assert not extra.done() and binder.calls == []
     cache.recheck(lambda gang: 2)  # the watch now shows two siblings bound: 2 + 1 parked = 3
     assert await extra == "" and binder.calls == [("p3", "n3")]
+
+
+async def test_a_release_is_counted_when_its_bindings_are_sent_and_under_way_until_all_are_answered():
+    answer = asyncio.Event()
+    released: list[str] = []
+
+    async def slow(namespace: str, name: str, node: str, uid: str) -> str:
+        await answer.wait()
+        return ""
+
+    cache = PermitCache(slow, timeout_s=5, on_release=released.append)
+    parked = [asyncio.create_task(cache.park("ns/g", 2, 0, "ns", f"p{i}", f"u{i}", "n")) for i in range(2)]
+    await asyncio.sleep(0.01)
+    assert released == ["ns/g"] and cache.releasing() == 1, "Bindings sent, none answered: the gang is mid-release"
+    answer.set()
+    assert [await t for t in parked] == ["", ""]
+    await asyncio.sleep(0)
+    assert cache.releasing() == 0 and released == ["ns/g"]
