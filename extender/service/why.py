@@ -33,8 +33,8 @@ from extender.engine.explain.closers import closed_by
 from extender.engine.snapshot import Snapshot
 from extender.service.pacing import Pacer
 from lapilli.api.constants import QUEUE_KIND
-from lapilli.kube import KubeClient
-from lapilli.kube.errors import ApiError, NotFound
+from lapilli.kube import REQUEST_ERRORS, KubeClient
+from lapilli.kube.errors import NotFound
 from lapilli.kube.resources import EVENTS, PODGROUPS
 from lapilli.times import rfc3339
 
@@ -115,7 +115,7 @@ class WhyLoop:
         try:
             events = (await self.client.list(EVENTS, "default", field_selector=f"involvedObject.kind={QUEUE_KIND}")
                       ).items
-        except ApiError as exc:
+        except REQUEST_ERRORS as exc:
             log.debug("Queue events not readable (%s); naming the Queue state's field manager instead", exc)
             events = []
         return closed_by(queues, events)
@@ -155,5 +155,5 @@ class WhyLoop:
         with contextlib.suppress(NotFound):
             try:
                 await self.client.patch_status(PODGROUPS, name, {"status": {"conditions": conditions}}, namespace)
-            except ApiError as exc:
+            except REQUEST_ERRORS as exc:
                 log.warning("why-condition of PodGroup %s not written: %s", key, exc)
