@@ -67,9 +67,8 @@ class ExtenderComponent:
         self.extender = Extender(self.state, self.plan, self.loop, self.permit, writer, self.metrics,
                                  scheduler_names=settings.scheduler_names)
         self.why = WhyLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
-                           lambda: self.state.store("PodGroup"), writer,
+                           lambda: self.state.store("PodGroup"), writer, queues=lambda: self.state.store("Queue"),
                            interval_s=settings.why_interval_s or 1.0, is_leader=self.is_leader)
-        self.why.queues = lambda: self.state.store("Queue")
         self.runner = ProcessRunner(kubeconfig) if settings.session_process else None
         if self.runner is not None:
             self.loop.runner = self.runner

@@ -69,12 +69,13 @@ class WhyLoop:
     def __init__(
         self, snapshot: Callable[[], Snapshot | None], conf: Callable[[], SchedulerConf],
         stored: Callable[[], Mapping[str, Mapping[str, Any]]], client: KubeClient,
-        *, interval_s: float = 30.0, limit: int = 200, is_leader: Callable[[], bool] = lambda: True,
+        *, queues: Callable[[], Mapping[str, Mapping[str, Any]]] = lambda: {},
+        interval_s: float = 30.0, limit: int = 200, is_leader: Callable[[], bool] = lambda: True,
     ) -> None:
-        """`snapshot`: the session loop's cluster copy (None while not synced); `stored`: PodGroups as last seen."""
-        self.snapshot, self.conf, self.stored, self.client = snapshot, conf, stored, client
+        """`snapshot`: the session loop's cluster copy (None while not synced); `stored`, `queues`: PodGroups and
+        Queues as last seen."""
+        self.snapshot, self.conf, self.stored, self.queues, self.client = snapshot, conf, stored, queues, client
         self.interval_s, self.limit, self.is_leader = interval_s, limit, is_leader
-        self.queues: Callable[[], Mapping[str, Mapping[str, Any]]] = lambda: {}  # Queues as last seen
         self.pacer = Pacer()
         self._kinds: dict[str, tuple[str, ...]] = {}  # PodGroup -> the reason kinds its condition was written with
         self._after = ""  # the last PodGroup explained: the next pass starts after it

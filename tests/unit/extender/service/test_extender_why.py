@@ -88,8 +88,7 @@ async def test_the_why_pass_names_who_closed_the_queue() -> None:
     closed = {"metadata": {"name": "lab-a", "managedFields": [
         {"manager": "alice-script", "time": "2026-01-01T00:00:04Z", "fieldsV1": {"f:status": {"f:state": {}}}}]},
         "status": {"state": "Closed"}}
-    loop = _loop()
-    loop.queues = lambda: {"lab-a": closed, "lab-b": {"metadata": {"name": "lab-b"}, "status": {"state": "Open"}}}
+    loop = _loop(queues=lambda: {"lab-a": closed, "lab-b": {"metadata": {"name": "lab-b"}, "status": {"state": "Open"}}})
     loop.client = _Events(None)  # type: ignore[assignment]
     assert await loop.closed_by() == {"lab-a": "by a CloseQueue Command at 2026-01-01T00:00:05Z"}
     loop.client = _Events(ApiError(403, "Forbidden", "events"))  # type: ignore[assignment]
