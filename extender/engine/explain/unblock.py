@@ -75,8 +75,9 @@ def preempt(ssn: ExplainView, actions: Sequence[str], job: Job, task: Task) -> R
     data: dict[str, JSON] = {"candidates": [t.key for t in victims]}
     # The session preempts only for a whole gang: when the candidates it may evict free room for fewer pods than
     # the gang still needs, it evicts nothing (had it preempted, the answer would be "starting soon").
+    # (A task that asks for nothing is never short of room: the clause is for resources.)
     needed = job.min_member - job.ready_num()
-    room = _room_after_eviction(ssn, task, victims)
+    room = _room_after_eviction(ssn, task, victims) if (task.resreq > 0).any() else needed
     if room < needed:
         text += (f", but evicting them all frees room for {room} of the {needed} pod(s) the gang still needs, "
                  "and the scheduler preempts only for a whole gang")
@@ -85,13 +86,14 @@ def preempt(ssn: ExplainView, actions: Sequence[str], job: Job, task: Task) -> R
 
 
 def _room_after_eviction(ssn: ExplainView, task: Task, victims: Sequence[Task]) -> int:
-    """How many pods like `task` the nodes an eviction could open would hold with every victim gone."""
+    """How many pods like `task` (which asks for some resource) the nodes an eviction could open would hold with
+    every victim gone."""
     ask = task.resreq > 0
     pods = 0
     for node in candidate_nodes(ssn, task):
         freed = [v.resreq for v in victims if v.uid in node.tasks]
         room = ssn.arrays.future_idle_row(node.idx) + (np.sum(freed, axis=0) if freed else 0.0)
-        pods += max(int(np.min(np.floor((room[ask] + TOLERANCE) / task.resreq[ask]))), 0) if ask.any() else 0
+        pods += max(int(np.min(np.floor((room[ask] + TOLERANCE) / task.resreq[ask]))), 0)
     return pods
 
 
