@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-import aiohttp
-
 from controller.context import Context
 from controller.jobs.controller import JobController
 from controller.jobs.requests import Request
@@ -24,13 +22,13 @@ from lapilli.api import Action, Event, JobEvent
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, QUEUE_KIND, SCHEDULING_API_VERSION
 from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import RateLimiter, WorkQueue
-from lapilli.kube import ApiError, Conflict, NotFound
+from lapilli.kube import REQUEST_ERRORS, Conflict, NotFound
 from lapilli.kube.resources import COMMANDS, VC_JOBS
 from lapilli.meta import key_of, name_of, namespace_of, uid_of
 
 log = logging.getLogger(__name__)
 
-_RETRYABLE: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
+_RETRYABLE: Final = REQUEST_ERRORS
 _JOB_READS: Final = 5  # reads of a Job the watch has not shown yet, before its Command is given up
 
 

@@ -16,12 +16,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import aiohttp
-
 from assembly.dev.nodes import SIM_SELECTOR, is_ready, make_ready, slim_node
 from assembly.dev.podsim import finished_patch, next_action, outcome, running_patch, slim_pod
 from lapilli.cluster import Event, Reflector, WorkQueue
-from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
+from lapilli.kube import REQUEST_ERRORS, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import NODES, PODS
 from lapilli.meta import key_of, name_of, namespace_of, revision, uid_of
 from lapilli.tasks import cancel_and_wait
@@ -198,7 +196,7 @@ class SimKubelet:
                     await self._sync_node(item[1])
             except (NotFound, Conflict):
                 pass  # deleted or re-created meanwhile: its own events bring it back if there is work left
-            except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            except REQUEST_ERRORS as exc:
                 self.stats.errors += 1
                 log.warning("sim-kubelet: %s %s: %s; retrying", item[0], item[1], exc)
                 self.queue.add_after(item, 1.0)
@@ -276,6 +274,6 @@ class SimKubelet:
         try:
             await self.client.patch_status(NODES, name, patch, patch_type="strategic")
             self.stats.heartbeats += 1
-        except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+        except REQUEST_ERRORS as exc:
             self.stats.errors += 1
             log.warning("sim-kubelet: heartbeat of node %s failed: %s", name, exc)

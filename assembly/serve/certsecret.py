@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import aiohttp
 from cryptography import x509
 
-from lapilli.kube import ApiError, KubeClient, NotFound
+from lapilli.kube import REQUEST_ERRORS, KubeClient, NotFound
 from lapilli.kube.errors import AlreadyExists, Conflict
 from lapilli.kube.resources import SECRETS
 from webhook.certs import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY, _write_atomic, generate, service_hosts
@@ -141,7 +140,7 @@ class ServingCertSecret:
             try:
                 await self.ensure()
                 return
-            except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except REQUEST_ERRORS as exc:
                 log.warning("serving certificate from Secret %s: %s; retrying", self.secret, exc)
             await asyncio.sleep(retry_s)
 
@@ -151,5 +150,5 @@ class ServingCertSecret:
             await asyncio.sleep(self.interval_s)
             try:
                 await self.ensure()
-            except (ApiError, aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
+            except (*REQUEST_ERRORS, ValueError) as exc:
                 log.warning("serving certificate from Secret %s: %s", self.secret, exc)

@@ -18,7 +18,6 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Final
 
-import aiohttp
 import pydantic
 
 from controller.context import Context
@@ -33,12 +32,12 @@ from lapilli.api import Action, Event, Job, JobEvent
 from lapilli.api.constants import JOB_NAME_KEY
 from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import RateLimiter, WorkQueue
-from lapilli.kube import ApiError
+from lapilli.kube import REQUEST_ERRORS
 from lapilli.meta import Obj, annotations_of, key_of, name_of, namespace_of, owner_references, resource_version, uid_of
 
 log = logging.getLogger(__name__)
 
-_RETRYABLE: Final = (ActionError, PvcMissing, ApiError, aiohttp.ClientError, OSError, TimeoutError)
+_RETRYABLE: Final = (ActionError, PvcMissing, *REQUEST_ERRORS)
 _INTERNAL_ACTIONS: Final = frozenset({Action.SYNC_JOB, Action.ENQUEUE_JOB, Action.SYNC_QUEUE})
 
 

@@ -15,11 +15,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import aiohttp
-
 from controller.jobs.state import FINISHED
 from lapilli.api import JobPhase
-from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
+from lapilli.kube import REQUEST_ERRORS, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import VC_JOBS
 from lapilli.meta import key_of, uid_of
 from lapilli.times import parse_rfc3339
@@ -82,7 +80,7 @@ class TTLCollector:
             log.info("job %s: deleted %s after ttlSecondsAfterFinished", key, phase)
         except (NotFound, Conflict):
             return
-        except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:  # never lose the Job: retry later
+        except REQUEST_ERRORS as exc:  # never lose the Job: retry later
             log.warning("job %s: TTL deletion failed (%s); retrying in 5s", key, exc)
             self._timers[key] = asyncio.get_running_loop().call_later(5.0, self._spawn, key, uid)
 

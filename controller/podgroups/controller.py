@@ -13,20 +13,18 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-import aiohttp
-
 from controller.context import Context
 from controller.podgroups.plain import build_podgroup, controller_owner, owner_plural, wants_podgroup
 from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import RateLimiter, WorkQueue
-from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
+from lapilli.kube import REQUEST_ERRORS, AlreadyExists, ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, Resource
 from lapilli.meta import annotations_of, key_of, name_of, namespace_of, owner_references, uid_of
 
 log = logging.getLogger(__name__)
 
-_RETRYABLE: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
+_RETRYABLE: Final = REQUEST_ERRORS
 
 
 class PodGroupController:

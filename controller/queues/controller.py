@@ -15,15 +15,13 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-import aiohttp
-
 from controller.context import Context
 from controller.queues.state import needs_root_parent, next_state, status_patch
 from lapilli.api import Action
 from lapilli.api.constants import DEFAULT_QUEUE, QUEUE_KIND, ROOT_QUEUE, SCHEDULING_API_VERSION
 from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import RateLimiter, WorkQueue
-from lapilli.kube import AlreadyExists, ApiError, NotFound
+from lapilli.kube import REQUEST_ERRORS, AlreadyExists, NotFound
 from lapilli.kube.resources import QUEUES
 from lapilli.meta import name_of
 
@@ -34,7 +32,7 @@ STANDING: Final = (
     (DEFAULT_QUEUE, {"weight": 1, "reclaimable": True}),
 )
 _EVENTS: Final = {Action.OPEN_QUEUE: "Open queue succeed", Action.CLOSE_QUEUE: "Close queue succeed"}
-_RETRYABLE: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
+_RETRYABLE: Final = REQUEST_ERRORS
 
 
 def _queue_of(pg: Mapping[str, Any] | None) -> str | None:

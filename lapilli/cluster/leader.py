@@ -27,18 +27,17 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
-import aiohttp
 from prometheus_client import CollectorRegistry, Gauge
 
-from lapilli.kube import KubeClient
-from lapilli.kube.errors import ApiError, Conflict, NotFound
+from lapilli.kube import REQUEST_ERRORS, KubeClient
+from lapilli.kube.errors import Conflict, NotFound
 from lapilli.kube.resources import LEASES
 from lapilli.times import rfc3339_micro
 
 log = logging.getLogger("lapilli.leader")
 
 # What one try at the Lease may fail with and still be tried again.
-_TRANSIENT: Final = (ApiError, aiohttp.ClientError, OSError, TimeoutError)
+_TRANSIENT: Final = REQUEST_ERRORS
 
 T = TypeVar("T")
 

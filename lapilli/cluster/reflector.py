@@ -25,10 +25,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
-import aiohttp
-
 from lapilli.cluster.workqueue import RateLimiter
-from lapilli.kube.client import KubeClient
+from lapilli.kube.client import REQUEST_ERRORS, KubeClient
 from lapilli.kube.errors import ApiError, Gone
 from lapilli.kube.resources import Resource
 from lapilli.meta import MutableObj, key_of, resource_version, uid_of
@@ -90,7 +88,7 @@ def watch_timeout(min_s: int, rng: random.Random) -> int:
 
 
 # What a broken connection or a refused request looks like; anything else is a bug and propagates.
-_RETRYABLE = (ApiError, aiohttp.ClientError, TimeoutError, OSError, ValueError)
+_RETRYABLE = (*REQUEST_ERRORS, ValueError)
 
 
 class Reflector:
