@@ -138,7 +138,7 @@ async def read_conf(client: KubeClient, path: Path | None) -> ClusterConf:
         path = Path(os.environ[CONF_ENV])
     if path is not None:
         return ClusterConf(parse_scheduler_conf(path.read_text()), str(path))
-    refused: Unreadable | None = None
+    gap: Unreadable | None = None  # the ConfigMap, if the credentials may not read it
     try:
         cm = await client.get(CONFIG_MAPS, CONF_CONFIGMAP_NAME, CONF_CONFIGMAP_NAMESPACE)
         data = cm.get("data") or {}
@@ -149,10 +149,10 @@ async def read_conf(client: KubeClient, path: Path | None) -> ClusterConf:
     except NotFound:
         pass  # not an installed Lapilli (a dev cluster): the fallbacks below are what it runs
     except ApiError as exc:
-        refused = Unreadable.of("ConfigMap", f"{CONF_CONFIGMAP_NAMESPACE}/{CONF_CONFIGMAP_NAME}", exc)
+        gap = Unreadable.of("ConfigMap", f"{CONF_CONFIGMAP_NAMESPACE}/{CONF_CONFIGMAP_NAME}", exc)
     if SHIPPED_CONF.is_file():
-        return ClusterConf(parse_scheduler_conf(SHIPPED_CONF.read_text()), _display(SHIPPED_CONF), refused)
-    return ClusterConf(parse_scheduler_conf(None), "Volcano's default conf", refused)
+        return ClusterConf(parse_scheduler_conf(SHIPPED_CONF.read_text()), _display(SHIPPED_CONF), gap)
+    return ClusterConf(parse_scheduler_conf(None), "Volcano's default conf", gap)
 
 
 def _display(path: Path) -> str:
