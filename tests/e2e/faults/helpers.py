@@ -125,15 +125,30 @@ def partly_bound(samples: Sequence[Sample]) -> dict[str, str]:
 async def release_counts(cluster: DevCluster) -> tuple[float, float] | None:
     """The service's gang releases so far and under way, from its /metrics (None when it does not answer)."""
     assert cluster.info is not None
-    url = f"https://127.0.0.1:{cluster.info.ports['lapilli-webhook']}/metrics"
+    return await release_counts_at(f"https://127.0.0.1:{cluster.info.ports['lapilli-webhook']}/metrics")
+
+
+async def release_counts_at(url: str) -> tuple[float, float] | None:
+    """A Lapilli /metrics page's gang releases so far and under way (None when it does not answer or has none)."""
     with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http, \
-                http.get(url, ssl=_insecure()) as resp:
+                http.get(url, ssl=_insecure() if url.startswith("https:") else None) as resp:
             text = await resp.text()
         values = {m[0]: float(m[1]) for m in re.findall(r"^(lapilli_gang_releases\w*) (\S+)$", text, re.M)}
         if "lapilli_gang_releases_total" in values and "lapilli_gang_releases_in_flight" in values:
             return values["lapilli_gang_releases_total"], values["lapilli_gang_releases_in_flight"]
     return None
+
+
+def overlapped(before: Sequence[tuple[float, float] | None], after: Sequence[tuple[float, float] | None]) -> bool | None:
+    """Whether a gang release overlapped a look, from each service's release counts just before and just after it
+    (None: some service could not say, so nothing is excused)."""
+    found = False
+    for b, a in zip(before, after, strict=True):
+        if b is None or a is None:
+            return None
+        found = found or b[1] > 0 or a[0] > b[0]
+    return found
 
 
 @dataclass
@@ -182,8 +197,8 @@ class GangSampler:
                   for pg in (await self.api.list(PODGROUPS, NS)).items}
         after = await release_counts(self.cluster)
         releasing = None
-        if before is not None and after is not None and pid is not None and self.cluster.service_pid() == pid:
-            releasing = before[1] > 0 or after[0] > before[0]
+        if pid is not None and self.cluster.service_pid() == pid:
+            releasing = overlapped([before], [after])
         bound: dict[str, int] = {}
         for pod in pods:
             group = (pod["metadata"].get("annotations") or {}).get(GROUP)

@@ -43,6 +43,7 @@ from assembly.dev.nodes import node_name
 from assembly.dev.ports import free_ports
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import LEASES, MUTATING_WEBHOOKS, PODGROUPS, PODS, VALIDATING_WEBHOOKS, VC_JOBS
+from tests.e2e.faults.helpers import Sample, overlapped, partly_bound, release_counts_at
 from tests.install.containers import IMAGE, PodFiles, build_image, container_argv, expand, podman
 from tests.install.manifests import containers, find, render
 
@@ -242,28 +243,33 @@ async def bound_counts(client: KubeClient) -> dict[str, tuple[int, int]]:
 
 
 async def sample_until_whole(
-    client: KubeClient, since: float, groups: int, steps: Mapping[str, Callable[[], Awaitable[bool]]],
-    timeout_s: float = 150,
-) -> tuple[list[dict[str, tuple[int, int]]], dict[str, float]]:
+    client: KubeClient, since: float, groups: int, schedulers: Sequence[Pod],
+    steps: Mapping[str, Callable[[], Awaitable[bool]]], timeout_s: float = 150,
+) -> tuple[dict[str, str], dict[str, float]]:
     """Sample the PodGroups every half second until `groups` of them are bound whole (or `timeout_s` after
-    `since`). Returns the samples at which a gang was partly bound (at two samples in a row: not the instant of
-    a gang's release) and when each of `steps` was first seen true, in seconds after `since`."""
-    partial: list[dict[str, tuple[int, int]]] = []
-    previous: dict[str, tuple[int, int]] = {}
+    `since`), asking the live `schedulers`' extenders about their gang releases just before and after each look.
+    Returns the gangs partly bound by the fault tier's one rule (`partly_bound`: a sighting is excused only while
+    a release overlaps it, never twice in a row) and when each of `steps` was first seen true, in seconds after
+    `since`."""
+    history: list[Sample] = []
     seen: dict[str, float] = {}
+
+    async def releases() -> list[tuple[float, float] | None]:
+        return [await release_counts_at(f"http://127.0.0.1:{pod.ports['metrics']}/metrics") for pod in schedulers]
+
     while time.monotonic() - since < timeout_s:
+        before = await releases()
         counts = await bound_counts(client)
+        after = await releases()
         for step, check in steps.items():
             if step not in seen and await check():
                 seen[step] = round(time.monotonic() - since, 1)
-        now_partial = {g for g, (bound, need) in counts.items() if 0 < bound < need}
-        if now_partial & {g for g, (bound, need) in previous.items() if 0 < bound < need}:
-            partial.append(counts)
-        previous = counts
+        partial = frozenset(g for g, (bound, need) in counts.items() if 0 < bound < need)
+        history.append(Sample(time.monotonic(), partial, overlapped(before, after)))
         if len(counts) == groups and all(bound == need for bound, need in counts.values()):
             break
         await asyncio.sleep(0.5)
-    return partial, seen
+    return partly_bound(history), seen
 
 
 async def holder(client: KubeClient, name: str) -> str:
@@ -326,7 +332,7 @@ async def test_a_volcano_job_runs_through_the_containers_and_the_standbys_take_o
     killed_at = time.monotonic()
     sched_a.kill()
     victim.kill()
-    partial, seen = await sample_until_whole(client, killed_at, 2, {
+    partial, seen = await sample_until_whole(client, killed_at, 2, [sched_b], {
         "sched-b holds the scheduler Lease": lambda: _holder_is(client, "lapilli-scheduler", "sched-b_"),
         f"{survivor.name} holds the controllers' Lease": lambda: _holder_is(
             client, "lapilli-controllers", f"{survivor.name}_"),
@@ -357,7 +363,7 @@ async def test_a_volcano_job_runs_through_the_containers_and_the_standbys_take_o
     killed_at = time.monotonic()
     sched_b.kill()
     await installed.cluster.add_node(node_name(3, 4), index=3)
-    partial, seen = await sample_until_whole(client, killed_at, 4, {
+    partial, seen = await sample_until_whole(client, killed_at, 4, [sched_c], {
         "sched-c holds the scheduler Lease": lambda: _holder_is(client, "lapilli-scheduler", "sched-c_")})
     print(f"parked gang-4 bound whole {time.monotonic() - killed_at:.1f}s after its scheduler pod was killed; "
           f"first seen: {seen}")
