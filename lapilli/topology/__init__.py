@@ -3,8 +3,6 @@ form over the nodes with ancestors, lowest common ancestors and the virtual clus
 tree change by `TreeCache`), and the checks admission makes (`validate`). Pure: the engine builds on it."""
 
 from lapilli.topology.records import (
-    HYPERNODE_API_VERSION,
-    HYPERNODE_KIND,
     HyperNodeRecord,
     Member,
     MemberType,
@@ -16,8 +14,6 @@ from lapilli.topology.validate import member_problems, tree_problems
 
 __all__ = [
     "CLUSTER_TOP",
-    "HYPERNODE_API_VERSION",
-    "HYPERNODE_KIND",
     "HyperNodeInfo",
     "HyperNodeRecord",
     "HyperNodeTree",

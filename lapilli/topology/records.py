@@ -16,13 +16,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
 
 from lapilli.meta import Obj, name_of, section
 from lapilli.nodematch import LabelSelector
-
-HYPERNODE_API_VERSION: Final = "topology.volcano.sh/v1alpha1"
-HYPERNODE_KIND: Final = "HyperNode"
 
 
 class MemberType(StrEnum):
@@ -142,8 +138,6 @@ def read_hypernode(doc: Obj) -> tuple[HyperNodeRecord | None, list[str]]:
 
 
 __all__ = [
-    "HYPERNODE_API_VERSION",
-    "HYPERNODE_KIND",
     "HyperNodeRecord",
     "Member",
     "MemberType",
