@@ -7,6 +7,7 @@ from lapilli.topology.records import (
     Member,
     MemberType,
     members_of,
+    node_count,
     read_hypernode,
 )
 from lapilli.topology.tree import CLUSTER_TOP, HyperNodeInfo, HyperNodeTree, NodeLabels, TreeCache, build_tree
@@ -24,6 +25,7 @@ __all__ = [
     "build_tree",
     "member_problems",
     "members_of",
+    "node_count",
     "read_hypernode",
     "tree_problems",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from lapilli.meta import Obj, name_of, section
@@ -79,6 +79,18 @@ def members_of(member: Member, nodes: Iterable[tuple[str, Mapping[str, str]]]) -
     return found
 
 
+
+def node_count(record: HyperNodeRecord, nodes: Iterable[tuple[str, Mapping[str, str]]]) -> int:
+    """`status.nodeCount` as Volcano's HyperNode controller counts it (`actualNodeCnt`): the names the members'
+    selectors select among `nodes`, whatever each member's type. So a HyperNode named by an exactMatch member counts
+    once (not its nodes), and a regex or label selector counts matching nodes even on a HyperNode member; a
+    count another controller of Volcano's keeps on the same object therefore agrees with this one."""
+    nodes = list(nodes)
+    found: set[str] = set()
+    for member in record.members:
+        found |= members_of(replace(member, type=MemberType.NODE), nodes)
+    return len(found)
+
 def _member(raw: object, where: str, problems: list[str]) -> Member | None:
     if not isinstance(raw, Mapping):
         problems.append(f"{where}: expected an object")
@@ -142,5 +154,6 @@ __all__ = [
     "Member",
     "MemberType",
     "members_of",
+    "node_count",
     "read_hypernode",
 ]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from lapilli.nodematch import LabelSelector
-from lapilli.topology import Member, members_of, read_hypernode
-from tests.unit.lapilli.topology.helpers import N, hypernode, record
+from lapilli.topology import Member, members_of, node_count, read_hypernode
+from tests.unit.lapilli.topology.helpers import H, N, hypernode, record
 
 NODES = [("worker-1", {"role": "worker"}), ("worker-2", {"role": "worker"}),
          ("control-plane-1", {"role": "control-plane"})]
@@ -83,3 +83,29 @@ def test_label_selector_reads_as_apimachinery():
         LabelSelector.of("a=b")
     both = LabelSelector.of({"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "Exists"}]})
     assert both.matches({"a": "1", "b": ""}) and not both.matches({"a": "1"}) and not both.matches({"b": "x"})
+
+
+# Volcano's `hypernode_handler_test.go` (TestSyncHyperNodeStatus): the counts of its rows; the API writes and the
+# error row are the HyperNode controller's (tests/unit/controller/hypernodes).
+HANDLER_NODES = [("node1", {"zone": "east"}), ("node2", {}), ("node3", {}), ("node4", {"zone": "west"}),
+                 ("master", {})]
+
+
+@pytest.mark.parametrize(("members", "nodes", "count"), [
+    # Normal case: exact names count whether or not the nodes exist
+    ([("node1", N, "exact"), ("node2", N, "exact"), ("node3", N, "exact")], [], 3),
+    # Exact & Label & Regex Match
+    ([("master", N, "exact"), ("zone=east", N, "label"), ("node[1-3]", N, "regex")], HANDLER_NODES, 4),
+    # Exact & Nil Label & Regex Match (the regex member is of type HyperNode: Volcano counts its nodes all the same)
+    ([("master", N, "exact"), ("node[2-4]", H, "regex")], HANDLER_NODES, 4),
+    # a parent counts its named children, not their nodes
+    ([("leaf-1", H, "exact"), ("leaf-2", H, "exact")], HANDLER_NODES, 2),
+])
+def test_node_count_as_volcanos_hypernode_controller_counts(members, nodes, count):
+    assert node_count(record(hypernode("h", 1, *members)), nodes) == count
+
+
+def test_node_count_of_a_nil_label_member_is_nothing():
+    doc = hypernode("h", 1, ("master", N, "exact"))
+    doc["spec"]["members"].append({"type": "Node", "selector": {}})
+    assert node_count(record(doc), HANDLER_NODES) == 1
