@@ -14,7 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.context import Context
-from controller.podgroups.plain import build_podgroup, controller_owner, owner_plural, wants_podgroup
+from controller.podgroups.plain import (
+    build_podgroup,
+    controller_owner,
+    network_topology,
+    owner_plural,
+    wants_podgroup,
+)
 from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Event as WatchEvent
 from lapilli.cluster import RateLimiter, WorkQueue, run_worker
@@ -60,6 +66,9 @@ class PodGroupController:
                                  inherit=self.ctx.settings.inherit_owner_annotations)
         name = name_of(desired)
         if f"{namespace}/{name}" not in self.ctx.podgroups:
+            for problem in network_topology(pod)[1]:
+                log.warning("pod %s/%s: %s", namespace, name_of(pod), problem)
+                self.ctx.recorder.record(pod, "Warning", "InvalidNetworkTopology", problem)
             try:
                 self.ctx.podgroups.wrote(await self.ctx.client.create(PODGROUPS, desired))
                 self.ctx.metrics.podgroups_created.labels("pod").inc()
