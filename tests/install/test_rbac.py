@@ -106,6 +106,7 @@ _TABLE: dict[str, list[tuple]] = {
         ("scheduling.volcano.sh", ("podgroups/status", "queues/status"), ("patch",), "extender/service/loop.py",
          r'kinds = \{"PodGroup": PODGROUPS, "Queue": QUEUES\}[\s\S]*client\.patch_status\(res'),
         ("", ("events",), ("create", "patch"), "extender/service/loop.py", r"EventRecorder"),
+        ("scheduling.volcano.sh", ("queues",), ("patch",), "extender/service/usage.py", r"client\.patch\(QUEUES"),
     ],
     # The webhook's serving certificate: its one Secret read and renewed by name, created once (no list).
     "Role/lapilli-webhook-tls": [
