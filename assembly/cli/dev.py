@@ -52,13 +52,16 @@ def dev() -> None:
 @click.option("--memory", default="512Gi", show_default=True, help="Memory per node (a quantity).")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Node label (repeatable).")
 @click.option("--taint", "taints", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="Node taint (repeatable).")
+@click.option("--vgpu", is_flag=True, help="Shared GPUs: nodes register vGPU cards (A100-80GB, every fourth node "
+              "A100-40GB in MIG mode) instead of whole nvidia.com/gpu, the device config is created and the service "
+              "runs examples/scheduler-conf-vgpu.yaml (deviceshare with vGPU).")
 @click.option("--extender/--no-extender", default=None,
               help="Wire Lapilli in: start `lapilli serve`, register its webhook and point kube-scheduler's "
               "extender at it [default: when `lapilli serve` exists].")
 @_state_option
 def up(
     nodes: int, gpus_per_node: int, cpu: str, memory: str, labels: tuple[str, ...], taints: tuple[str, ...],
-    extender: bool | None, state_dir: Path | None,
+    vgpu: bool, extender: bool | None, state_dir: Path | None,
 ) -> None:
     """Start everything in the background; prints `export KUBECONFIG=...` last once it is ready."""
     from assembly.dev import BinariesNotFound, ClusterRunning, ClusterSpec, ComponentFailed, DevCluster, NodeShape
@@ -71,7 +74,7 @@ def up(
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
-    spec = ClusterSpec(state_dir=_state_dir(state_dir), nodes=nodes, shape=shape, extender=extender)
+    spec = ClusterSpec(state_dir=_state_dir(state_dir), nodes=nodes, shape=shape, extender=extender, vgpu=vgpu)
     cluster = DevCluster(spec)
 
     async def start() -> None:

@@ -28,6 +28,7 @@ from extender.service.status import (
     queue_status,
     unschedulable_message,
 )
+from lapilli.devices.assign import PodDevices
 from lapilli.kube.events import EventType
 from lapilli.meta import uid_of
 from lapilli.resources.vector import Dims
@@ -35,10 +36,11 @@ from lapilli.times import rfc3339
 
 
 class GangPlan(NamedTuple):
-    """A gang the session placed: its bind quorum and where each member goes."""
+    """A gang the session placed: its bind quorum, where each member goes, and each member's vGPU cards there."""
 
     min_member: int
     nodes: dict[str, str]  # pod key -> node
+    devices: dict[str, PodDevices]  # pod key -> cards (members that ask for none are not in it)
 
 
 class Eviction(NamedTuple):
@@ -141,8 +143,10 @@ def run(
         if pod.group and gang in snap.podgroups:
             if gang not in new_plans:
                 quorum = bind_quorum(result.podgroups.get(gang), snap.podgroups[gang].min_member)
-                new_plans[gang] = GangPlan(quorum, {})
+                new_plans[gang] = GangPlan(quorum, {}, {})
             new_plans[gang].nodes[pod_key] = node
+            if pod_key in result.devices:
+                new_plans[gang].devices[pod_key] = result.devices[pod_key]
     planned = {f"{snap.pods[p].namespace}/{snap.pods[p].group}" for p in placements if p in snap.pods}
     planned |= set(new_plans)
     reasons, writes, events, phases = _podgroups(result, podgroups, planned, pacer, now)

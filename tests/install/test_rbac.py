@@ -120,6 +120,11 @@ _TABLE: dict[str, list[tuple]] = {
     "Role/lapilli-queue-events": [
         ("", ("events",), ("list",), "extender/service/why.py", r'client\.list\(EVENTS, "default"'),
     ],
+    # The vGPU device config, followed by name (a field selector on metadata.name) in kube-system.
+    "Role/lapilli-vgpu-config": [
+        ("", ("configmaps",), ("list", "watch"), "extender/service/state.py", r"Reflector\(client, CONFIG_MAPS",
+         ("volcano-vgpu-device-config",)),
+    ],
     # Leases: the controllers' and the extender's electors (the extender's follower reads kube-scheduler's).
     "Role/lapilli-leader-election": [
         ("coordination.k8s.io", ("leases",), ("get", "create", "update"), "lapilli/cluster/leader.py",
@@ -141,6 +146,7 @@ CODE: dict[str, tuple[str, ...]] = {
     "ClusterRole/lapilli-extender": ("extender/service",),
     "Role/lapilli-webhook-tls": ("assembly/serve/certsecret.py",),
     "Role/lapilli-queue-events": ("extender/service/why.py",),
+    "Role/lapilli-vgpu-config": ("extender/service/state.py",),
     "Role/lapilli-leader-election": ("lapilli/cluster/leader.py", "lapilli/cluster/follower.py"),
 }
 _VERB_OF = {"get": "get", "list": "list", "watch": "watch", "create": "create", "replace": "update",

@@ -30,8 +30,9 @@ class ClockedRunner:
     def __init__(self, state: ClusterState) -> None:
         self.state, self.pacer, self.now = state, Pacer(), 1000.0
 
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
-        snap = overlay(self.state.copy(), placements)
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       devices: dict[str, Any] | None = None) -> Outcome | None:
+        snap = overlay(self.state.copy(), placements, devices)
         pgs, queues = self.state.store("PodGroup"), self.state.store("Queue")
         return run(snap, conf, placements, pgs, queues, self.pacer, now=self.now)
 
