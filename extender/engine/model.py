@@ -275,6 +275,11 @@ class Queue:
     annotations: dict[str, str] = field(default_factory=dict)
     has_capability: dict[str, bool] = field(default_factory=dict)
     has_deserved: dict[str, bool] = field(default_factory=dict)
+    # With a `fairshare` entry in the conf (extender/engine/usage.py): the decayed usage at the session's `now`
+    # (Volcano units × seconds), and what the share plugins add to the queue's allocation when they compute its
+    # share (shareWeight × the usage's average rate; None when shareWeight is 0). Both None without fairshare.
+    usage: Vec | None = None
+    share_bias: Vec | None = None
 
 
 @dataclass(slots=True, eq=False)

@@ -31,7 +31,9 @@ from extender.engine.model import (
 )
 from extender.engine.placement import Index, Mask, Placement, Scores
 from extender.engine.snapshot import PodRecord, Snapshot
+from extender.engine.usage import FairShareArgs, conf_args, decayed
 from lapilli.resources.vector import TOLERANCE, Dims, Vec
+from lapilli.usage import mean_life
 
 
 class PodGroupEvent(NamedTuple):
@@ -137,6 +139,18 @@ class Session(Callbacks):
                 has_capability={k: True for k in q.capability},
                 has_deserved={k: True for k in (q.deserved or {})},
             )
+        args = conf_args((p.name, p.arguments) for t in self.conf.tiers for p in t.plugins)
+        if args is not None:
+            self._add_usage(snap, args)
+
+    def _add_usage(self, snap: Snapshot, args: FairShareArgs) -> None:
+        """Each queue's decayed usage at `now` (and the share plugins' bias): data the snapshot carried."""
+        tau = mean_life(args.half_life)
+        for name, units in decayed(snap, args.half_life, self.now).items():
+            queue = self.queues[name]
+            queue.usage = self.dims.vector({k: v for k, v in units.items() if k in self.dims.index})
+            if args.share_weight > 0:
+                queue.share_bias = queue.usage * (args.share_weight / tau)
 
     def _vector(self, units: Mapping[str, float]) -> Vec:
         """`dims.vector(units)`, shared between equal resource lists (read-only, so sharing is safe): a snapshot's

@@ -24,6 +24,7 @@ from lapilli.meta import Obj, describe, name_of, namespace_of, section, uid_of
 from lapilli.nodematch import PodPlacement, Taint, taints_of
 from lapilli.resources.units import Units, pod_request, resource_list_units
 from lapilli.times import parse_rfc3339
+from lapilli.usage import UsageRecord, record_of
 
 
 class SnapshotError(ValueError):
@@ -97,6 +98,10 @@ class QueueRecord:
     priority: int
     creation: float
     annotations: Mapping[str, str]
+    # The decayed usage the scheduler's leader last persisted (`lapilli.usage`); a record that cannot be read is
+    # None with the reason in `usage_error` (the queue then counts as having used nothing, never refused).
+    usage: UsageRecord | None = None
+    usage_error: str = ""
 
 
 @dataclass(slots=True)
@@ -279,6 +284,8 @@ def _queue(doc: Obj) -> QueueRecord:
             field_name = "guarantee.resource" if name == "guarantee" else name
             raise ValueError(f"spec.{field_name}.{exc}") from exc
     reclaimable = spec.get("reclaimable")
+    annotations = dict(meta.get("annotations") or {})
+    usage, usage_error = record_of(annotations)
     weight = _int(spec.get("weight", 1) or 1, "spec.weight")
     return QueueRecord(
         name=name_of(doc),
@@ -293,7 +300,9 @@ def _queue(doc: Obj) -> QueueRecord:
         parent=str(spec.get("parent") or ""),
         priority=_int(spec.get("priority", 0) or 0, "spec.priority"),
         creation=timestamp(meta.get("creationTimestamp")),
-        annotations=dict(meta.get("annotations") or {}),
+        annotations=annotations,
+        usage=usage,
+        usage_error=usage_error,
     )
 
 

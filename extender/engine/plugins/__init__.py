@@ -14,5 +14,6 @@ for _name in (
     "nodeorder",
     "binpack",
     "task_topology",
+    "fairshare",
 ):
     import_module(f"{__name__}.{_name}")  # a missing or broken module fails the import, loudly

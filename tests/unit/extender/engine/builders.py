@@ -128,4 +128,5 @@ def registry_with_fakes() -> Registry:
 def run(scenario: dict[str, Any]) -> Decisions:
     raw = go_tiers(scenario["conf"]) if scenario.get("flags") == "go" else scenario["conf"]
     conf = parse_conf(raw, registry_with_fakes())
-    return run_session(build_snapshot(documents(scenario)), conf)
+    # `now` (epoch seconds) matters only to what decays with time (fairshare's usage records).
+    return run_session(build_snapshot(documents(scenario)), conf, float(scenario.get("now", 0.0)))
