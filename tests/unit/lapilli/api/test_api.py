@@ -22,10 +22,12 @@ from lapilli.api import (
     Command,
     DequeueStrategy,
     Event,
+    HyperNode,
     Job,
     JobPhase,
     JobSpec,
     LifecyclePolicy,
+    MemberType,
     NetworkTopologyMode,
     NetworkTopologySpec,
     NumaPolicy,
@@ -220,6 +222,31 @@ def test_full_documents_read_as_typed_values():
     command = parse_object(fx.FULL_COMMAND)
     assert isinstance(command, Command)
     assert command.action is Action.ABORT_JOB and command.target is not None and command.target.kind == "Job"
+
+
+def test_hypernode_reads_as_typed_values():
+    hn = parse_object(fx.FULL_HYPERNODE)
+    assert isinstance(hn, HyperNode)
+    assert (hn.spec.tier, hn.spec.tier_name, hn.status.node_count) == (2, "spine", 12)
+    assert [m.type for m in hn.spec.members] == [MemberType.HYPER_NODE, MemberType.HYPER_NODE, MemberType.NODE]
+    assert [m.selector.kinds() for m in hn.spec.members] == [["exactMatch"], ["regexMatch"], ["labelMatch"]]
+    two = {"exactMatch": {"name": "n1"}, "regexMatch": {"pattern": "n.*"}}
+    doc = {"apiVersion": C.TOPOLOGY_API_VERSION, "kind": "HyperNode", "metadata": {"name": "h"},
+           "spec": {"tier": 1, "members": [{"type": "Node", "selector": two}]}}
+    selector = parse_object(doc)
+    assert isinstance(selector, HyperNode) and selector.spec.members[0].selector.kinds() == ["exactMatch", "regexMatch"]
+
+
+def test_hypernode_needs_a_spec_with_a_tier():
+    doc: dict[str, Any] = {"apiVersion": C.TOPOLOGY_API_VERSION, "kind": "HyperNode", "metadata": {"name": "h"}}
+    with pytest.raises(ValidationError, match="spec"):
+        parse_object(doc)
+    doc["spec"] = {"members": [{"type": "Node", "selector": {"exactMatch": {"name": "n1"}}}]}
+    with pytest.raises(ValidationError, match=r"spec\.tier"):
+        parse_object(doc)
+    doc["spec"]["tier"] = -1
+    with pytest.raises(ValidationError, match="greater than or equal to 0"):
+        parse_object(doc)
 
 
 # --- defaults --------------------------------------------------------------------------------------------------
@@ -503,10 +530,14 @@ def test_invalid_timestamp_is_refused():
         ("scheduling.volcano.sh/v1beta1", "PodGroup", PodGroup),
         ("batch.volcano.sh/v1alpha1", "Job", Job),
         ("bus.volcano.sh/v1alpha1", "Command", Command),
+        ("topology.volcano.sh/v1alpha1", "HyperNode", HyperNode),
     ],
 )
 def test_parse_object_dispatches_on_api_version_and_kind(api_version, kind, model: type[TopLevelModel]):
-    obj = parse_object({"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}})
+    doc = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}}
+    if model is HyperNode:
+        doc["spec"] = {"tier": 1}
+    obj = parse_object(doc)
     assert type(obj) is model and obj.name == "x"
 
 
