@@ -292,18 +292,24 @@ class KubeClient:
         }
         # No total deadline on a stream; a silent connection is declared dead a while after the server's own.
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30)
-        headers = await self._auth(None)
-        async with self._http().get(
-            res.path(namespace), params=_clean(params), headers=headers, timeout=timeout, **self._route(),
-        ) as resp:
-            if resp.status >= 400:
-                raise error_from_response(resp.status, await resp.read())
-            if on_open is not None:
-                on_open()
-            splitter = LineSplitter()
-            async for chunk in resp.content.iter_any():
-                for line in splitter.feed(chunk):
-                    yield decode_event(line)
+        renew = False
+        while True:
+            headers = await self._auth(None, renew=renew)
+            async with self._http().get(
+                res.path(namespace), params=_clean(params), headers=headers, timeout=timeout, **self._route(),
+            ) as resp:
+                if resp.status == 401 and not renew and self.config.source is not None:
+                    renew = True  # as `request` does: ask the credential source once more, then watch again
+                    continue
+                if resp.status >= 400:
+                    raise error_from_response(resp.status, await resp.read())
+                if on_open is not None:
+                    on_open()
+                splitter = LineSplitter()
+                async for chunk in resp.content.iter_any():
+                    for line in splitter.feed(chunk):
+                        yield decode_event(line)
+                return
 
 
 class _FencedClient(KubeClient):
