@@ -121,6 +121,9 @@ class Task:
     # The pod's card asks, read by the deviceshare plugin at session open (None: it asks for no card, or vGPU is off).
     # Tasks with equal asks share one object; placement keeps a class per ask.
     device_ask: DeviceAsk | None = None
+    # Its GPUs sat idle past the grace period under a queue policy that reclaims them (`Snapshot.idle_reclaimable`):
+    # preempt and reclaim may take it as a victim whatever the plugins' votes say, before any other.
+    idle: bool = False
 
     def __post_init__(self) -> None:
         self.index = replica_index(self.name)

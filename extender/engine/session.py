@@ -22,6 +22,7 @@ from extender.engine.interface import Code, QueueReport, SessionProbe, Status, T
 from extender.engine.model import (
     ALLOCATED_STATUS,
     ON_NODE_STATUS,
+    PREEMPTABLE_STATUS,
     Job,
     Node,
     NodeArrays,
@@ -232,6 +233,13 @@ class Session(Callbacks):
                 self.tasks[task.uid] = task
             else:
                 self.other_tasks.append(task)
+        self.idle_tasks: list[Task] = []
+        for key in sorted(snap.idle_reclaimable):
+            marked = snap.pods.get(key)
+            idle = self.tasks.get(marked.uid) if marked is not None else None
+            if idle is not None and idle.status in PREEMPTABLE_STATUS:
+                idle.idle = True
+                self.idle_tasks.append(idle)
 
     def _occupy(self, task: Task, node: Node, sign: int) -> None:
         if sign > 0:
