@@ -32,10 +32,12 @@ SESSION_NICENESS = 10  # added to the session process's niceness
 
 
 class SessionRequest(NamedTuple):
-    """Down the pipe: run a session with the plan's placements assumed, under this conf."""
+    """Down the pipe: run a session with the plan's placements assumed, under this conf, with these pods
+    idle-reclaimable (the leader's idle-GPU monitor keeps that set)."""
 
     placements: dict[str, str]
     conf: SchedulerConf
+    idle: frozenset[str] = frozenset()
 
 
 class SessionReply(NamedTuple):
@@ -46,16 +48,20 @@ class SessionReply(NamedTuple):
     same_nodes: bool
 
 
-def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer) -> Outcome:
-    """One session over `state` with the plan's placements assumed; statuses compared with its stores, writes
-    and events paced by what earlier sessions over the same state sent."""
+def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer,
+             idle: frozenset[str] = frozenset()) -> Outcome:
+    """One session over `state` with the plan's placements assumed and the `idle` pods idle-reclaimable; statuses
+    compared with its stores, writes and events paced by what earlier sessions over the same state sent."""
     snap = overlay(state.copy(), placements)
+    snap.idle_reclaimable = idle
     return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer)
 
 
 class SessionRunner(Protocol):
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
-        """One session over the current cluster with `placements` assumed; None while not synced."""
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset()) -> Outcome | None:
+        """One session over the current cluster with `placements` assumed and the `idle` pods idle-reclaimable;
+        None while not synced."""
         ...
 
 
@@ -64,10 +70,11 @@ class ThreadRunner:
         self.state = state
         self.pacer = Pacer()
 
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset()) -> Outcome | None:
         if not self.state.synced:
             return None
-        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer)
+        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer, idle)
 
 
 def _child(kubeconfig: str | None, conn: Connection) -> None:
@@ -100,11 +107,11 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
     while True:
         try:
             request: SessionRequest = await loop.run_in_executor(None, conn.recv)
-            placements, conf = request
+            placements, conf, idle = request
             outcome = None
             same_nodes = False
             if state.synced:
-                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer)
+                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, idle)
                 same_nodes = outcome.node_index == sent_nodes
                 sent_nodes = outcome.node_index
                 if same_nodes:
@@ -136,7 +143,8 @@ class ProcessRunner:
         self._conn = parent
         self._nodes = {}
 
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset()) -> Outcome | None:
         if self._proc is None or not self._proc.is_alive():
             log.warning("session process is not running; restarting it")
             self.start()
@@ -144,7 +152,7 @@ class ProcessRunner:
         conn = self._conn
         loop = asyncio.get_running_loop()
         async with self._lock:
-            await loop.run_in_executor(None, conn.send, SessionRequest(placements, conf))
+            await loop.run_in_executor(None, conn.send, SessionRequest(placements, conf, idle))
             reply: SessionReply = await loop.run_in_executor(None, conn.recv)
             outcome, same_nodes = reply
         if outcome is not None:
