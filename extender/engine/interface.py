@@ -152,7 +152,8 @@ class Predicate(Protocol):
     """A node filter (Volcano's PredicateFn over all nodes at once). `static_mask` depends only on
     `task.predicate_key` (cached per key) and what it refuses no eviction can fix (UnschedulableAndUnresolvable);
     `dynamic_mask` depends on what is placed and is evaluated per task (None when it does not constrain this task);
-    `explain` gives the reasons one node refuses a task, for the fit error."""
+    placement asks it only for tasks marked `Task.dynamic`, so a predicate that constrains a task this way marks it
+    when the session opens; `explain` gives the reasons one node refuses a task, for the fit error."""
 
     def static_mask(self, task: Task, idx: Index) -> Mask: ...
 
@@ -165,7 +166,9 @@ class Scorer(Protocol):
     """A node score (Volcano's NodeOrderFn). `row_score` is the formula over node rows, written once for
     `rowmath.VECTOR` and `SCALAR`; it may depend only on the task's class and the row's numbers (the session caches
     it per class and memoises it by row contents). `normalized` is computed over the candidate set at pick time,
-    and `normalizes(task)` says whether it contributes anything for this task."""
+    and `normalizes(task)` says whether it contributes anything for this task's class (the session asks the first
+    task of a class); a score that varies between tasks of one class contributes through `normalized` for the tasks
+    it marks `Task.dynamic`."""
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num: ...
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from types import MappingProxyType
 from typing import Final
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy.typing as npt
 from extender.engine.status import Status
 from lapilli.meta import JSON, as_json
 from lapilli.nodematch import PodPlacement, Taint
+from lapilli.podterms import PodTerms
 from lapilli.resources.vector import Vec
 
 
@@ -61,6 +63,7 @@ def replica_index(name: str) -> int | None:
 
 
 CONDITION_FIELDS: Final = ("type", "status", "reason", "message")
+NO_LABELS: Final[Mapping[str, str]] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +117,20 @@ class Task:
     # The static predicates (selector, affinity, tolerations) depend only on this key.
     predicate_key: str = ""
     index: int | None = None  # see replica_index
+    # For inter-pod (anti-)affinity and topology spread: the pod's labels, its namespace's labels (what namespace
+    # selectors match) and its own terms (None for most pods).
+    labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
+    namespace_labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
+    terms: PodTerms | None = None
+    # Where it may go depends on where other pods are (host ports, pod (anti-)affinity, spread), so placement
+    # evaluates it over masks rather than its class's cached picks. Set here for host ports; the plugins that
+    # evaluate pod terms set it while the session opens, for the tasks those terms concern.
+    dynamic: bool = False
 
     def __post_init__(self) -> None:
         self.index = replica_index(self.name)
+        if self.host_ports:
+            self.dynamic = True
 
     @property
     def key(self) -> str:

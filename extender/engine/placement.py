@@ -9,8 +9,9 @@ Each class also keeps two *pick arrays*: its score where the task passes the sta
 node's future idle (`pick_future`) and, in addition, its idle (`pick_idle`), and -inf elsewhere. Allocate's choice
 — the best node with idle room, else the best node whose room is still being released — is then one `argmax`
 each; `argmax` returns the first maximum, i.e. the lowest node name, as Volcano's tie-break does. Tasks whose
-choice depends on more than the node's row (host ports, scores normalised over the candidate set) take the
-straightforward path: masks over all nodes, then the best candidate.
+choice depends on more than the node's row (`Task.dynamic`: host ports, pod affinity, topology spread; and classes
+with scores normalised over the candidate set) take the straightforward path: masks over all nodes, then the best
+candidate.
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ class Placement:
         """(fits FutureIdle and passes predicates, fits Idle) over all nodes; the second is the live cache."""
         entry = self.entry(task)
         ok = entry.fit_future & entry.static
-        if task.host_ports:
+        if task.dynamic:
             cand = np.flatnonzero(ok)
             dynamic = self._dynamic_mask(task, cand)
             if dynamic is not None:
@@ -216,7 +217,7 @@ class Placement:
         if not self.nodes:
             return None
         entry = self.entry(task)
-        if not entry.fast or task.host_ports:
+        if not entry.fast or task.dynamic:
             return self._choose_by_masks(task)
         best = int(entry.pick_idle.argmax())
         if entry.pick_idle[best] != NO_NODE:

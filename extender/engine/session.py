@@ -21,6 +21,7 @@ from extender.engine.conf import SchedulerConf
 from extender.engine.interface import Code, QueueReport, SessionProbe, Status, Trial
 from extender.engine.model import (
     ALLOCATED_STATUS,
+    NO_LABELS,
     ON_NODE_STATUS,
     Job,
     Node,
@@ -199,6 +200,10 @@ class Session(Callbacks):
                 pod.preemption_never,  # preemption_never
                 pod.host_ports,  # host_ports
                 pod.predicate_key,  # predicate_key
+                None,  # index (from the name)
+                pod.labels,  # labels
+                snap.namespaces.get(pod.namespace, NO_LABELS),  # namespace_labels
+                pod.terms,  # terms
             )
             if task.node is not None and task.status in ON_NODE_STATUS:
                 node = self.node_by_name.get(task.node)
