@@ -168,7 +168,7 @@ class Scorer(Protocol):
     it per class and memoises it by row contents). `normalized` is computed over the candidate set at pick time,
     and `normalizes(task)` says whether it contributes anything for this task's class (the session asks the first
     task of a class); a score that varies between tasks of one class contributes through `normalized` for the tasks
-    it marks `Task.dynamic`."""
+    it marks `Task.rescored`."""
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num: ...
 
@@ -281,6 +281,8 @@ class ExplainView(SessionView, Protocol):
     def static_mask(self, task: Task) -> Mask: ...
 
     def predicate_node(self, task: Task, node: Node) -> bool: ...
+
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]: ...
 
     def choose(self, task: Task) -> tuple[Node, bool] | None: ...
 

@@ -122,10 +122,11 @@ class Task:
     labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
     namespace_labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
     terms: PodTerms | None = None
-    # Where it may go depends on where other pods are (host ports, pod (anti-)affinity, spread), so placement
-    # evaluates it over masks rather than its class's cached picks. Set here for host ports; the plugins that
-    # evaluate pod terms set it while the session opens, for the tasks those terms concern.
+    # Where it may go (`dynamic`) or how nodes score for it (`rescored`) depends on where other pods are (host ports,
+    # pod (anti-)affinity, spread), beyond what its class's cached arrays hold. `dynamic` is set here for host ports;
+    # the plugins that evaluate pod terms set both while the session opens, for the tasks those terms concern.
     dynamic: bool = False
+    rescored: bool = False
 
     def __post_init__(self) -> None:
         self.index = replica_index(self.name)

@@ -51,6 +51,9 @@ class Pod(Protocol):
     @property
     def status(self) -> TaskStatus: ...
 
+    @property
+    def node(self) -> str | None: ...
+
 
 def session_pods(jobs: Mapping[str, Job], nodes: Sequence[Node]) -> Iterator[Task]:
     """Every pod of a session once: the gangs' members, then the pods on nodes that belong to no gang."""
@@ -63,16 +66,31 @@ def session_pods(jobs: Mapping[str, Job], nodes: Sequence[Node]) -> Iterator[Tas
 # ---- topology domains ------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class KeyDomains:
-    """The nodes' domains for one topology key: `ids[row]` in 0..count-1, or `count` where the node lacks it."""
+    """The nodes' domains for one topology key: `ids[row]` in 0..count-1, or `count` where the node lacks it.
+
+    A key whose every domain is one node (`kubernetes.io/hostname`: `singletons`) keeps its counts per node, so a
+    node's count needs no lookup; otherwise per domain, then one slot (always 0) for nodes without the key."""
 
     key: str
     ids: Ids
     count: int
     has: Flags
+    singletons: bool
 
-    def per_node(self, domain_counts: Counts) -> Counts:
-        """`domain_counts` (one slot per domain, then 0 for "no label") seen from each node."""
-        return domain_counts[self.ids]
+    @property
+    def slots(self) -> int:
+        return len(self.ids) if self.singletons else self.count + 1
+
+    def slot(self, row: int) -> int:
+        return row if self.singletons else int(self.ids[row])
+
+    def per_node(self, slot_counts: Counts) -> Counts:
+        """Counts kept over `slots` (a counter's), seen from each node (0 where it lacks the key); read only."""
+        return slot_counts if self.singletons else slot_counts[self.ids]
+
+    def from_domains(self, domain_values: Counts) -> Counts:
+        """Values per domain (then the "no label" slot, as `sums` gives them), seen from each node."""
+        return domain_values[self.ids]
 
     def sums(self, node_counts: Counts, nodes: Flags | None = None) -> Counts:
         """Per domain (then the "no label" slot, 0), the sum of `node_counts` over its nodes (only `nodes`)."""
@@ -105,7 +123,7 @@ class Domains:
             ids = np.array(raw, dtype=np.intp)
             has = ids >= 0
             ids[~has] = len(values)
-            found = self._keys[key] = KeyDomains(key, ids, len(values), has)
+            found = self._keys[key] = KeyDomains(key, ids, len(values), has, len(values) == int(has.sum()))
         return found
 
 
@@ -232,6 +250,8 @@ class PodCounts:
         self._by_matcher: list[list[int]] = []  # matcher id -> counter ids
         self._kinds: dict[str, Extract] = {}
         self._idents: dict[Hashable, int] = {}
+        self._selected: dict[str, list[int]] = {}  # uid -> matchers selecting it
+        self._last: tuple[str, Mapping[str, str], list[int]] | None = None
         self._matches: dict[str, tuple[int, ...]] = {}  # uid -> counters its placement moves
         self._placed: dict[str, tuple[int, tuple[int, ...]]] = {}  # uid -> (row, counters) while counted
         self.version = 0  # moves on every change of a count
@@ -243,9 +263,7 @@ class PodCounts:
     def register(self, matcher: Matcher, key: str | None, terminating: bool = True) -> int:
         """A counter of the pods `matcher` selects, per domain of `key` (per node when None); `terminating`:
         whether pods being deleted count."""
-        m = self.selection.add(matcher)
-        while len(self._by_matcher) <= m:
-            self._by_matcher.append([])
+        m = self.select(matcher)
         return self._counter(("m", m, key, terminating), key, terminating, self._by_matcher[m])
 
     def carry(self, kind: str, extract: Extract) -> None:
@@ -265,7 +283,7 @@ class PodCounts:
         if found is not None:
             return found
         domains = None if key is None else self.domains.of(key)
-        size = self.size if domains is None else domains.count + 1
+        size = self.size if domains is None else domains.slots
         c = self._idents[ident] = len(self._counters)
         self._counters.append(_Counter(domains, np.zeros(size, dtype=np.int64), terminating))
         if owners is not None:
@@ -273,7 +291,7 @@ class PodCounts:
         return c
 
     def counts(self, counter: int) -> Counts:
-        """Per domain of the counter's key (then 0 for "no label"), or per node."""
+        """Over the slots of the counter's key (`KeyDomains.per_node` turns them into per-node), or per node."""
         return self._counters[counter].counts
 
     def domains_of(self, counter: int) -> KeyDomains:
@@ -282,16 +300,45 @@ class PodCounts:
         assert domains is not None, "a per-node counter has no domains"
         return domains
 
+    def select(self, matcher: Matcher) -> int:
+        """Add a matcher only to be asked which pods it selects (`selected`), with no counter of its own."""
+        m = self.selection.add(matcher)
+        while len(self._by_matcher) <= m:
+            self._by_matcher.append([])
+        return m
+
+    def selected(self, pod: Pod) -> list[int]:
+        """The matchers that select `pod` (asked once per pod: placements and the parts share the answer; a gang's
+        members, asked one after the other with equal labels, share one matching)."""
+        found = self._selected.get(pod.uid)
+        if found is None:
+            last = self._last
+            if last is not None and last[0] == pod.namespace and last[1] == pod.labels:
+                found = last[2]
+            else:
+                found = self.selection.matching(pod)
+                self._last = (pod.namespace, pod.labels, found)
+            self._selected[pod.uid] = found
+        return found
+
     # ---- moves -------------------------------------------------------------------------------------------------
     def _moved_by(self, pod: Pod) -> tuple[int, ...]:
         found = self._matches.get(pod.uid)
         if found is None:
-            ids = [c for m in self.selection.matching(pod) for c in self._by_matcher[m]]
+            ids = [c for m in self.selected(pod) for c in self._by_matcher[m]]
             if pod.terms is not None:
                 for kind, extract in self._kinds.items():
                     ids.extend(c for term in extract(pod.terms) if (c := self._idents.get((kind, term))) is not None)
             found = self._matches[pod.uid] = tuple(ids)
         return found
+
+    def placed(self, pod: Pod) -> None:
+        """The session's allocate event: `pod` is now on `pod.node`."""
+        counters = self._matches.get(pod.uid)
+        if counters is None:
+            counters = self._moved_by(pod)
+        if counters:
+            self.add(pod, pod.node)
 
     def add(self, pod: Pod, node: str | None) -> None:
         """`pod` is now on `node`: a session placement, where it was found, or an eviction taken back."""
@@ -329,7 +376,7 @@ class PodCounts:
             if counter.domains is None:
                 counter.counts[row] += delta
             elif counter.domains.has[row]:  # a node without the key is in no domain of it
-                counter.counts[counter.domains.ids[row]] += delta
+                counter.counts[counter.domains.slot(row)] += delta
         self.version += 1
 
 

@@ -309,6 +309,10 @@ class Session(Callbacks):
         """Plugin predicates only (no resource fit), for one node."""
         return self.placement.predicate_node(task, node)
 
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]:
+        """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
+        return self.placement.predicate_reasons(task, node)
+
     def fit_error(self, task: Task) -> Status:
         """Why no node accepts `task`: Volcano's FitErrors text (`0/N nodes are unavailable: 3 Insufficient
         cpu.`), UnschedulableAndUnresolvable when the static predicates refuse every node (no eviction helps)."""

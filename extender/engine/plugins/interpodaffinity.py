@@ -17,8 +17,8 @@ the same for its preferred anti-affinity terms, plus, for placed pods whose term
 every node when all are equal), times the nodeorder plugin's `podaffinity.weight`.
 
 Pods count where they sit in the session (`podindex`): gang siblings planned a moment ago included, so a gang
-with "one worker per node" is planned one per node. The pods P's terms concern are marked `dynamic` when the
-session opens, so placement evaluates them over masks; every other pod keeps its class's fast path.
+with "one worker per node" is planned one per node. The pods the terms concern are marked `dynamic` (filter) or
+`rescored` (score) when the session opens; every other pod keeps its class's fast path.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import numpy.typing as npt
 
 from extender.engine.interface import Index, Mask, Scores
 from extender.engine.model import Node, Task
-from extender.engine.plugins.coded import CodedFilter, Codes
-from extender.engine.podindex import AllTerms, Domains, KeyDomains, PodCounts, Selection, TermMatch
+from extender.engine.plugins.coded import CodedFilter, Rule
+from extender.engine.podindex import AllTerms, Domains, KeyDomains, PodCounts, TermMatch
 from lapilli.podterms import AffinityTerm, PodTerms, WeightedTerm
 
 REASON_AFFINITY: Final = "node(s) didn't match pod affinity rules"
@@ -61,11 +61,10 @@ class AffinityFilter(CodedFilter):
     reasons = REASONS
 
     def __init__(self, nodes: Sequence[Node], domains: Domains, counts: PodCounts) -> None:
-        super().__init__(counts)
+        super().__init__(counts, len(nodes))
         self.nodes, self.domains = nodes, domains
         self._own: dict[int, _Required] = {}  # id(PodTerms) -> its counters
-        self._existing: Selection[TermMatch] = Selection()  # anti-affinity terms pods carry, to find who they select
-        self._existing_counters: list[list[int]] = []  # per carried term: its carriers' counter
+        self._existing: dict[int, list[int]] = {}  # matcher of a carried anti-affinity term -> its carriers' counter
         self._concerned: dict[str, tuple[int, ...]] = {}  # uid -> carried terms selecting it
         counts.carry(ANTI, _anti_terms)
 
@@ -84,10 +83,7 @@ class AffinityFilter(CodedFilter):
             for term in terms.anti_affinity:
                 if self.counts.carrier(ANTI, term) is None:
                     counter = self.counts.register_carried(ANTI, term, term.topology_key)
-                    i = self._existing.add(TermMatch(term))
-                    while len(self._existing_counters) <= i:
-                        self._existing_counters.append([])
-                    self._existing_counters[i].append(counter)
+                    self._existing.setdefault(self.counts.select(TermMatch(term)), []).append(counter)
 
     def concerns(self, task: Task) -> bool:
         return (task.terms is not None and id(task.terms) in self._own) or bool(self._selected_by(task))
@@ -96,22 +92,21 @@ class AffinityFilter(CodedFilter):
         """Counters of the carried anti-affinity terms that select `task`."""
         found = self._concerned.get(task.uid)
         if found is None:
+            existing = self._existing
             found = self._concerned[task.uid] = tuple(
-                c for i in self._existing.matching(task) for c in self._existing_counters[i])
+                c for m in self.counts.selected(task) if m in existing for c in existing[m])
         return found
 
-    def compute(self, task: Task) -> Codes:
-        codes = np.zeros(len(self.nodes), dtype=np.int8)
+    def rules(self, task: Task) -> list[Rule]:
+        rules: list[Rule] = []
         own = self._own.get(id(task.terms)) if task.terms is not None else None
         if own is not None:
             if own.affinity:
-                codes[~self._affinity_ok(task, own)] = 1
-            for domains, counter in own.anti:
-                codes[(codes == 0) & (domains.per_node(self.counts.counts(counter)) > 0)] = 2
+                rules.append((1, ~self._affinity_ok(task, own)))
+            rules.extend((2, domains.per_node(self.counts.counts(counter)) > 0) for domains, counter in own.anti)
         for counter in self._selected_by(task):
-            domains = self.counts.domains_of(counter)
-            codes[(codes == 0) & (domains.per_node(self.counts.counts(counter)) > 0)] = 3
-        return codes
+            rules.append((3, self.counts.domains_of(counter).per_node(self.counts.counts(counter)) > 0))
+        return rules
 
     def _affinity_ok(self, task: Task, own: _Required) -> Mask:
         labelled = np.ones(len(self.nodes), dtype=bool)
@@ -148,15 +143,14 @@ def _preferred_anti(terms: PodTerms) -> Iterable[Hashable]:
 
 
 class AffinityScorer:
-    """The score as a `Scorer` part: it contributes through `normalized` for the tasks it marked dynamic."""
+    """The score as a `Scorer` part: it contributes through `normalized` for the tasks it marked rescored."""
 
     def __init__(self, nodes: Sequence[Node], domains: Domains, counts: PodCounts, weight: float,
                  hard_weight: int = HARD_POD_AFFINITY_WEIGHT) -> None:
         self.nodes, self.domains, self.counts, self.weight = nodes, domains, counts, weight
         self.hard_weight = hard_weight
         self._own: dict[int, tuple[tuple[KeyDomains, int, int], ...]] = {}  # id(terms) -> (domains, counter, ±w)
-        self._carried: Selection[TermMatch] = Selection()
-        self._carried_counters: list[list[tuple[int, int]]] = []  # per carried term: (counter, ±weight)
+        self._carried: dict[int, list[tuple[int, int]]] = {}  # matcher of a carried term -> (counter, ±weight)
         self._concerned: dict[str, tuple[tuple[int, int], ...]] = {}
         counts.carry(HARD, _hard_terms)
         counts.carry(PREFERRED, _preferred)
@@ -185,10 +179,7 @@ class AffinityScorer:
         if self.counts.carrier(kind, ident) is not None:
             return
         counter = self.counts.register_carried(kind, ident, term.topology_key)
-        i = self._carried.add(TermMatch(term))
-        while len(self._carried_counters) <= i:
-            self._carried_counters.append([])
-        self._carried_counters[i].append((counter, weight))
+        self._carried.setdefault(self.counts.select(TermMatch(term)), []).append((counter, weight))
 
     def concerns(self, task: Task) -> bool:
         return (task.terms is not None and id(task.terms) in self._own) or bool(self._selected_by(task))
@@ -196,8 +187,9 @@ class AffinityScorer:
     def _selected_by(self, task: Task) -> tuple[tuple[int, int], ...]:
         found = self._concerned.get(task.uid)
         if found is None:
+            carried = self._carried
             found = self._concerned[task.uid] = tuple(
-                entry for i in self._carried.matching(task) for entry in self._carried_counters[i])
+                entry for m in self.counts.selected(task) if m in carried for entry in carried[m])
         return found
 
     def raw(self, task: Task) -> npt.NDArray[np.int64]:

@@ -3,8 +3,9 @@
 Volcano's predicates plugin runs kube-scheduler's InterPodAffinity and PodTopologySpread filters, its nodeorder
 plugin their scores; each plugin here holds the matching parts (`interpodaffinity`, `podtopologyspread`) over one
 `podindex.PodCounts` of its own. Opening them registers what every pod's terms count, counts the pods already on
-nodes, subscribes the counts to the session's placements, and marks `dynamic` the pending pods the parts
-concern — everyone else keeps the fast per-class path. A session where no pod has terms opens nothing.
+nodes, subscribes the counts to the session's placements, and marks the pending pods the parts concern `dynamic`
+(filters) or `rescored` (scores) — everyone else keeps the fast per-class path. A session where no pod has terms
+opens nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class ScorerPart(Part, Protocol):
     def normalized(self, task: Task, idx: Index) -> Scores | None: ...
 
 
-def _open(ssn: SessionView, counts: PodCounts, parts: list[Part]) -> bool:
+def _open(ssn: SessionView, counts: PodCounts, parts: list[Part], scores: bool) -> bool:
+    """Open `parts` over `counts`; the pending pods they concern are marked `rescored` (`scores`) or `dynamic`."""
     if not parts:
         return False
     pods = list(session_pods(ssn.jobs, ssn.nodes))
@@ -47,12 +49,16 @@ def _open(ssn: SessionView, counts: PodCounts, parts: list[Part]) -> bool:
         for task in node.tasks.values():
             counts.add(task, node.name)
     for pod in pods:
-        if pod.status is TaskStatus.PENDING and not pod.dynamic:
-            for part in parts:
-                if part.concerns(pod):
+        if pod.status is not TaskStatus.PENDING:
+            continue
+        for part in parts:
+            if part.concerns(pod):
+                if scores:
+                    pod.rescored = True
+                else:
                     pod.dynamic = True
-                    break
-    ssn.add_event_handler(EventHandler(allocate=lambda task: counts.add(task, task.node), deallocate=counts.remove))
+                break
+    ssn.add_event_handler(EventHandler(allocate=counts.placed, deallocate=counts.remove))
     return True
 
 
@@ -65,7 +71,7 @@ def open_filters(ssn: SessionView, affinity: bool, spread: bool) -> list[FilterP
         parts.append(AffinityFilter(ssn.nodes, domains, counts))
     if spread:
         parts.append(SpreadFilter(ssn.nodes, domains, counts))
-    return parts if _open(ssn, counts, list(parts)) else []
+    return parts if _open(ssn, counts, list(parts), scores=False) else []
 
 
 def open_scorers(ssn: SessionView, affinity_weight: float, spread_weight: float) -> list[ScorerPart]:
@@ -77,7 +83,7 @@ def open_scorers(ssn: SessionView, affinity_weight: float, spread_weight: float)
         parts.append(AffinityScorer(ssn.nodes, domains, counts, affinity_weight))
     if spread_weight:
         parts.append(SpreadScorer(ssn.nodes, domains, counts, spread_weight))
-    return parts if _open(ssn, counts, list(parts)) else []
+    return parts if _open(ssn, counts, list(parts), scores=True) else []
 
 
 __all__ = ["FilterPart", "ScorerPart", "open_filters", "open_scorers"]

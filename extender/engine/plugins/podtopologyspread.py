@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from extender.engine.interface import Index, Mask, Scores
 from extender.engine.model import Node, Task
-from extender.engine.plugins.coded import CodedFilter, Codes
+from extender.engine.plugins.coded import CodedFilter, Rule
 from extender.engine.podindex import Domains, KeyDomains, PodCounts, SpreadMatch
 from lapilli.podterms import HOSTNAME, SpreadConstraint
 
@@ -109,7 +109,7 @@ class SpreadFilter(CodedFilter):
     reasons = REASONS
 
     def __init__(self, nodes: Sequence[Node], domains: Domains, counts: PodCounts) -> None:
-        super().__init__(counts)
+        super().__init__(counts, len(nodes))
         self.constraints = _Constraints(nodes, domains, counts, hard=True)
 
     def register(self, pods: Iterable[Task]) -> None:
@@ -118,10 +118,10 @@ class SpreadFilter(CodedFilter):
     def concerns(self, task: Task) -> bool:
         return bool(self.constraints.of(task))
 
-    def compute(self, task: Task) -> Codes:
+    def rules(self, task: Task) -> list[Rule]:
         constraints = self.constraints.of(task)
         keyed = self.constraints.all_keys(constraints)
-        codes = np.zeros(len(keyed), dtype=np.int8)
+        rules: list[Rule] = []
         for c in constraints:
             counts, present = self.constraints.domain_counts(task, c, keyed)
             domains = int(present.sum())
@@ -129,15 +129,14 @@ class SpreadFilter(CodedFilter):
             if domains < c.spec.min_domains:
                 least = 0
             itself = int(c.spec.selector.matches(task.labels))
-            skew = c.domains.per_node(counts) + itself - least
-            codes[(codes == 0) & ~c.domains.has] = 1
-            codes[(codes == 0) & (skew > c.spec.max_skew)] = 2
-        return codes
+            rules.append((1, ~c.domains.has))
+            rules.append((2, c.domains.from_domains(counts) + itself - least > c.spec.max_skew))
+        return rules
 
 
 class SpreadScorer:
     """The ScheduleAnyway constraints as a `Scorer` part: it contributes through `normalized` for the tasks it
-    marked dynamic."""
+    marked rescored."""
 
     def __init__(self, nodes: Sequence[Node], domains: Domains, counts: PodCounts, weight: float) -> None:
         self.constraints = _Constraints(nodes, domains, counts, hard=False)
@@ -164,7 +163,7 @@ class SpreadScorer:
                 size, count = int(kept.sum()), node_counts[idx]
             else:
                 size = int(c.domains.present(kept).sum())
-                count = c.domains.per_node(self.constraints.domain_counts(task, c, keyed)[0])[idx]
+                count = c.domains.from_domains(self.constraints.domain_counts(task, c, keyed)[0])[idx]
             score = count * np.log(size + 2) + (c.spec.max_skew - 1)
             total += np.where(c.domains.has[idx], score, 0.0)
         return np.floor(total + 0.5).astype(np.int64), ignored
