@@ -42,6 +42,8 @@ _TABLE: dict[str, list[tuple]] = {
         ("scheduling.volcano.sh", ("queues",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, QUEUES"),
         ("batch.volcano.sh", ("jobs",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, VC_JOBS"),
         ("", ("namespaces",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, NAMESPACES"),
+        ("topology.volcano.sh", ("hypernodes",), ("list", "watch"), "assembly/serve/caches.py",
+         r"Reflector\(client, HYPERNODES"),
         ("admissionregistration.k8s.io", ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
          ("get", "patch"), "assembly/serve/cabundle.py",
          r"client\.get\(resource, name\)[\s\S]*client\.patch\(resource, name",
