@@ -287,9 +287,10 @@ class Placement:
         if locals_:  # node-local state (vGPU cards) may refuse any node: ask about each
             refused = self._explain(task, np.arange(len(self.nodes)), locals_)
         elif dynamic is None:
-            refused = self._static_reasons.get(task.predicate_key)
-            if refused is None:
-                refused = self._static_reasons[task.predicate_key] = self._explain(task, np.flatnonzero(~static))
+            kept = self._static_reasons.get(task.predicate_key)
+            if kept is None:
+                kept = self._static_reasons[task.predicate_key] = self._explain(task, np.flatnonzero(~static))
+            refused = kept
         else:
             refused = self._explain(task, np.flatnonzero(~(static & dynamic)))
         for reason, count in refused.items():

@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extender.engine.conf import parse_conf
-from extender.engine.interface import Code, Status
 from extender.engine.model import Task, TaskStatus
 from extender.engine.placement import NO_NODE
 from extender.engine.plugins.binpack import BinpackScorer
@@ -25,8 +24,9 @@ from extender.engine.rowmath import SCALAR, VECTOR, ScalarRow, VectorRows
 from extender.engine.run import open_session, registry
 from extender.engine.session import Session
 from extender.engine.snapshot import build_snapshot
-from lapilli.resources.vector import TOLERANCE, less_equal_rows
+from lapilli.resources.vector import less_equal_rows
 from tests.unit.extender.engine.builders import documents
+from tests.unit.extender.engine.reference import reference_fit_error
 
 REQUESTS = [
     {"cpu": "1", "memory": "1Gi"},
@@ -155,26 +155,10 @@ def _matrix_scores(ssn: Session, task: Task) -> np.ndarray:
     return total
 
 
-def _reference_fit_error(ssn: Session, task: Task) -> Status:
-    """Volcano's FitErrors histogram the plain way: every node, every predicate's reasons, each once per node."""
-    reasons: dict[str, int] = {}
-    future = ssn.arrays.future_idle()
-    for node in ssn.nodes:
-        found = [f"Insufficient {ssn.dims.names[int(d)]}" for d in np.flatnonzero(task.resreq >= future[node.idx] + TOLERANCE)]
-        for pred in ssn.predicates.all():
-            found.extend(pred.explain(task, node))
-        for reason in dict.fromkeys(found):
-            reasons[reason] = reasons.get(reason, 0) + 1
-    histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
-    text = f"0/{len(ssn.nodes)} nodes are unavailable"
-    code = Code.UNSCHEDULABLE if ssn.placement.static_mask(task).any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    return Status(code, f"{text}: {histogram}." if histogram else text)
-
-
 def _check(ssn: Session) -> None:
     for task in ssn.tasks.values():
-        assert ssn.fit_error(task) == _reference_fit_error(ssn, task), "asked of every task, twice (the memo)"
-        assert ssn.fit_error(task) == _reference_fit_error(ssn, task)
+        assert ssn.fit_error(task) == reference_fit_error(ssn, task), "asked of every task, twice (the memo)"
+        assert ssn.fit_error(task) == reference_fit_error(ssn, task)
         if task.status is not TaskStatus.PENDING:
             continue
         entry = ssn.placement.entry(task)
