@@ -11,8 +11,8 @@ Honor and `nodeTaintsPolicy` Ignore when unset). Merging again what the API serv
 requirement twice, which changes nothing.
 
 Pods arrive as raw JSON; `PodTerms.of` reads them (anything of the wrong shape reads as absent, as in
-`lapilli.nodematch`; a selector operator other than In, NotIn, Exists and DoesNotExist makes its selector match
-nothing, where the API server would have refused the pod), and everything after that works on the values. Equal
+`lapilli.nodematch`, whose `LabelSelector` they use; a selector the API server would have refused matches nothing),
+and everything after that works on the values. Equal
 terms are equal values, so the engine counts the pods one term matches once for every pod that carries it.
 """
 
@@ -23,10 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from lapilli.nodematch import Requirement, as_list, as_map, as_text
+from lapilli.nodematch import LabelSelector, Requirement, as_list, as_map, as_text
 
 HOSTNAME: Final = "kubernetes.io/hostname"
-SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 DO_NOT_SCHEDULE: Final = "DoNotSchedule"
 SCHEDULE_ANYWAY: Final = "ScheduleAnyway"
 HONOR: Final = "Honor"
@@ -38,62 +37,67 @@ def _int(value: object, default: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A `metav1.LabelSelector`: its requirements are ANDed. `nothing` is the nil selector (it matches no labels);
-    no requirements at all is the empty selector (it matches every label set)."""
+class PodSelector:
+    """A pod label selector as affinity terms and spread constraints hold it: a `nodematch.LabelSelector`, or the
+    nil selector (`selector` None), which matches no labels; one the API server would refuse (an unknown operator,
+    In without values) reads as nil."""
 
-    requirements: tuple[Requirement, ...] = ()
-    nothing: bool = False
+    selector: LabelSelector | None = None
 
     @classmethod
-    def of(cls, raw: object) -> LabelSelector:
+    def of(cls, raw: object) -> PodSelector:
         if not isinstance(raw, Mapping):
             return NOTHING
-        reqs = [Requirement(str(k), "In", (as_text(v),)) for k, v in as_map(raw.get("matchLabels")).items()]
-        reqs += [Requirement.of(e) for e in as_list(raw.get("matchExpressions"))]
-        if any(r.operator not in SELECTOR_OPERATORS for r in reqs):
+        try:
+            return cls(LabelSelector.of(raw))
+        except ValueError:
             return NOTHING
-        return cls(tuple(reqs))
 
     @property
     def empty(self) -> bool:
         """Matches everything (kube's `Selector.Empty()`)."""
-        return not self.nothing and not self.requirements
+        return self.selector is not None and self.selector.empty()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        if self.nothing:
-            return False
-        return all(r.matches(labels.get(r.key)) for r in self.requirements)
+        return self.selector is not None and self.selector.matches(labels)
 
     def with_label_keys(self, labels: Mapping[str, str], match: Sequence[str], mismatch: Sequence[str] = ()
-                        ) -> LabelSelector:
+                        ) -> PodSelector:
         """`matchLabelKeys` (`key In (value)`) and `mismatchLabelKeys` (`key NotIn (value)`) for the keys the pod
-        has; a nil selector stays nil."""
-        if self.nothing:
+        has; the nil selector stays nil."""
+        if self.selector is None:
             return self
         extra = [Requirement(k, "In", (labels[k],)) for k in match if k in labels]
         extra += [Requirement(k, "NotIn", (labels[k],)) for k in mismatch if k in labels]
-        return LabelSelector(self.requirements + tuple(extra)) if extra else self
+        if not extra:
+            return self
+        return PodSelector(LabelSelector(self.selector.match_labels, self.selector.expressions + tuple(extra)))
 
     def anchor(self) -> tuple[str, frozenset[str]] | None:
-        """A key and the values a matching label set must have for it (the first `In` requirement), so that an
-        index can find the selectors a pod may match from its labels; None when no requirement pins a value."""
-        for r in self.requirements:
+        """A key and the values a matching label set must have for it (a `matchLabels` entry, else the first `In`
+        requirement), so that an index can find the selectors a pod may match from its labels; None when nothing
+        pins a value."""
+        if self.selector is None:
+            return None
+        if self.selector.match_labels:
+            key, value = self.selector.match_labels[0]
+            return key, frozenset({value})
+        for r in self.selector.expressions:
             if r.operator == "In":
                 return r.key, frozenset(r.values)
         return None
 
 
-NOTHING: Final = LabelSelector((), nothing=True)
+NOTHING: Final = PodSelector()
 
 
 @dataclass(frozen=True, slots=True)
 class AffinityTerm:
     """A `PodAffinityTerm`, its namespaces defaulted and label keys merged for the pod that carries it."""
 
-    selector: LabelSelector
+    selector: PodSelector
     namespaces: frozenset[str]
-    namespace_selector: LabelSelector  # NOTHING when unset
+    namespace_selector: PodSelector  # NOTHING when unset
     topology_key: str
 
     @classmethod
@@ -103,10 +107,10 @@ class AffinityTerm:
         ns_raw = term.get("namespaceSelector")
         if not namespaces and ns_raw is None:
             namespaces = frozenset({namespace})
-        selector = LabelSelector.of(term.get("labelSelector")).with_label_keys(
+        selector = PodSelector.of(term.get("labelSelector")).with_label_keys(
             labels, [as_text(k) for k in as_list(term.get("matchLabelKeys"))],
             [as_text(k) for k in as_list(term.get("mismatchLabelKeys"))])
-        return cls(selector, namespaces, LabelSelector.of(ns_raw), as_text(term.get("topologyKey")))
+        return cls(selector, namespaces, PodSelector.of(ns_raw), as_text(term.get("topologyKey")))
 
     def matches(self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str]) -> bool:
         """A pod in `namespace` (whose labels are `namespace_labels`) with `labels` is one this term selects."""
@@ -128,7 +132,7 @@ class SpreadConstraint:
     max_skew: int
     topology_key: str
     hard: bool  # whenUnsatisfiable: DoNotSchedule (a filter) rather than ScheduleAnyway (a score)
-    selector: LabelSelector
+    selector: PodSelector
     min_domains: int = 1
     honor_affinity: bool = True  # nodeAffinityPolicy: Honor
     honor_taints: bool = False  # nodeTaintsPolicy: Honor
@@ -139,7 +143,7 @@ class SpreadConstraint:
         when = as_text(c.get("whenUnsatisfiable"))
         if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
             return None
-        selector = LabelSelector.of(c.get("labelSelector")).with_label_keys(
+        selector = PodSelector.of(c.get("labelSelector")).with_label_keys(
             labels, [as_text(k) for k in as_list(c.get("matchLabelKeys"))])
         return cls(max(_int(c.get("maxSkew"), 1), 1), as_text(c.get("topologyKey")), when == DO_NOT_SCHEDULE,
                    selector, max(_int(c.get("minDomains"), 1), 1), as_text(c.get("nodeAffinityPolicy")) != IGNORE,
@@ -205,5 +209,5 @@ EMPTY: Final = PodTerms()
 _CACHE: dict[str, PodTerms | None] = {}
 
 
-__all__ = ["EMPTY", "HOSTNAME", "NOTHING", "AffinityTerm", "LabelSelector", "PodTerms", "SpreadConstraint",
+__all__ = ["EMPTY", "HOSTNAME", "NOTHING", "AffinityTerm", "PodSelector", "PodTerms", "SpreadConstraint",
            "WeightedTerm"]

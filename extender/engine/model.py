@@ -17,6 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.status import Status
+from lapilli.devices.asks import DeviceAsk
+from lapilli.devices.facts import PodDeviceFacts
+from lapilli.devices.register import Card
 from lapilli.meta import JSON, as_json
 from lapilli.nodematch import PodPlacement, Taint
 from lapilli.podterms import PodTerms
@@ -116,7 +119,11 @@ class Task:
     host_ports: tuple[tuple[str, str, int], ...] = ()
     # The static predicates (selector, affinity, tolerations) depend only on this key.
     predicate_key: str = ""
+    devices: PodDeviceFacts | None = None  # extended-resource asks, device annotations and card assignment
     index: int | None = None  # see replica_index
+    # The pod's card asks, read by the deviceshare plugin at session open (None: it asks for no card, or vGPU is off).
+    # Tasks with equal asks share one object; placement keeps a class per ask.
+    device_ask: DeviceAsk | None = None
     # For inter-pod (anti-)affinity and topology spread: the pod's labels, its namespace's labels (what namespace
     # selectors match) and its own terms (None for most pods).
     labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
@@ -290,6 +297,11 @@ class Queue:
     annotations: dict[str, str] = field(default_factory=dict)
     has_capability: dict[str, bool] = field(default_factory=dict)
     has_deserved: dict[str, bool] = field(default_factory=dict)
+    # With a `fairshare` entry in the conf (extender/engine/usage.py): the decayed usage at the session's `now`
+    # (Volcano units × seconds), and what the share plugins add to the queue's allocation when they compute its
+    # share (shareWeight × the usage's average rate; None when shareWeight is 0). Both None without fairshare.
+    usage: Vec | None = None
+    share_bias: Vec | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -301,6 +313,7 @@ class Node:
     unschedulable: bool
     tasks: dict[str, Task] = field(default_factory=dict)
     used_ports: set[tuple[str, str, int]] = field(default_factory=set)
+    cards: tuple[Card, ...] = ()  # registered vGPU cards (none when its register annotation could not be read)
 
 
 @dataclass(slots=True)

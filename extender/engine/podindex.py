@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.model import Job, Node, Task, TaskStatus
-from lapilli.podterms import AffinityTerm, LabelSelector, PodTerms
+from lapilli.podterms import AffinityTerm, PodSelector, PodTerms
 
 Counts = npt.NDArray[np.int64]
 Ids = npt.NDArray[np.intp]
@@ -168,7 +168,7 @@ class SpreadMatch:
     its counter with `terminating=False`)."""
 
     namespace: str
-    selector: LabelSelector
+    selector: PodSelector
 
     def matches(self, pod: Pod) -> bool:
         return pod.namespace == self.namespace and not self.selector.empty and self.selector.matches(pod.labels)

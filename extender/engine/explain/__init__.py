@@ -40,6 +40,7 @@ from extender.engine.explain.probe import (
 from extender.engine.explain.report import WHY_CONDITION, Explanation, Kind, Reason
 from extender.engine.explain.unblock import preempt, reclaim, request_text
 from extender.engine.explain.units import amount, number
+from extender.engine.explain.usage import usage_order
 from extender.engine.interface import ExplainView
 from extender.engine.model import SCHEDULED_STATUS, Job, TaskStatus
 from extender.engine.results import Decisions
@@ -292,9 +293,11 @@ def _ahead(run: _Run, job: Job, *, admitted_now: bool, placed_only: bool = False
             ssn.jobs[u].queue == e.uid for u in took)]
         if qahead:
             first = qahead[0]
-            cause = (f"queue {job.queue} is behind {len(qahead)} queue(s): {first.uid} goes first "
-                     f"({_why_first(first.key, qmine.key)})",
-                     {"queuesAhead": [e.uid for e in qahead], "firstKey": first.key})
+            used = usage_order(ssn, first.uid, job.queue)
+            cause = (f"queue {job.queue} is behind {len(qahead)} queue(s): " + (used[0] if used else
+                     f"{first.uid} goes first ({_why_first(first.key, qmine.key)})"),
+                     {"queuesAhead": [e.uid for e in qahead], "firstKey": first.key,
+                      **({"usage": used[1]} if used else {})})
     if cause is None:
         return None
     text, data = cause

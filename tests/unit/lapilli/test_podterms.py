@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lapilli.podterms import HOSTNAME, LabelSelector, PodTerms
+from lapilli.podterms import HOSTNAME, PodSelector, PodTerms
 
 
 def _anti(term: dict[str, Any]) -> dict[str, Any]:
@@ -54,9 +54,9 @@ def test_a_nil_selector_selects_nothing_even_with_label_keys() -> None:
 
 
 def test_a_selector_with_an_operator_kubernetes_does_not_know_selects_nothing() -> None:
-    selector = LabelSelector.of({"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["1"]}]})
+    selector = PodSelector.of({"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["1"]}]})
     assert not selector.matches({"n": "5"})
-    assert LabelSelector.of({}).empty and LabelSelector.of({}).matches({"any": "thing"})
+    assert PodSelector.of({}).empty and PodSelector.of({}).matches({"any": "thing"})
 
 
 def test_spread_constraints_take_kube_schedulers_defaults_and_merge_match_label_keys() -> None:
