@@ -64,24 +64,30 @@ class Dashboard:
             reflector.start()
         await self._listed(sync_timeout_s)
         for i, reflector in enumerate(self.reflectors):
-            if reflector.error is None or reflector.synced.is_set():
-                continue
-            where, gap = fallback(reflector.resource, reflector.error, self.namespace)
-            if where is None:
-                continue
-            await reflector.stop()
-            self.reflectors[i] = Reflector(self.client, reflector.resource, namespace=where)
-            self.reflectors[i].start()
-            self.narrowed.append(gap)
+            self.reflectors[i] = await self._narrowed(reflector)
+        self.jobs = await self._narrowed(self.jobs)
         if self.narrowed:
             await self._listed(sync_timeout_s)
+
+    async def _narrowed(self, reflector: Reflector) -> Reflector:
+        """A watch refused across namespaces is replaced by one in the user's namespace (the gap is recorded)."""
+        if reflector.error is None or reflector.synced.is_set():
+            return reflector
+        where, gap = fallback(reflector.resource, reflector.error, self.namespace)
+        if where is None:
+            return reflector
+        await reflector.stop()
+        narrowed = Reflector(self.client, reflector.resource, namespace=where)
+        narrowed.start()
+        self.narrowed.append(gap)
+        return narrowed
 
     async def _listed(self, timeout_s: float) -> None:
         """Until each input is listed or refused: a kind the user may not read is shown as missing, not waited
         for."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
-                while not all(r.synced.is_set() or r.error is not None for r in self.reflectors):
+                while not all(r.synced.is_set() or r.error is not None for r in [*self.reflectors, self.jobs]):
                     await asyncio.sleep(0.1)
 
     def unreadable(self) -> list[Unreadable]:
@@ -90,8 +96,8 @@ class Dashboard:
                                   if r.error is not None)]
         if self.events.error is not None:
             gaps.append(Unreadable.of("Event", QUEUE_EVENTS_SCOPE, self.events.error))
-        if self.jobs.error is not None:  # only the expected starts go: each waiting job's says "unknown"
-            gaps.append(refused(VC_JOBS, self.jobs.error))
+        if self.jobs.error is not None:  # only the expected starts go
+            gaps.append(refused(VC_JOBS, self.jobs.error, self.jobs.namespace))
         return [*gaps, *([self.conf.unreadable] if self.conf and self.conf.unreadable else [])]
 
     async def stop(self) -> None:
