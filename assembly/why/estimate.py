@@ -185,7 +185,9 @@ def estimates(objects: Mapping[str, Mapping[str, Obj]], jobs: Sequence[Obj], con
     live, times = live_jobs(jobs, pods, now)
     forecast = forward(list(objects.get("Node", {}).values()), list(objects.get("Queue", {}).values()),
                        list(objects.get("PriorityClass", {}).values()), live, pods, conf, now)
-    unknown_ends = sorted(key_of(j.doc) for j in live if j.run_s is None)
+    # What holds room for good in the replay: jobs that start (or run now) and whose end is not known.
+    unknown_ends = sorted(key_of(j.doc) for j in live if j.run_s is None and forecast.started.get(key_of(j.doc))
+                          is not None)
     out: dict[str, Estimate] = {}
     for job in live:
         key = key_of(job.doc)
