@@ -154,7 +154,10 @@ class Predicate(Protocol):
     """A node filter (Volcano's PredicateFn over all nodes at once). `static_mask` depends only on
     `task.predicate_key` (cached per key) and what it refuses no eviction can fix (UnschedulableAndUnresolvable);
     `dynamic_mask` depends on what is placed and is evaluated per task (None when it does not constrain this task);
-    `explain` gives the reasons one node refuses a task, for the fit error."""
+    `explain` gives the reasons one node refuses a task, for the fit error. It is asked only about nodes one of the
+    predicates' masks refuses, and must say nothing about a node its own masks accept; when no dynamic mask
+    constrains the task, its answer may depend only on the task's `predicate_key` and the node (it is kept per
+    template for the session)."""
 
     def static_mask(self, task: Task, idx: Index) -> Mask: ...
 

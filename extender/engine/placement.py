@@ -19,7 +19,7 @@ straightforward path: masks over all nodes, then the best candidate.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
@@ -81,12 +81,16 @@ class Placement:
         self._static: dict[str, Mask] = {}
         self.scalar_refresh_max = SCALAR_REFRESH_MAX
         self._last: tuple[npt.NDArray[np.float64], str, object, _ClassEntry] | None = None
+        self._fit_errors: dict[tuple[bytes, str], tuple[int, Status]] = {}  # class -> (log length, its fit error)
+        self._static_reasons: dict[str, dict[str, int]] = {}  # pod template -> predicate reasons where static refuses
 
     def plug(self, predicates: list[Predicate], scorers: list[Scorer], locals_: list[NodeLocal] | None = None) -> None:
         """The plugins' predicates, scorers and node-local callbacks, once they have registered."""
         self._predicates, self._scorers, self._locals = predicates, scorers, list(locals_ or ())
         self._classes.clear()
         self._static.clear()
+        self._fit_errors.clear()
+        self._static_reasons.clear()
         self._last = None
 
     def touch(self, row: int) -> None:
@@ -262,24 +266,57 @@ class Placement:
     def fit_error(self, task: Task) -> Status:
         """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,
         UnschedulableAndUnresolvable when the static predicates refuse every node (kube-scheduler's code for
-        what no eviction fixes)."""
+        what no eviction fixes).
+
+        A histogram over nodes, each node counted once per reason: resources short of future idle (one numpy pass),
+        then the predicates' reasons, asked only of the nodes some predicate refuses (`Predicate.explain`'s
+        contract) and, when no predicate's dynamic mask constrains the task, kept per pod template. The same class
+        asking again before any node changed (gangs of identical pods that all found nowhere) gets the same Status."""
+        dynamic = self._dynamic_mask(task, np.arange(len(self.nodes))) if self.nodes else None
+        key = (task.resreq.tobytes(), task.predicate_key)
+        known = self._fit_errors.get(key) if dynamic is None and not task.device_ask else None
+        if known is not None and known[0] == len(self._log):
+            return known[1]  # kept only where no dynamic mask applied: the same for every task of the class
         reasons: dict[str, int] = {}
-        future = self.arrays.future_idle()
-        for node in self.nodes:
-            node_reasons: list[str] = []
-            short = np.flatnonzero(task.resreq >= future[node.idx] + TOLERANCE)
-            node_reasons.extend(f"Insufficient {self.dims.names[int(d)]}" for d in short)
-            for pred in self._predicates:
-                node_reasons.extend(pred.explain(task, node))
-            for local in self._locals:
-                if local.applies(task):
-                    node_reasons.extend(local.explain(task, node))
-            for reason in dict.fromkeys(node_reasons):
-                reasons[reason] = reasons.get(reason, 0) + 1
+        short = task.resreq >= self.arrays.future_idle() + TOLERANCE
+        for dim, count in zip(self.dims.names, short.sum(axis=0).tolist(), strict=True):
+            if count:
+                reasons[f"Insufficient {dim}"] = count
+        static = self.static_mask(task)
+        locals_ = [local for local in self._locals if local.applies(task)]
+        if locals_:  # node-local state (vGPU cards) may refuse any node: ask about each
+            refused = self._explain(task, np.arange(len(self.nodes)), locals_)
+        elif dynamic is None:
+            kept = self._static_reasons.get(task.predicate_key)
+            if kept is None:
+                kept = self._static_reasons[task.predicate_key] = self._explain(task, np.flatnonzero(~static))
+            refused = kept
+        else:
+            refused = self._explain(task, np.flatnonzero(~(static & dynamic)))
+        for reason, count in refused.items():
+            reasons[reason] = reasons.get(reason, 0) + count
         histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
         text = f"0/{len(self.nodes)} nodes are unavailable"
-        code = Code.UNSCHEDULABLE if self.static_mask(task).any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        return Status(code, f"{text}: {histogram}." if histogram else text)
+        code = Code.UNSCHEDULABLE if static.any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        status = Status(code, f"{text}: {histogram}." if histogram else text)
+        if dynamic is None and not locals_:
+            self._fit_errors[key] = (len(self._log), status)
+        return status
+
+    def _explain(self, task: Task, rows: Index, locals_: Sequence[NodeLocal] = ()) -> dict[str, int]:
+        """How many of the nodes `rows` each predicate (and node-local) reason refuses, a node counted once per
+        reason."""
+        reasons: dict[str, int] = {}
+        for row in rows.tolist():
+            node = self.nodes[row]
+            found: dict[str, None] = {}
+            for pred in self._predicates:
+                found.update(dict.fromkeys(pred.explain(task, node)))
+            for local in locals_:
+                found.update(dict.fromkeys(local.explain(task, node)))
+            for reason in found:
+                reasons[reason] = reasons.get(reason, 0) + 1
+        return reasons
 
 
 def _with_local(values: tuple[Bool, Bool, Num], local: list[tuple[bool, bool, float]]) -> tuple[Bool, Bool, Num]:
