@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from assembly.cli.vcctl import request_timeout_option
+
 DEFAULT_STATE_DIR = Path(".lapilli") / "dev"
 
 
@@ -55,26 +57,32 @@ def dev() -> None:
 @click.option("--vgpu", is_flag=True, help="Shared GPUs: nodes register vGPU cards (A100-80GB, every fourth node "
               "A100-40GB in MIG mode) instead of whole nvidia.com/gpu, the device config is created and the service "
               "runs examples/scheduler-conf-vgpu.yaml (deviceshare with vGPU).")
+@click.option("--topology", default="", metavar="LABEL=COUNT,...",
+              help="A network topology, top tier first with its number of domains (e.g. 'spine=2,leaf=4'): the "
+              "nodes are labelled into that tree and HyperNode discovery is turned on (kubectl get hn).")
 @click.option("--extender/--no-extender", default=None,
               help="Wire Lapilli in: start `lapilli serve`, register its webhook and point kube-scheduler's "
               "extender at it [default: when `lapilli serve` exists].")
 @_state_option
 def up(
     nodes: int, gpus_per_node: int, cpu: str, memory: str, labels: tuple[str, ...], taints: tuple[str, ...],
-    vgpu: bool, extender: bool | None, state_dir: Path | None,
+    vgpu: bool, topology: str, extender: bool | None, state_dir: Path | None,
 ) -> None:
     """Start everything in the background; prints `export KUBECONFIG=...` last once it is ready."""
     from assembly.dev import BinariesNotFound, ClusterRunning, ClusterSpec, ComponentFailed, DevCluster, NodeShape
     from assembly.dev.nodes import parse_label, parse_taint
+    from assembly.dev.topology import parse_tiers
 
     try:
         shape = NodeShape(
             cpu=cpu, memory=memory, gpus=gpus_per_node, labels=dict(parse_label(x) for x in labels),
             taints=tuple(parse_taint(t) for t in taints),
         )
+        tiers = parse_tiers(topology, nodes) if topology else ()
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
-    spec = ClusterSpec(state_dir=_state_dir(state_dir), nodes=nodes, shape=shape, extender=extender, vgpu=vgpu)
+    spec = ClusterSpec(state_dir=_state_dir(state_dir), nodes=nodes, shape=shape, extender=extender,
+                       topology=tiers, vgpu=vgpu)
     cluster = DevCluster(spec)
 
     async def start() -> None:
@@ -87,6 +95,9 @@ def up(
             f"{_wiring(info.service, info.extender)}, ready in {info.ready_s:.1f}s (state in {info.state_dir})",
             err=True,
         )
+        if tiers:
+            click.echo(f"topology {topology}: nodes labelled {', '.join(k for k, _ in tiers)}; HyperNodes from "
+                       "ConfigMap lapilli-system/volcano-controller-configmap (kubectl get hn)", err=True)
 
     try:
         asyncio.run(start())
@@ -105,23 +116,42 @@ def down(state_dir: Path | None) -> None:
     click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
 
 
+def _api(kubeconfig: str) -> dict[str, object]:
+    """Whether the cluster's kube-apiserver answers through its kubeconfig: its version, or the one line any command
+    would fail with (within the request timeout)."""
+    from assembly.cli.vcctl import connect, run_client
+
+    try:
+        major, minor = run_client(connect(Path(kubeconfig), ""), lambda client: client.server_version())
+    except click.ClickException as exc:
+        return {"answering": False, "detail": exc.message}
+    return {"answering": True, "detail": f"v{major}.{minor}"}
+
+
 @dev.command()
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@request_timeout_option
 @_state_option
 def status(output: str, state_dir: Path | None) -> None:
-    """Tell what runs. Exit status 0 if every recorded process runs, 1 if none do, 2 if only some do."""
+    """Tell what runs, and whether the API server answers. Exit status 0 if every recorded process runs, 1 if none
+    do, 2 if only some do."""
     from assembly.dev import status as cluster_status
 
     report = cluster_status(_state_dir(state_dir))
     running = [p["running"] for p in report["processes"]]
+    info = report["cluster"]
+    if info and any(running):
+        report["api"] = _api(info["kubeconfig"])
     if output == "json":
         click.echo(json.dumps(report, indent=2))
     else:
-        info = report["cluster"]
         if info:
             click.echo(f"cluster: Kubernetes {info['kubernetes']} at {info['server']}, {info['nodes']} nodes, "
                        f"{_wiring(info['service'], info['extender'])}")
             click.echo(f"kubeconfig: {info['kubeconfig']}")
+        if "api" in report:
+            api = report["api"]
+            click.echo(f"kube-apiserver: {'answering' if api['answering'] else 'not answering'}: {api['detail']}")
         if not running:
             click.echo(f"nothing recorded in {report['state_dir']}")
         for proc in report["processes"]:

@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -49,6 +49,7 @@ from assembly.dev.service import (
     service_pid,
     supervised,
 )
+from assembly.dev.topology import Tiers, discovery_configmap, node_labels
 from assembly.dev.vgpu import VGPU_CONF, create_device_config, vgpu_shape
 from lapilli.kube import KubeClient, load_kubeconfig
 from lapilli.kube.config import write_kubeconfig
@@ -92,6 +93,9 @@ class ClusterSpec:
     # Shared GPUs (assembly/dev/vgpu.py): nodes register vGPU cards (every fourth MIG), the device config is
     # created, and the service runs examples/scheduler-conf-vgpu.yaml (before `serve_args`, which may override it).
     vgpu: bool = False
+    # Network topology (assembly.dev.topology): the nodes labelled into this tree, and label discovery turned on
+    # so the service makes HyperNodes of it.
+    topology: Tiers = ()
 
 
 @dataclass(slots=True)
@@ -245,6 +249,8 @@ class DevCluster:
             self._start_kubelet(),
             self._create_nodes(self.spec.nodes),
         )
+        if self.spec.topology:
+            await create_or_replace(self.client, discovery_configmap(self.spec.topology, SERVICE_NAMESPACE))
         return ClusterInfo(
             state_dir=str(self.state_dir), kubeconfig=str(self.kubeconfig), server=server,
             kubernetes=bins.version_text, ports=ports.in_use(plan), service=plan is not None,
@@ -344,8 +350,11 @@ class DevCluster:
         gate = asyncio.Semaphore(32)
 
         async def one(index: int) -> None:
+            shape = self._shape(index)
+            if self.spec.topology:
+                shape = replace(shape, labels={**shape.labels, **node_labels(index, count, self.spec.topology)})
             async with gate:
-                await self.add_node(node_name(index, count), index=index)
+                await self.add_node(node_name(index, count), shape, index=index)
 
         await asyncio.gather(*(one(i) for i in range(count)))
 
@@ -365,9 +374,11 @@ class DevCluster:
         if index is None:
             index = self.spec.nodes + self._node_count
         self._node_count += 1
-        if shape is None:
-            shape = vgpu_shape(self.spec.shape, index) if self.spec.vgpu else self.spec.shape
-        return await register_node(self._api(), name, shape, index)
+        return await register_node(self._api(), name, shape or self._shape(index), index)
+
+    def _shape(self, index: int) -> NodeShape:
+        """Node `index`'s shape: the spec's, with vGPU cards when the cluster shares GPUs."""
+        return vgpu_shape(self.spec.shape, index) if self.spec.vgpu else self.spec.shape
 
     async def compact_etcd(self) -> int:
         """Compact etcd to its current revision (what kube-apiserver does every 5 minutes); returns it.

@@ -12,7 +12,6 @@ object its parsers refuse is left out, as the live scheduler leaves it out.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,11 +20,22 @@ from typing import Any, Final
 
 from extender.engine.conf import ConfError, SchedulerConf
 from extender.engine.run import parse_scheduler_conf
-from extender.engine.snapshot import Snapshot, add_object
+from extender.engine.snapshot import Snapshot, add_object, idle_reclaimable_pods
 from lapilli.api.constants import QUEUE_KIND
 from lapilli.kube import ApiError, KubeClient, NotFound
-from lapilli.kube.resources import CONFIG_MAPS, EVENTS, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.kube.resources import (
+    CONFIG_MAPS,
+    EVENTS,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    VC_JOBS,
+    Resource,
+)
 from lapilli.meta import JSON, key_of
+from lapilli.tasks import gather_or_cancel
 
 SCHEDULER_INPUTS: Final[tuple[Resource, ...]] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
 # Where an installed Lapilli keeps its scheduler conf (Volcano's format), and the key inside the ConfigMap.
@@ -35,6 +45,7 @@ CONF_KEY: Final = "lapilli-scheduler.conf"
 CONF_ENV: Final = "LAPILLI_SCHEDULER_CONF"
 # The conf `lapilli dev up` hands to `lapilli serve --scheduler-conf` (a source checkout).
 SHIPPED_CONF: Final = Path(__file__).resolve().parents[2] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
+UNAUTHORIZED: Final = 401  # credentials refused outright: a failure, not a gap to report
 QUEUE_EVENTS_SCOPE: Final = "default (about Queues)"  # where Events about (cluster-scoped) Queues are listed
 
 
@@ -94,6 +105,8 @@ def build_view(objects: Mapping[str, Iterable[dict[str, Any]]]) -> ClusterView:
                 add_object(view.snapshot, obj)
             except (ValueError, KeyError, TypeError) as exc:
                 view.skipped.append(f"{kind} {key_of(obj)}: {exc}")
+    # What the leader's idle-GPU monitor marked reclaimable, as the PodGroups' conditions say.
+    view.snapshot.idle_reclaimable = idle_reclaimable_pods(view.snapshot)
     return view
 
 
@@ -106,6 +119,8 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
         try:
             return res.kind, (await client.list(res)).items
         except ApiError as exc:
+            if exc.status == UNAUTHORIZED:
+                raise  # the credentials themselves are refused: nothing will be readable
             where, gap = fallback(res, exc, namespace)
             unreadable.append(gap)
         if where is None:
@@ -116,7 +131,7 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
             unreadable.append(refused(res, exc, where))
             return res.kind, []
 
-    view = build_view(dict(await asyncio.gather(*(one(res) for res in SCHEDULER_INPUTS))))
+    view = build_view(dict(await gather_or_cancel(*(one(res) for res in SCHEDULER_INPUTS))))
     view.unreadable = sorted(unreadable, key=lambda u: (u.kind, u.scope))
     return view
 
@@ -149,6 +164,8 @@ async def read_conf(client: KubeClient, path: Path | None) -> ClusterConf:
     except NotFound:
         pass  # not an installed Lapilli (a dev cluster): the fallbacks below are what it runs
     except ApiError as exc:
+        if exc.status == UNAUTHORIZED:
+            raise
         gap = Unreadable.of("ConfigMap", f"{CONF_CONFIGMAP_NAMESPACE}/{CONF_CONFIGMAP_NAME}", exc)
     if SHIPPED_CONF.is_file():
         return ClusterConf(parse_scheduler_conf(SHIPPED_CONF.read_text()), _display(SHIPPED_CONF), gap)
@@ -158,6 +175,23 @@ async def read_conf(client: KubeClient, path: Path | None) -> ClusterConf:
 def _display(path: Path) -> str:
     """The shipped conf as a path relative to the source checkout (`manifests/scheduler/...`), not this machine's."""
     return str(path.relative_to(SHIPPED_CONF.parents[2]))
+
+
+async def read_jobs(client: KubeClient, view: ClusterView, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Volcano Jobs (finished ones too: the start-time estimate's history) across namespaces, else in `namespace`;
+    what stays unread is recorded in `view.unreadable`."""
+    try:
+        return (await client.list(VC_JOBS)).items
+    except ApiError as exc:
+        where, gap = fallback(VC_JOBS, exc, namespace)
+        view.unreadable.append(gap)
+    if where is None:
+        return []
+    try:
+        return (await client.list(VC_JOBS, where)).items
+    except ApiError as exc:
+        view.unreadable.append(refused(VC_JOBS, exc, where))
+        return []
 
 
 async def read_queue_events(client: KubeClient, view: ClusterView | None = None) -> list[dict[str, Any]]:
@@ -172,4 +206,4 @@ async def read_queue_events(client: KubeClient, view: ClusterView | None = None)
 
 
 __all__ = ["ClusterConf", "ClusterView", "ConfError", "Unreadable", "build_view", "fallback", "read_cluster",
-           "read_conf", "refused"]
+           "read_conf", "read_jobs", "refused"]

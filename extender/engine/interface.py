@@ -154,7 +154,11 @@ class Predicate(Protocol):
     """A node filter (Volcano's PredicateFn over all nodes at once). `static_mask` depends only on
     `task.predicate_key` (cached per key) and what it refuses no eviction can fix (UnschedulableAndUnresolvable);
     `dynamic_mask` depends on what is placed and is evaluated per task (None when it does not constrain this task);
-    `explain` gives the reasons one node refuses a task, for the fit error."""
+    `explain` gives the reasons one node refuses a task, for the fit error. It is asked only about nodes one of the
+    predicates' masks refuses, and must say nothing about a node its own masks accept; when no dynamic mask
+    constrains the task, its answer may depend only on the task's `predicate_key` and the node (it is kept per
+    template for the session). Placement asks `dynamic_mask` only for tasks marked `Task.dynamic`, so a predicate
+    that constrains a task this way marks it when the session opens."""
 
     def static_mask(self, task: Task, idx: Index) -> Mask: ...
 
@@ -167,7 +171,9 @@ class Scorer(Protocol):
     """A node score (Volcano's NodeOrderFn). `row_score` is the formula over node rows, written once for
     `rowmath.VECTOR` and `SCALAR`; it may depend only on the task's class and the row's numbers (the session caches
     it per class and memoises it by row contents). `normalized` is computed over the candidate set at pick time,
-    and `normalizes(task)` says whether it contributes anything for this task."""
+    and `normalizes(task)` says whether it contributes anything for this task's class (the session asks the first
+    task of a class); a score that varies between tasks of one class contributes through `normalized` for the tasks
+    it marks `Task.rescored`."""
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num: ...
 
@@ -207,6 +213,8 @@ class SessionView(Protocol):
     queue_reports: dict[str, QueueReport]
     # Each task's card assignment (task uid -> cards), kept by the device plugin as it places and undoes.
     assignments: dict[str, PodDevices]
+    # Tasks whose GPUs idle under a policy that reclaims them (`Task.idle`), by pod key.
+    idle_tasks: list[Task]
 
     @property
     def device_configs(self) -> Mapping[str, DeviceConfig]: ...
@@ -306,6 +314,8 @@ class ExplainView(SessionView, Protocol):
     def static_mask(self, task: Task) -> Mask: ...
 
     def predicate_node(self, task: Task, node: Node) -> bool: ...
+
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]: ...
 
     def choose(self, task: Task) -> tuple[Node, bool] | None: ...
 

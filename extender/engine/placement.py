@@ -12,14 +12,16 @@ card-sharing pod takes the same `argmax` path; tasks without such asks never pay
 Each class also keeps two *pick arrays*: its score where the task passes the static predicates and fits the
 node's future idle (`pick_future`) and, in addition, its idle (`pick_idle`), and -inf elsewhere. Allocate's choice
 — the best node with idle room, else the best node whose room is still being released — is then one `argmax`
-each; `argmax` returns the first maximum, i.e. the lowest node name, as Volcano's tie-break does. Tasks whose
-choice depends on more than the node's row (host ports, scores normalised over the candidate set) take the
-straightforward path: masks over all nodes, then the best candidate.
+each; `argmax` returns the first maximum, i.e. the lowest node name, as Volcano's tie-break does. A task whose
+predicates depend on other pods (`Task.dynamic`: host ports, pod affinity, topology spread) picks from its class's
+arrays with what those predicates refuse taken out. Tasks whose scores depend on more than the node's row
+(`Task.rescored`, and classes with scores normalised over the candidate set) take the straightforward path: masks
+over all nodes, then the best candidate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
@@ -81,12 +83,17 @@ class Placement:
         self._static: dict[str, Mask] = {}
         self.scalar_refresh_max = SCALAR_REFRESH_MAX
         self._last: tuple[npt.NDArray[np.float64], str, object, _ClassEntry] | None = None
+        self._fit_errors: dict[tuple[bytes, str], tuple[int, Status]] = {}  # class -> (log length, its fit error)
+        self._static_reasons: dict[str, dict[str, int]] = {}  # pod template -> predicate reasons where static refuses
+        self._every: Index = np.arange(len(nodes))
 
     def plug(self, predicates: list[Predicate], scorers: list[Scorer], locals_: list[NodeLocal] | None = None) -> None:
         """The plugins' predicates, scorers and node-local callbacks, once they have registered."""
         self._predicates, self._scorers, self._locals = predicates, scorers, list(locals_ or ())
         self._classes.clear()
         self._static.clear()
+        self._fit_errors.clear()
+        self._static_reasons.clear()
         self._last = None
 
     def touch(self, row: int) -> None:
@@ -203,7 +210,7 @@ class Placement:
         """(fits FutureIdle and passes predicates, fits Idle) over all nodes; the second is the live cache."""
         entry = self.entry(task)
         ok = entry.fit_future & entry.static
-        if task.host_ports:
+        if task.dynamic:
             cand = np.flatnonzero(ok)
             dynamic = self._dynamic_mask(task, cand)
             if dynamic is not None:
@@ -232,13 +239,21 @@ class Placement:
         if not self.nodes:
             return None
         entry = self.entry(task)
-        if not entry.fast or task.host_ports:
+        if not entry.fast or task.rescored:
             return self._choose_by_masks(task)
-        best = int(entry.pick_idle.argmax())
-        if entry.pick_idle[best] != NO_NODE:
+        pick_idle, pick_future = entry.pick_idle, entry.pick_future
+        allowed = self._dynamic_mask(task, self._every) if task.dynamic else None
+        if allowed is not None:
+            # The class's picks with what the dynamic predicates refuse taken out: the same choice as masks, then
+            # the best candidate (the class's scores are all there is to its score), for a fraction of the work.
+            pick_idle = np.where(allowed, pick_idle, NO_NODE)
+        best = int(pick_idle.argmax())
+        if pick_idle[best] != NO_NODE:
             return self.nodes[best], True
-        best = int(entry.pick_future.argmax())
-        if entry.pick_future[best] != NO_NODE:
+        if allowed is not None:
+            pick_future = np.where(allowed, pick_future, NO_NODE)
+        best = int(pick_future.argmax())
+        if pick_future[best] != NO_NODE:
             return self.nodes[best], False
         return None
 
@@ -259,27 +274,64 @@ class Placement:
             return False
         return all(local.evaluate(task, node.idx)[1] for local in self._locals if local.applies(task))
 
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]:
+        """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
+        return [reason for pred in self._predicates for reason in pred.explain(task, node)]
+
     def fit_error(self, task: Task) -> Status:
         """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,
         UnschedulableAndUnresolvable when the static predicates refuse every node (kube-scheduler's code for
-        what no eviction fixes)."""
+        what no eviction fixes).
+
+        A histogram over nodes, each node counted once per reason: resources short of future idle (one numpy pass),
+        then the predicates' reasons, asked only of the nodes some predicate refuses (`Predicate.explain`'s
+        contract) and, when no predicate's dynamic mask constrains the task, kept per pod template. The same class
+        asking again before any node changed (gangs of identical pods that all found nowhere) gets the same Status."""
+        dynamic = self._dynamic_mask(task, np.arange(len(self.nodes))) if self.nodes else None
+        key = (task.resreq.tobytes(), task.predicate_key)
+        known = self._fit_errors.get(key) if dynamic is None and not task.device_ask else None
+        if known is not None and known[0] == len(self._log):
+            return known[1]  # kept only where no dynamic mask applied: the same for every task of the class
         reasons: dict[str, int] = {}
-        future = self.arrays.future_idle()
-        for node in self.nodes:
-            node_reasons: list[str] = []
-            short = np.flatnonzero(task.resreq >= future[node.idx] + TOLERANCE)
-            node_reasons.extend(f"Insufficient {self.dims.names[int(d)]}" for d in short)
-            for pred in self._predicates:
-                node_reasons.extend(pred.explain(task, node))
-            for local in self._locals:
-                if local.applies(task):
-                    node_reasons.extend(local.explain(task, node))
-            for reason in dict.fromkeys(node_reasons):
-                reasons[reason] = reasons.get(reason, 0) + 1
+        short = task.resreq >= self.arrays.future_idle() + TOLERANCE
+        for dim, count in zip(self.dims.names, short.sum(axis=0).tolist(), strict=True):
+            if count:
+                reasons[f"Insufficient {dim}"] = count
+        static = self.static_mask(task)
+        locals_ = [local for local in self._locals if local.applies(task)]
+        if locals_:  # node-local state (vGPU cards) may refuse any node: ask about each
+            refused = self._explain(task, np.arange(len(self.nodes)), locals_)
+        elif dynamic is None:
+            kept = self._static_reasons.get(task.predicate_key)
+            if kept is None:
+                kept = self._static_reasons[task.predicate_key] = self._explain(task, np.flatnonzero(~static))
+            refused = kept
+        else:
+            refused = self._explain(task, np.flatnonzero(~(static & dynamic)))
+        for reason, count in refused.items():
+            reasons[reason] = reasons.get(reason, 0) + count
         histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
         text = f"0/{len(self.nodes)} nodes are unavailable"
-        code = Code.UNSCHEDULABLE if self.static_mask(task).any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        return Status(code, f"{text}: {histogram}." if histogram else text)
+        code = Code.UNSCHEDULABLE if static.any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        status = Status(code, f"{text}: {histogram}." if histogram else text)
+        if dynamic is None and not locals_:
+            self._fit_errors[key] = (len(self._log), status)
+        return status
+
+    def _explain(self, task: Task, rows: Index, locals_: Sequence[NodeLocal] = ()) -> dict[str, int]:
+        """How many of the nodes `rows` each predicate (and node-local) reason refuses, a node counted once per
+        reason."""
+        reasons: dict[str, int] = {}
+        for row in rows.tolist():
+            node = self.nodes[row]
+            found: dict[str, None] = {}
+            for pred in self._predicates:
+                found.update(dict.fromkeys(pred.explain(task, node)))
+            for local in locals_:
+                found.update(dict.fromkeys(local.explain(task, node)))
+            for reason in found:
+                reasons[reason] = reasons.get(reason, 0) + 1
+        return reasons
 
 
 def _with_local(values: tuple[Bool, Bool, Num], local: list[tuple[bool, bool, float]]) -> tuple[Bool, Bool, Num]:

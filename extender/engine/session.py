@@ -21,7 +21,9 @@ from extender.engine.conf import SchedulerConf
 from extender.engine.interface import Code, QueueReport, SessionProbe, Status, Trial
 from extender.engine.model import (
     ALLOCATED_STATUS,
+    NO_LABELS,
     ON_NODE_STATUS,
+    PREEMPTABLE_STATUS,
     Job,
     Node,
     NodeArrays,
@@ -219,6 +221,11 @@ class Session(Callbacks):
                 pod.host_ports,  # host_ports
                 pod.predicate_key,  # predicate_key
                 pod.devices,  # devices
+                None,  # index (from the name)
+                None,  # device_ask (the deviceshare plugin's)
+                pod.labels,  # labels
+                snap.namespaces.get(pod.namespace, NO_LABELS),  # namespace_labels
+                pod.terms,  # terms
             )
             if task.node is not None and task.status in ON_NODE_STATUS:
                 node = self.node_by_name.get(task.node)
@@ -232,6 +239,13 @@ class Session(Callbacks):
                 self.tasks[task.uid] = task
             else:
                 self.other_tasks.append(task)
+        self.idle_tasks: list[Task] = []
+        for key in sorted(snap.idle_reclaimable):
+            marked = snap.pods.get(key)
+            idle = self.tasks.get(marked.uid) if marked is not None else None
+            if idle is not None and idle.status in PREEMPTABLE_STATUS:
+                idle.idle = True
+                self.idle_tasks.append(idle)
 
     def _occupy(self, task: Task, node: Node, sign: int) -> None:
         if sign > 0:
@@ -323,6 +337,10 @@ class Session(Callbacks):
     def predicate_node(self, task: Task, node: Node) -> bool:
         """Plugin predicates only (no resource fit), for one node."""
         return self.placement.predicate_node(task, node)
+
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]:
+        """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
+        return self.placement.predicate_reasons(task, node)
 
     def fit_error(self, task: Task) -> Status:
         """Why no node accepts `task`: Volcano's FitErrors text (`0/N nodes are unavailable: 3 Insufficient

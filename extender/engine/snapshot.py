@@ -1,10 +1,11 @@
 """A snapshot of the cluster as plain records, built once from Kubernetes objects.
 
-Input is what the API server holds: `v1 Node`, `v1 Pod`, `scheduling.volcano.sh/v1beta1 PodGroup` and `Queue`,
-`scheduling.k8s.io/v1 PriorityClass`, and the vGPU device config's `v1 ConfigMap` (other ConfigMaps are passed
-over). A node's vGPU register annotation that cannot be read is kept as a problem beside the node (its cards are
-ignored), never a reason to refuse the node. Quantities are parsed here, once, into Volcano's units; the session turns
-the records into vectors. Bad input raises `SnapshotError` whose text names the document, the field and the problem.
+Input is what the API server holds: `v1 Node`, `v1 Pod`, `v1 Namespace` (its labels, for the namespace selectors of
+pod affinity terms), `scheduling.volcano.sh/v1beta1 PodGroup` and `Queue`, `scheduling.k8s.io/v1 PriorityClass`,
+and the vGPU device config's `v1 ConfigMap` (other ConfigMaps are passed over). A node's vGPU register annotation
+that cannot be read is kept as a problem beside the node (its cards are ignored), never a reason to refuse the node.
+Quantities and pod terms are parsed here, once (quantities into Volcano's units); the session turns the records into
+vectors. Bad input raises `SnapshotError` whose text names the document, the field and the problem.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from lapilli.api.constants import (
 from lapilli.devices.config import DeviceConfig, config_from_configmap
 from lapilli.devices.facts import NO_CARDS, NodeCardFacts, PodDeviceFacts, node_card_facts, pod_device_facts
 from lapilli.devices.names import CONFIG_KEY
-from lapilli.meta import Obj, describe, name_of, namespace_of, section, uid_of
+from lapilli.idlegpu import reclaimable_by_condition
+from lapilli.meta import Obj, describe, labels_of, name_of, namespace_of, section, uid_of
 from lapilli.nodematch import PodPlacement, Taint, taints_of
-from lapilli.resources.units import Units, pod_request, resource_list_units
+from lapilli.podterms import PodTerms
+from lapilli.resources.units import GPU, Units, pod_request, resource_list_units
 from lapilli.times import parse_rfc3339
 from lapilli.usage import UsageRecord, record_of
 
@@ -69,6 +72,8 @@ class PodRecord:
     predicate_key: str
     host_ports: tuple[tuple[str, str, int], ...]
     devices: PodDeviceFacts | None = None  # extended-resource asks, device annotations, card assignment
+    labels: Mapping[str, str] = field(default_factory=dict)
+    terms: PodTerms | None = None  # inter-pod (anti-)affinity and topology spread, None for most pods
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +126,12 @@ class Snapshot:
     default_priority: int | None = None
     # vGPU device configs by "namespace/name" of their ConfigMap (those holding `device-config.yaml`)
     device_configs: dict[str, DeviceConfig] = field(default_factory=dict)
+    namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
+    # Pods ("ns/name") whose GPUs sat idle past the grace period in a queue whose policy reclaims them: preempt and
+    # reclaim may evict them for a job that waits, whatever the victim votes say (`lapilli.idlegpu`). The service's
+    # idle-GPU monitor hands its set in; a snapshot read from files or by `lapilli job why` takes it from the
+    # PodGroups' lapilli.io/IdleGPU condition (`idle_reclaimable_pods`).
+    idle_reclaimable: frozenset[str] = frozenset()
 
 
 def timestamp(value: object) -> float:
@@ -202,6 +213,10 @@ def _placement(key: str, spec: Obj) -> PodPlacement:
     return placement
 
 
+def _labels(doc: Obj) -> dict[str, str]:
+    return {str(k): str(v) for k, v in labels_of(doc).items()}
+
+
 def _host_ports(spec: Obj) -> tuple[tuple[str, str, int], ...]:
     ports: list[tuple[str, str, int]] = []
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
@@ -222,6 +237,7 @@ def _pod(doc: Obj) -> PodRecord:
     task_priority = annotations.get(TASK_PRIORITY_ANNOTATION)
     namespace = meta.get("namespace") or "default"
     key = _predicate_key(spec)
+    pod_labels = _labels(doc)
     return PodRecord(
         uid=uid_of(doc) or f"{namespace}/{name_of(doc)}",
         namespace=namespace,
@@ -243,6 +259,8 @@ def _pod(doc: Obj) -> PodRecord:
         predicate_key=key,
         host_ports=_host_ports(spec),
         devices=pod_device_facts(spec, annotations, labels),
+        labels=pod_labels,
+        terms=PodTerms.of(spec, namespace, pod_labels),
     )
 
 
@@ -324,6 +342,7 @@ def _describe(index: int, doc: Obj) -> str:
 _KINDS: Final = {
     ("v1", "Node"),
     ("v1", "Pod"),
+    ("v1", "Namespace"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
@@ -349,6 +368,8 @@ def add_object(snap: Snapshot, doc: Obj) -> None:
     elif kind == "Pod":
         pod = _pod(doc)
         snap.pods[f"{pod.namespace}/{pod.name}"] = pod
+    elif kind == "Namespace":
+        snap.namespaces[name_of(doc)] = _labels(doc)
     elif kind == "PodGroup":
         pg = _podgroup(doc)
         snap.podgroups[pg.key] = pg
@@ -384,6 +405,8 @@ def remove_object(snap: Snapshot, doc: Obj) -> None:
         snap.nodes.pop(name, None)
     elif kind == "Pod":
         snap.pods.pop(f"{namespace}/{name}", None)
+    elif kind == "Namespace":
+        snap.namespaces.pop(name, None)
     elif kind == "PodGroup":
         snap.podgroups.pop(f"{namespace}/{name}", None)
     elif kind == "Queue":
@@ -404,7 +427,21 @@ def copy_snapshot(snap: Snapshot) -> Snapshot:
         priority_classes=dict(snap.priority_classes),
         default_priority=snap.default_priority,
         device_configs=dict(snap.device_configs),
+        namespaces=dict(snap.namespaces),
+        idle_reclaimable=snap.idle_reclaimable,
     )
+
+
+def idle_reclaimable_pods(snap: Snapshot) -> frozenset[str]:
+    """The running, GPU-holding pods of the PodGroups whose lapilli.io/IdleGPU condition says Reclaimable: what the
+    leader's monitor marked, as far as the PodGroups' status shows it."""
+    marked = {key for key, pg in snap.podgroups.items()
+              if reclaimable_by_condition((c.type, c.status, c.reason) for c in pg.conditions)}
+    if not marked:
+        return frozenset()
+    return frozenset(key for key, pod in snap.pods.items()
+                     if f"{pod.namespace}/{pod.group}" in marked and pod.phase == "Running" and pod.node_name
+                     and pod.request.get(GPU, 0.0) > 0)
 
 
 def build_snapshot(docs: Iterable[object]) -> Snapshot:
@@ -425,4 +462,5 @@ def build_snapshot(docs: Iterable[object]) -> Snapshot:
                 f"Pod {key}: metadata.annotations.{GROUP_NAME_ANNOTATION}: PodGroup {pod.namespace}/{pod.group} "
                 "is not in the snapshot"
             )
+    snap.idle_reclaimable = idle_reclaimable_pods(snap)
     return snap

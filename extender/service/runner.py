@@ -33,11 +33,13 @@ SESSION_NICENESS = 10  # added to the session process's niceness
 
 
 class SessionRequest(NamedTuple):
-    """Down the pipe: run a session with the plan's placements (and their vGPU cards) assumed, under this conf."""
+    """Down the pipe: run a session with the plan's placements (and their vGPU cards) assumed, under this conf,
+    with these pods idle-reclaimable (the leader's idle-GPU monitor keeps that set)."""
 
     placements: dict[str, str]
     conf: SchedulerConf
-    devices: dict[str, PodDevices]
+    idle: frozenset[str] = frozenset()
+    devices: dict[str, PodDevices] = {}  # noqa: RUF012  (a NamedTuple default: never mutated)
 
 
 class SessionReply(NamedTuple):
@@ -49,18 +51,21 @@ class SessionReply(NamedTuple):
 
 
 def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer,
-             devices: dict[str, PodDevices] | None = None) -> Outcome:
-    """One session over `state` with the plan's placements (and their cards) assumed; statuses compared with its
-    stores, writes and events paced by what earlier sessions over the same state sent."""
+             idle: frozenset[str] = frozenset(), devices: dict[str, PodDevices] | None = None) -> Outcome:
+    """One session over `state` with the plan's placements (and their vGPU cards) assumed and the `idle` pods
+    idle-reclaimable; statuses compared with its stores, writes and events paced by what earlier sessions over the
+    same state sent."""
     snap = overlay(state.copy(), placements, devices)
+    snap.idle_reclaimable = idle
     return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer)
 
 
 class SessionRunner(Protocol):
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset(),
                        devices: dict[str, PodDevices] | None = None) -> Outcome | None:
-        """One session over the current cluster with `placements` (holding `devices`) assumed; None while not
-        synced."""
+        """One session over the current cluster with `placements` (holding `devices`) assumed and the `idle` pods
+        idle-reclaimable; None while not synced."""
         ...
 
 
@@ -70,10 +75,11 @@ class ThreadRunner:
         self.pacer = Pacer()
 
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset(),
                        devices: dict[str, PodDevices] | None = None) -> Outcome | None:
         if not self.state.synced:
             return None
-        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer, devices)
+        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer, idle, devices)
 
 
 def _child(kubeconfig: str | None, device_configs: list[str], conn: Connection) -> None:
@@ -106,11 +112,11 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
     while True:
         try:
             request: SessionRequest = await loop.run_in_executor(None, conn.recv)
-            placements, conf, devices = request
+            placements, conf, idle, devices = request
             outcome = None
             same_nodes = False
             if state.synced:
-                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, devices)
+                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, idle, devices)
                 same_nodes = outcome.node_index == sent_nodes
                 sent_nodes = outcome.node_index
                 if same_nodes:
@@ -145,6 +151,7 @@ class ProcessRunner:
         self._nodes = {}
 
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset(),
                        devices: dict[str, PodDevices] | None = None) -> Outcome | None:
         if self._proc is None or not self._proc.is_alive():
             log.warning("session process is not running; restarting it")
@@ -153,7 +160,7 @@ class ProcessRunner:
         conn = self._conn
         loop = asyncio.get_running_loop()
         async with self._lock:
-            await loop.run_in_executor(None, conn.send, SessionRequest(placements, conf, devices or {}))
+            await loop.run_in_executor(None, conn.send, SessionRequest(placements, conf, idle, devices or {}))
             reply: SessionReply = await loop.run_in_executor(None, conn.recv)
             outcome, same_nodes = reply
         if outcome is not None:

@@ -7,6 +7,7 @@ client; open it with `async with KubeClient(config)` or `KubeClient.from_kubecon
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -99,9 +100,17 @@ class KubeClient:
 
     async def _auth(self, content_type: str | None, *, renew: bool = False) -> dict[str, str]:
         """Headers of one request: the credentials (refreshed when due, or at once when `renew`) and its type."""
-        await self.config.prepare()
+        limit = self._timeout.total
+        try:
+            # The request timeout bounds the credentials too: an exec plugin that never returns (one waiting for an
+            # interactive login) must not hold a request forever.
+            async with asyncio.timeout(limit):
+                await self.config.prepare()
+                authorization = await self.config.authorization(force=renew)
+        except TimeoutError:
+            raise ConfigError(f"the kubeconfig's credential source (an exec plugin, a token refresh) gave none within "
+                              f"{limit:g}s") from None
         headers: dict[str, str] = {}
-        authorization = await self.config.authorization(force=renew)
         if authorization:
             headers["Authorization"] = authorization
         if content_type:

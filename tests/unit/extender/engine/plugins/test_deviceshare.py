@@ -28,6 +28,7 @@ from extender.engine.snapshot import build_snapshot
 from extender.engine.statement import Statement
 from lapilli.devices.cards import NOW, CardLedger
 from tests.unit.extender.engine.builders import documents
+from tests.unit.extender.engine.reference import reference_fit_error
 from tests.unit.lapilli.devices.helpers import A100_40GB_MIG
 
 MIG_CONFIG = A100_40GB_MIG
@@ -132,6 +133,7 @@ def _fresh(ssn: Session, fit: CardFit, task: Any, row: int) -> tuple[bool, bool,
 def _check(ssn: Session) -> None:
     fit = _card_fit(ssn)
     for task in ssn.tasks.values():
+        assert ssn.fit_error(task) == reference_fit_error(ssn, task), task.key
         if task.status is not TaskStatus.PENDING or task.device_ask is None:
             continue
         entry = ssn.placement.entry(task)
