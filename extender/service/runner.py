@@ -39,7 +39,7 @@ class SessionRequest(NamedTuple):
     placements: dict[str, str]
     conf: SchedulerConf
     idle: frozenset[str] = frozenset()
-    devices: dict[str, PodDevices] = {}  # noqa: RUF012  (a NamedTuple default: never mutated)
+    devices: dict[str, PodDevices] = {}
 
 
 class SessionReply(NamedTuple):
