@@ -226,6 +226,45 @@ class Placement:
             return self.nodes[best], False
         return None
 
+    def choose_in(self, task: Task, rows: Index) -> tuple[Node, bool] | None:
+        """`choose` among the nodes `rows` only (ascending: a HyperNode's nodes): allocate's pick when a gang must
+        stay inside one HyperNode. Normalised scores are computed over the candidates in `rows`."""
+        if not len(rows):
+            return None
+        entry = self.entry(task)
+        if entry.fast and not task.host_ports:
+            for pick, idle in ((entry.pick_idle, True), (entry.pick_future, False)):
+                sub = pick[rows]
+                best = int(sub.argmax())
+                if sub[best] != NO_NODE:
+                    return self.nodes[int(rows[best])], idle
+            return None
+        cand = rows[entry.fit_future[rows] & entry.static[rows]]
+        if task.host_ports and len(cand):
+            dynamic = self._dynamic_mask(task, cand)
+            if dynamic is not None:
+                cand = cand[dynamic]
+        idle_nodes = cand[entry.fit_idle[cand]]
+        if len(idle_nodes):
+            return self._best_of(task, idle_nodes), True
+        if len(cand):
+            return self._best_of(task, cand), False
+        return None
+
+    def _best_of(self, task: Task, idx: Index) -> Node:
+        if len(idx) == 1:
+            return self.nodes[int(idx[0])]
+        return self.nodes[int(idx[int(np.argmax(self.scores(task, idx)))])]
+
+    def fits_row(self, task: Task, row: int) -> tuple[bool, bool]:
+        """(passes the predicates and fits future idle, fits idle) on node `row`."""
+        entry = self.entry(task)
+        ok = bool(entry.static[row] and entry.fit_future[row])
+        if ok and task.host_ports:
+            dynamic = self._dynamic_mask(task, np.array([row], dtype=np.intp))
+            ok = dynamic is None or bool(dynamic[0])
+        return ok, ok and bool(entry.fit_idle[row])
+
     def _choose_by_masks(self, task: Task) -> tuple[Node, bool] | None:
         feasible, fit_idle = self.feasible(task)
         idle_nodes = feasible & fit_idle
@@ -240,13 +279,14 @@ class Placement:
         dynamic = self._dynamic_mask(task, np.array([node.idx]))
         return bool(self.static_mask(task)[node.idx]) and (dynamic is None or bool(dynamic[0]))
 
-    def fit_error(self, task: Task) -> Status:
+    def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,
         UnschedulableAndUnresolvable when the static predicates refuse every node (kube-scheduler's code for
-        what no eviction fixes)."""
+        what no eviction fixes). Over the nodes `rows` of `hypernode` only when given (`In hyperNode leaf-3: …`)."""
         reasons: dict[str, int] = {}
         future = self.arrays.future_idle()
-        for node in self.nodes:
+        nodes = self.nodes if rows is None else [self.nodes[int(r)] for r in rows]
+        for node in nodes:
             node_reasons: list[str] = []
             short = np.flatnonzero(task.resreq >= future[node.idx] + TOLERANCE)
             node_reasons.extend(f"Insufficient {self.dims.names[int(d)]}" for d in short)
@@ -255,9 +295,11 @@ class Placement:
             for reason in dict.fromkeys(node_reasons):
                 reasons[reason] = reasons.get(reason, 0) + 1
         histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
-        text = f"0/{len(self.nodes)} nodes are unavailable"
-        code = Code.UNSCHEDULABLE if self.static_mask(task).any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        return Status(code, f"{text}: {histogram}." if histogram else text)
+        text = f"0/{len(nodes)} nodes are unavailable"
+        static = self.static_mask(task) if rows is None else self.static_mask(task)[rows]
+        code = Code.UNSCHEDULABLE if static.any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        text = f"{text}: {histogram}." if histogram else text
+        return Status(code, f"In hyperNode {hypernode}: {text}" if hypernode and histogram else text)
 
 
 __all__ = ["Index", "Mask", "Placement", "Scores", "fits"]

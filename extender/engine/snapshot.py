@@ -1,8 +1,9 @@
 """A snapshot of the cluster as plain records, built once from Kubernetes objects.
 
 Input is what the API server holds: `v1 Node`, `v1 Pod`, `scheduling.volcano.sh/v1beta1 PodGroup` and `Queue`,
-`scheduling.k8s.io/v1 PriorityClass`. Quantities are parsed here, once, into Volcano's units; the session turns the
-records into vectors. Bad input raises `SnapshotError` whose text names the document, the field and the problem.
+`scheduling.k8s.io/v1 PriorityClass`, `topology.volcano.sh/v1alpha1 HyperNode`. Quantities are parsed here, once,
+into Volcano's units; the session turns the records into vectors. Bad input raises `SnapshotError` whose text
+names the document, the field and the problem.
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
-from extender.engine.model import Condition
+from extender.engine.model import HARD, SOFT, Condition, TopologySpec
 from lapilli.api.constants import (
     GROUP_NAME_ANNOTATION,
+    HYPERNODE_KIND,
     PREEMPTABLE_KEY,
     TASK_PRIORITY_ANNOTATION,
     TASK_SPEC_KEY,
+    TOPOLOGY_API_VERSION,
 )
 from lapilli.meta import Obj, describe, name_of, namespace_of, section, uid_of
-from lapilli.nodematch import PodPlacement, Taint, taints_of
+from lapilli.nodematch import LabelSelector, PodPlacement, Taint, taints_of
 from lapilli.resources.units import Units, pod_request, resource_list_units
 from lapilli.times import parse_rfc3339
+from lapilli.topology import HyperNodeRecord, read_hypernode
 from lapilli.usage import UsageRecord, record_of
 
 
@@ -62,6 +66,22 @@ class PodRecord:
     placement: PodPlacement
     predicate_key: str
     host_ports: tuple[tuple[str, str, int], ...]
+    labels: Mapping[str, str] = field(default_factory=dict)  # what sub-gang policies select by
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroupPolicy:
+    """One PodGroup `subGroupPolicy[]` entry (Volcano's `SubGroupPolicySpec`)."""
+
+    name: str
+    size: int  # subGroupSize: the sub-gang's minimum
+    min_groups: int  # minSubGroups: how many of its sub-gangs the job needs
+    selector: LabelSelector | None
+    match_keys: tuple[str, ...]
+    topology: TopologySpec | None
+    # Why `labelSelector` cannot be read ("" when it can): such a policy selects no pod, as in Volcano, whose
+    # `LabelSelectorAsSelector` fails the same way, and the job keeps its other pods in its default sub-gang.
+    broken: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +98,8 @@ class PodGroupRecord:
     creation: float
     annotations: Mapping[str, str]
     preemptable: bool
+    network_topology: TopologySpec | None = None
+    sub_groups: tuple[SubGroupPolicy, ...] = ()
 
     @property
     def key(self) -> str:
@@ -112,6 +134,10 @@ class Snapshot:
     queues: dict[str, QueueRecord] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
     default_priority: int | None = None
+    hypernodes: dict[str, HyperNodeRecord] = field(default_factory=dict)
+    # Where gang preemption or reclaim made room, for the allocate that follows: PodGroup -> sub-gang -> HyperNode
+    # (Volcano keeps `SubJobInfo.NominatedHyperNode` in its cache; the service carries it between sessions).
+    nominations: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def timestamp(value: object) -> float:
@@ -232,6 +258,7 @@ def _pod(doc: Obj) -> PodRecord:
         placement=_placement(key, spec),
         predicate_key=key,
         host_ports=_host_ports(spec),
+        labels=labels,
     )
 
 
@@ -254,6 +281,7 @@ def _podgroup(doc: Obj) -> PodGroupRecord:
     except ValueError as exc:
         raise ValueError(f"spec.minResources.{exc}") from exc
     min_task_member = {str(k): _int(v, f"spec.minTaskMember.{k}") for k, v in (spec.get("minTaskMember") or {}).items()}
+    topology = spec.get("networkTopology")
     return PodGroupRecord(
         namespace=meta.get("namespace") or "default",
         name=name_of(doc),
@@ -267,6 +295,43 @@ def _podgroup(doc: Obj) -> PodGroupRecord:
         creation=timestamp(meta.get("creationTimestamp")),
         annotations=dict(meta.get("annotations") or {}),
         preemptable=_preemptable(meta, default=False),
+        network_topology=_topology(topology, "spec.networkTopology") if topology is not None else None,
+        sub_groups=tuple(
+            _sub_group(p, f"spec.subGroupPolicy[{i}]") for i, p in enumerate(spec.get("subGroupPolicy") or [])),
+    )
+
+
+def _topology(raw: object, where: str) -> TopologySpec:
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: expected an object")
+    mode = str(raw.get("mode") or HARD)
+    if mode not in (HARD, SOFT):
+        raise ValueError(f"{where}.mode: must be hard or soft, got {mode!r}")
+    tier = raw.get("highestTierAllowed")
+    value = _int(tier, f"{where}.highestTierAllowed") if tier is not None else None
+    if value is not None and value < 0:
+        raise ValueError(f"{where}.highestTierAllowed: must be ≥ 0, got {value}")
+    return TopologySpec(mode, value, str(raw.get("highestTierName") or ""))
+
+
+def _sub_group(raw: object, where: str) -> SubGroupPolicy:
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: expected an object")
+    selector, broken = None, ""
+    try:
+        selector = LabelSelector.of(raw["labelSelector"]) if raw.get("labelSelector") is not None else None
+    except ValueError as exc:
+        broken = f"{where}.labelSelector.{exc}"
+    topology = raw.get("networkTopology")
+    size = _int(raw["subGroupSize"] if raw.get("subGroupSize") is not None else 1, f"{where}.subGroupSize")
+    return SubGroupPolicy(
+        name=str(raw.get("name") or ""),
+        size=size,
+        min_groups=_int(raw.get("minSubGroups") or 0, f"{where}.minSubGroups"),
+        selector=selector,
+        match_keys=tuple(str(k) for k in raw.get("matchLabelKeys") or ()),
+        topology=_topology(topology, f"{where}.networkTopology") if topology is not None else None,
+        broken=broken,
     )
 
 
@@ -316,6 +381,7 @@ _KINDS: Final = {
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    (TOPOLOGY_API_VERSION, HYPERNODE_KIND),
 }
 
 
@@ -343,6 +409,11 @@ def add_object(snap: Snapshot, doc: Obj) -> None:
     elif kind == "Queue":
         queue = _queue(doc)
         snap.queues[queue.name] = queue
+    elif kind == HYPERNODE_KIND:
+        record, problems = read_hypernode(doc)
+        if record is None:
+            raise ValueError("; ".join(problems))
+        snap.hypernodes[record.name] = record  # a member it cannot read selects nothing, as in Volcano
     else:
         value = _int(doc.get("value", 0), "value")
         snap.priority_classes[name_of(doc)] = value
@@ -364,6 +435,8 @@ def remove_object(snap: Snapshot, doc: Obj) -> None:
         snap.queues.pop(name, None)
     elif kind == "PriorityClass":
         snap.priority_classes.pop(name, None)
+    elif kind == HYPERNODE_KIND:
+        snap.hypernodes.pop(name, None)
 
 
 def copy_snapshot(snap: Snapshot) -> Snapshot:
@@ -375,6 +448,8 @@ def copy_snapshot(snap: Snapshot) -> Snapshot:
         queues=dict(snap.queues),
         priority_classes=dict(snap.priority_classes),
         default_priority=snap.default_priority,
+        hypernodes=dict(snap.hypernodes),
+        nominations={key: dict(subs) for key, subs in snap.nominations.items()},
     )
 
 

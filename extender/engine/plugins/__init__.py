@@ -15,5 +15,6 @@ for _name in (
     "binpack",
     "task_topology",
     "fairshare",
+    "network_topology",
 ):
     import_module(f"{__name__}.{_name}")  # a missing or broken module fails the import, loudly
