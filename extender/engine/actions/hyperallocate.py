@@ -310,7 +310,7 @@ class HyperAllocator:
                     del job.fit_errors[uid]  # ResetSubJobFitErr
                 copy = sheet.clone()
                 stmt = self.allocate_tasks(job, sub, copy, name)
-                if stmt is None:
+                if stmt is None or stmt.empty():  # placing nothing is no solution, even for a ready sub-gang
                     if failed is not None:
                         failed.add((sub.uid, name))
                     continue

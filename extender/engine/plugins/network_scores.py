@@ -10,7 +10,7 @@
 * Node score of any other task: the HyperNode binpack of the task alone summed over every tier from the lowest to the
   root's with weight fading^(tier − 1) (a tier with no HyperNode over the node counts as full), divided by the weights'
   sum, so pods without a topology still fill HyperNodes that are already busy.
-Every score is scaled by MaxNodeScore (10) × `weight`. `Scales` holds what these read, per session.
+Every score is scaled by MaxNodeScore (100) × `weight`. `Scales` holds what these read, per session.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from extender.engine.interface import Index, Scores
 from extender.engine.model import SubJob, Task
 from lapilli.resources.vector import TOLERANCE
 
-MAX_NODE_SCORE = 10.0
+MAX_NODE_SCORE = 100.0
 Matrix = npt.NDArray[np.float64]
 
 
