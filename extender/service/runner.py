@@ -46,10 +46,14 @@ class SessionReply(NamedTuple):
     same_nodes: bool
 
 
-def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer) -> Outcome:
+def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer,
+             nominations: dict[str, dict[str, str]] | None = None) -> Outcome:
     """One session over `state` with the plan's placements assumed; statuses compared with its stores, writes
-    and events paced by what earlier sessions over the same state sent."""
+    and events paced by what earlier sessions over the same state sent. `nominations`: the HyperNodes gang eviction
+    nominated in earlier sessions and allocate has not redeemed (the last outcome's), which stay where sessions
+    run: they never cross the pipe."""
     snap = overlay(state.copy(), placements)
+    snap.nominations = nominations or {}
     return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer)
 
 
@@ -63,11 +67,14 @@ class ThreadRunner:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self.pacer = Pacer()
+        self.nominations: dict[str, dict[str, str]] = {}
 
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
         if not self.state.synced:
             return None
-        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer)
+        outcome = await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer, self.nominations)
+        self.nominations = outcome.nominations
+        return outcome
 
 
 def _child(kubeconfig: str | None, conn: Connection) -> None:
@@ -96,6 +103,7 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
         os.nice(SESSION_NICENESS)
     loop = asyncio.get_running_loop()
     pacer = Pacer()
+    nominations: dict[str, dict[str, str]] = {}
     sent_nodes: dict[str, int] | None = None
     while True:
         try:
@@ -104,7 +112,8 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
             outcome = None
             same_nodes = False
             if state.synced:
-                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer)
+                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, nominations)
+                nominations = outcome.nominations
                 same_nodes = outcome.node_index == sent_nodes
                 sent_nodes = outcome.node_index
                 if same_nodes:
