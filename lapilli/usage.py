@@ -152,6 +152,17 @@ def usage_text(name: str, value: float) -> str:
     return f"{amount:,.0f} {unit}·h" if amount >= 10 or amount == 0 else f"{amount:.1f} {unit}·h"
 
 
+def shown_usage(annotations: Mapping[str, str], now: float) -> str:
+    """A Queue's decayed usage as `queue list` and the dashboard show it: the last sample decayed to `now`, in
+    its headline resource (`1,900 GPU·h`); `-` without a record, `unreadable` for one that cannot be read."""
+    record, error = record_of(annotations)
+    if record is None:
+        return "unreadable" if error else "-"
+    usage = record.at_time(now)
+    resource = headline_resource(usage)
+    return "0" if resource is None else usage_text(resource, usage[resource])
+
+
 __all__ = [
     "USAGE_ANNOTATION",
     "UsageRecord",
@@ -162,5 +173,6 @@ __all__ = [
     "mean_life",
     "parse_record",
     "record_of",
+    "shown_usage",
     "usage_text",
 ]

@@ -6,7 +6,16 @@ from dataclasses import dataclass, field
 
 from lapilli.api.constants import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, ROOT_QUEUE
 from lapilli.settings import flag
-from webhook.listers import JobLister, MemoryJobs, MemoryNamespaces, MemoryQueues, NamespaceLister, QueueLister
+from webhook.listers import (
+    HyperNodeLister,
+    JobLister,
+    MemoryHyperNodes,
+    MemoryJobs,
+    MemoryNamespaces,
+    MemoryQueues,
+    NamespaceLister,
+    QueueLister,
+)
 from webhook.names import dns1123_subdomain
 
 __all__ = ["DEFAULT_QUEUE", "ROOT_QUEUE", "AdmissionContext", "AdmissionSettings"]
@@ -52,3 +61,4 @@ class AdmissionContext:
     queues: QueueLister = field(default_factory=MemoryQueues)
     jobs: JobLister = field(default_factory=MemoryJobs)
     namespaces: NamespaceLister = field(default_factory=MemoryNamespaces)
+    hypernodes: HyperNodeLister = field(default_factory=MemoryHyperNodes)

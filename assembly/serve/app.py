@@ -93,7 +93,7 @@ def _webhook(settings: Settings, client: KubeClient, registry: CollectorRegistry
     w = settings.webhook
     caches = AdmissionCaches(client, w.cache_sync_timeout_s)
     context = AdmissionContext(settings=w.admission, queues=caches.queues, jobs=caches.jobs,
-                               namespaces=caches.namespaces)
+                               namespaces=caches.namespaces, hypernodes=caches.hypernodes)
     background: list[Background] = []
     if (secret := serving_cert_secret(settings, client)) is not None:
         background.append(secret.run)

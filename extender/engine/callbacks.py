@@ -27,6 +27,7 @@ from extender.engine.interface import (
     JobVoteFn,
     KeyedOrder,
     KeyValue,
+    NodeLocal,
     OrderFn,
     Plugin,
     Predicate,
@@ -140,6 +141,8 @@ class Callbacks:
         self.job_gradients: Slot[HyperNodeGradientFn[Job]] = Slot("enabledHyperNodeGradient")
         self.subjob_gradients: Slot[HyperNodeGradientFn[SubJob]] = Slot("enabledHyperNodeGradient")
         self.hypernode_orders: Slot[HyperNodeOrderFn] = Slot("enabledHyperNodeOrder")
+        # Its plugin reads enablePredicate / enableNodeOrder itself: one callback both filters and scores.
+        self.node_locals: Slot[NodeLocal] = Slot(None)
         self._on_allocate: list[TaskEventFn] = []
         self._on_deallocate: list[TaskEventFn] = []
         self.plugins: list[tuple[int, PluginOption, Plugin]] = []
@@ -234,6 +237,8 @@ class Callbacks:
 
     def add_hypernode_order(self, fn: HyperNodeOrderFn) -> None:
         self._add(self.hypernode_orders, fn)
+    def add_node_local(self, fn: NodeLocal) -> None:
+        self._add(self.node_locals, fn)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         if handler.allocate is not None:

@@ -33,6 +33,8 @@ from extender.engine.model import (
 from extender.engine.placement import Index, Mask, Placement, Scores
 from extender.engine.snapshot import PodRecord, Snapshot
 from extender.engine.usage import FairShareArgs, conf_args, decayed
+from lapilli.devices.assign import PodDevices
+from lapilli.devices.config import DeviceConfig
 from lapilli.resources.vector import TOLERANCE, Dims, Vec
 from lapilli.usage import mean_life
 
@@ -104,14 +106,17 @@ class Session(Callbacks):
         self._build_topology(snap)
         self.queue_reports: dict[str, QueueReport] = {}
         self.conditions: dict[str, tuple[str, str, str]] = {}
+        self._device_configs = dict(snap.device_configs)
+        self.assignments: dict[str, PodDevices] = {}
         self._open_plugins(self)
-        self.placement.plug(self.predicates.all(), self.node_orders.all())
+        self.placement.plug(self.predicates.all(), self.node_orders.all(), self.node_locals.all())
 
     # ---- building -------------------------------------------------------------------------------------------
     def _build_nodes(self, snap: Snapshot) -> None:
         ready = sorted((n for n in snap.nodes.values() if n.ready), key=lambda n: n.name)
         self.nodes: list[Node] = [
-            Node(name=n.name, idx=i, labels=dict(n.labels), taints=list(n.taints), unschedulable=n.unschedulable)
+            Node(name=n.name, idx=i, labels=dict(n.labels), taints=list(n.taints), unschedulable=n.unschedulable,
+                 cards=n.cards.cards)
             for i, n in enumerate(ready)
         ]
         self.node_by_name: dict[str, Node] = {n.name: n for n in self.nodes}
@@ -217,6 +222,7 @@ class Session(Callbacks):
                 pod.preemption_never,  # preemption_never
                 pod.host_ports,  # host_ports
                 pod.predicate_key,  # predicate_key
+                pod.devices,  # devices
             )
             if task.node is not None and task.status in ON_NODE_STATUS:
                 node = self.node_by_name.get(task.node)
@@ -381,6 +387,11 @@ class Session(Callbacks):
         return self.placement.fit_error(task, rows, hypernode)
 
     # ---- helpers for actions --------------------------------------------------------------------------------
+    @property
+    def device_configs(self) -> Mapping[str, DeviceConfig]:
+        """vGPU device configs of the snapshot, by "namespace/name" of their ConfigMap."""
+        return self._device_configs
+
     def queue_of(self, job: Job) -> Queue:
         return self.queues[job.queue]
 

@@ -1,9 +1,11 @@
 """A snapshot of the cluster as plain records, built once from Kubernetes objects.
 
 Input is what the API server holds: `v1 Node`, `v1 Pod`, `scheduling.volcano.sh/v1beta1 PodGroup` and `Queue`,
-`scheduling.k8s.io/v1 PriorityClass`, `topology.volcano.sh/v1alpha1 HyperNode`. Quantities are parsed here, once,
-into Volcano's units; the session turns the records into vectors. Bad input raises `SnapshotError` whose text
-names the document, the field and the problem.
+`scheduling.k8s.io/v1 PriorityClass`, `topology.volcano.sh/v1alpha1 HyperNode`, and the vGPU device config's
+`v1 ConfigMap` (other ConfigMaps are passed over). A node's vGPU register annotation that cannot be read is kept as a
+problem beside the node (its cards are ignored), never a reason to refuse the node. Quantities are parsed here, once,
+into Volcano's units; the session turns the records into vectors. Bad input raises `SnapshotError` whose text names
+the document, the field and the problem.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from lapilli.api.constants import (
     TASK_SPEC_KEY,
     TOPOLOGY_API_VERSION,
 )
+from lapilli.devices.config import DeviceConfig, config_from_configmap
+from lapilli.devices.facts import NO_CARDS, NodeCardFacts, PodDeviceFacts, node_card_facts, pod_device_facts
+from lapilli.devices.names import CONFIG_KEY
 from lapilli.meta import Obj, describe, name_of, namespace_of, section, uid_of
 from lapilli.nodematch import LabelSelector, PodPlacement, Taint, taints_of
 from lapilli.resources.units import Units, pod_request, resource_list_units
@@ -43,6 +48,7 @@ class NodeRecord:
     taints: tuple[Taint, ...]
     unschedulable: bool
     ready: bool
+    cards: NodeCardFacts = NO_CARDS  # vGPU cards the device plugin registered (volcano.sh/node-vgpu-register)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,7 @@ class PodRecord:
     predicate_key: str
     host_ports: tuple[tuple[str, str, int], ...]
     labels: Mapping[str, str] = field(default_factory=dict)  # what sub-gang policies select by
+    devices: PodDeviceFacts | None = None  # extended-resource asks, device annotations, card assignment
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +145,8 @@ class Snapshot:
     # Where gang preemption or reclaim made room, for the allocate that follows: PodGroup -> sub-gang -> HyperNode
     # (Volcano keeps `SubJobInfo.NominatedHyperNode` in its cache; the service carries it between sessions).
     nominations: dict[str, dict[str, str]] = field(default_factory=dict)
+    # vGPU device configs by "namespace/name" of their ConfigMap (those holding `device-config.yaml`)
+    device_configs: dict[str, DeviceConfig] = field(default_factory=dict)
 
 
 def timestamp(value: object) -> float:
@@ -195,6 +204,7 @@ def _node(doc: Obj) -> NodeRecord:
         taints=taints_of(spec),
         unschedulable=bool(spec.get("unschedulable")),
         ready=ready,
+        cards=node_card_facts(meta.get("annotations") or {}),
     )
 
 
@@ -259,6 +269,7 @@ def _pod(doc: Obj) -> PodRecord:
         predicate_key=key,
         host_ports=_host_ports(spec),
         labels=labels,
+        devices=pod_device_facts(spec, annotations, labels),
     )
 
 
@@ -382,6 +393,7 @@ _KINDS: Final = {
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
     (TOPOLOGY_API_VERSION, HYPERNODE_KIND),
+    ("v1", "ConfigMap"),  # only a vGPU device config (key device-config.yaml) is kept
 }
 
 
@@ -414,11 +426,25 @@ def add_object(snap: Snapshot, doc: Obj) -> None:
         if record is None:
             raise ValueError("; ".join(problems))
         snap.hypernodes[record.name] = record  # a member it cannot read selects nothing, as in Volcano
+    elif kind == "ConfigMap":
+        _configmap(snap, doc)
     else:
         value = _int(doc.get("value", 0), "value")
         snap.priority_classes[name_of(doc)] = value
         if doc.get("globalDefault"):
             snap.default_priority = value
+
+
+def _configmap(snap: Snapshot, doc: Obj) -> None:
+    key = f"{namespace_of(doc) or 'default'}/{name_of(doc)}"
+    data = doc.get("data") or {}
+    if CONFIG_KEY not in data:
+        snap.device_configs.pop(key, None)
+        return
+    try:
+        snap.device_configs[key] = config_from_configmap(data)
+    except ValueError as exc:
+        raise ValueError(f"data.{exc}") from exc
 
 
 def remove_object(snap: Snapshot, doc: Obj) -> None:
@@ -437,6 +463,8 @@ def remove_object(snap: Snapshot, doc: Obj) -> None:
         snap.priority_classes.pop(name, None)
     elif kind == HYPERNODE_KIND:
         snap.hypernodes.pop(name, None)
+    elif kind == "ConfigMap":
+        snap.device_configs.pop(f"{namespace}/{name}", None)
 
 
 def copy_snapshot(snap: Snapshot) -> Snapshot:
@@ -450,6 +478,7 @@ def copy_snapshot(snap: Snapshot) -> Snapshot:
         default_priority=snap.default_priority,
         hypernodes=dict(snap.hypernodes),
         nominations={key: dict(subs) for key, subs in snap.nominations.items()},
+        device_configs=dict(snap.device_configs),
     )
 
 

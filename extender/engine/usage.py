@@ -106,34 +106,46 @@ def conf_args(plugins: Iterable[tuple[str, Arguments]]) -> FairShareArgs | None:
 
 def ancestry(snap: Snapshot) -> dict[str, list[str]]:
     """Each queue's ancestors that are Queues, top-down (a `parent` that names no queue, or a cycle, ends it)."""
+    return ancestors_of({name: q.parent for name, q in snap.queues.items()})
+
+
+def ancestors_of(parents: Mapping[str, str]) -> dict[str, list[str]]:
+    """queue -> its ancestors among `parents`' keys, top-down, from each queue's parent ("" for none)."""
     out: dict[str, list[str]] = {}
-    for name in snap.queues:
+    for name in parents:
         chain: list[str] = []
-        parent = snap.queues[name].parent
-        while parent and parent in snap.queues and parent not in chain and parent != name:
+        parent = parents[name]
+        while parent and parent in parents and parent not in chain and parent != name:
             chain.append(parent)
-            parent = snap.queues[parent].parent
+            parent = parents[parent]
         out[name] = chain[::-1]
+    return out
+
+
+def held_by_queue(requests: Iterable[tuple[str, Mapping[str, float]]], ancestors: Mapping[str, list[str]],
+                  ) -> dict[str, Units]:
+    """(queue, request) of every consuming pod, summed per queue and counted again for each of its ancestors."""
+    out: dict[str, Units] = {}
+    for queue, request in requests:
+        for name in (queue, *ancestors.get(queue, ())):
+            held = out.setdefault(name, {})
+            for resource, value in request.items():
+                if resource != PODS:
+                    held[resource] = held.get(resource, 0.0) + value
     return out
 
 
 def allocations(snap: Snapshot) -> dict[str, Units]:
     """What each queue consumes now (Volcano units): its PodGroups' pods bound to a node and not finished, counted
     for the queue and for every ancestor."""
-    ancestors = ancestry(snap)
-    out: dict[str, Units] = {}
+    pairs = []
     for pod in snap.pods.values():
         if not pod.group or not pod.node_name or pod.phase not in CONSUMING_PHASES:
             continue
         pg = snap.podgroups.get(f"{pod.namespace}/{pod.group}")
-        if pg is None or pg.queue not in snap.queues:
-            continue
-        for queue in (pg.queue, *ancestors[pg.queue]):
-            held = out.setdefault(queue, {})
-            for name, value in pod.request.items():
-                if name != PODS:
-                    held[name] = held.get(name, 0.0) + value
-    return out
+        if pg is not None and pg.queue in snap.queues:
+            pairs.append((pg.queue, pod.request))
+    return held_by_queue(pairs, ancestry(snap))
 
 
 def decayed(snap: Snapshot, half_life: float, now: float) -> dict[str, Units]:
@@ -146,4 +158,5 @@ def decayed(snap: Snapshot, half_life: float, now: float) -> dict[str, Units]:
     return out
 
 
-__all__ = ["PLUGIN", "FairShareArgs", "allocations", "ancestry", "conf_args", "decayed", "parse_arguments"]
+__all__ = ["PLUGIN", "FairShareArgs", "allocations", "ancestors_of", "ancestry", "conf_args", "decayed",
+           "held_by_queue", "parse_arguments"]

@@ -77,11 +77,12 @@ def _failure(exc: BaseException) -> str:
     return _one_line(exc) if isinstance(exc, ApiError) else f"{type(exc).__name__}: {_one_line(exc)}"
 
 
-def _same_room(a: Outcome, b: Outcome) -> bool:
-    """Two session outcomes leave every node the same room, so prioritize's tables carry over (a settled
-    cluster: sessions keep coming, the answer does not change, and rebuilding a table costs a verb's tail)."""
+def _same_room(a: Outcome, a_idle: np.ndarray, b: Outcome) -> bool:
+    """Room `a_idle` over outcome `a`'s nodes is what session outcome `b` leaves, so prioritize's tables carry
+    over (a settled cluster: sessions keep coming, the answer does not change, and rebuilding a table costs a
+    verb's tail)."""
     return (a.dims.index == b.dims.index and (a.node_index is b.node_index or a.node_index == b.node_index)
-            and np.array_equal(a.idle, b.idle) and np.array_equal(a.allocatable, b.allocatable))
+            and np.array_equal(a_idle, b.idle) and np.array_equal(a.allocatable, b.allocatable))
 
 
 class Extender:
@@ -103,6 +104,10 @@ class Extender:
         self._tables_for: Outcome | None = None
         self._tables: dict[bytes, tuple[dict[str, dict[str, Any]], int]] = {}
         self._names: list[str] = []
+        # Each node's room as the verbs see it: the latest outcome's, less what filter's re-plans moved since. The
+        # outcome itself is never changed (the next outcome is compared with it): the first move copies its room.
+        self._moved_for: Outcome | None = None
+        self._moved = np.zeros((0, 0))
         self._inflight: dict[str, str] = {}  # pod key -> node of a single pod's bind on its way to the API server
 
     # ---- filter ---------------------------------------------------------------------------------------------
@@ -211,18 +216,24 @@ class Extender:
         if not candidates:
             return None
         idx = np.array([latest.node_index[n] for n in candidates])
-        fits = np.all(req < latest.idle[idx] + TOLERANCE, axis=1)
+        fits = np.all(req < self._room(latest)[idx] + TOLERANCE, axis=1)
         if not fits.any():
             return None
         scores = self._binpack(req, idx)
         scores[~fits] = -1
         best = candidates[int(np.argmax(scores))]
-        latest.idle[latest.node_index[best]] -= req
+        if self._moved_for is not latest:
+            self._moved_for, self._moved = latest, latest.idle.copy()
+        self._moved[latest.node_index[best]] -= req
         if planned in latest.node_index:
-            latest.idle[latest.node_index[planned]] += req
+            self._moved[latest.node_index[planned]] += req
         self._tables_for = None  # the room it counted has moved
         self.plan.move(key, best)
         return best
+
+    def _room(self, latest: Outcome) -> np.ndarray:
+        """Each node's idle room over `latest`'s rows, with filter's re-plans since it counted."""
+        return self._moved if self._moved_for is latest else latest.idle
 
     # ---- prioritize -----------------------------------------------------------------------------------------
     def _binpack(self, req: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -234,7 +245,7 @@ class Extender:
         if terms is None:
             return np.zeros(len(idx))
         alloc = latest.allocatable[idx]
-        rows = MatrixRows(alloc, alloc - latest.idle[idx])
+        rows = MatrixRows(alloc, alloc - self._room(latest)[idx])
         return np.asarray(binpack_score(VECTOR, rows, terms), dtype=np.float64) / 100.0
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
@@ -268,7 +279,8 @@ class Extender:
         if latest is None or request is None or not latest.node_index:
             return {}, 0
         if self._tables_for is not latest:
-            if self._tables_for is None or not _same_room(self._tables_for, latest):
+            before = self._tables_for
+            if before is None or not _same_room(before, self._room(before), latest):
                 self._tables = {}
                 self._names = [""] * len(latest.node_index)
                 for node, row in latest.node_index.items():

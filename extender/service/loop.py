@@ -22,7 +22,7 @@ from extender.service.metrics import ExtenderMetrics
 from extender.service.plan import Plan
 from extender.service.runner import SessionRunner, ThreadRunner
 from extender.service.session import Outcome
-from extender.service.state import ClusterState
+from extender.service.state import WATCHED, ClusterState
 from lapilli.cluster import RateLimiter
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, NotFound
@@ -44,6 +44,9 @@ _SESSION = "session"  # the session loop's one item in its rate limiter
 # Volcano's scheduler records its events as its scheduler name (`--scheduler-name`, default `volcano`), which is
 # what `kubectl describe podgroup` users of Volcano look for under From.
 EVENT_SOURCE = "volcano"
+# The Warning Event on an object the scheduler cannot read (a malformed quantity, minMember not a number…).
+IGNORED_REASON = "InvalidObject"
+WATCHED_KINDS = tuple(res.kind for res in WATCHED)
 # Each PodGroup's last Unschedulable and Scheduled events, so a paced repeat bumps its Event in place; past this
 # many a repeat creates a new Event (and old ones pile up until the API server's event TTL).
 REMEMBERED_EVENTS = 65_536
@@ -130,6 +133,7 @@ class SessionLoop:
         self._recent_evictions: dict[str, float] = {}
         self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
         self.recorder = EventRecorder(client, EVENT_SOURCE, remembered=REMEMBERED_EVENTS)
+        self._reported: dict[str, str] = {}  # ignored object -> the reason this term's Event gave
 
     def poke(self) -> None:
         """Ask for a session soon (a change was seen, or a verb needs a plan)."""
@@ -166,10 +170,12 @@ class SessionLoop:
             if self._leading:
                 # A follower's counts would go stale beside the new leader's: it exports none.
                 self.metrics.queue_jobs.clear()
+                self.metrics.ignored.clear()
             self._leading = False
             return False
         if not self._leading:
             self._leading = True
+            self._reported.clear()  # a new term tells again what it leaves out
             self.requeue_pending()
         return True
 
@@ -183,6 +189,7 @@ class SessionLoop:
         return self.failures < FAILING_AFTER
 
     async def run_once(self) -> Outcome | None:
+        self.report_ignored()
         now = time.monotonic()
         for gang in self.plan.expire(now):
             log.info("gang %s: plan expired before it bound; re-planning", gang)
@@ -197,6 +204,22 @@ class SessionLoop:
         # reports already stored.
         self._record_events(outcome)
         return outcome
+
+    def report_ignored(self) -> None:
+        """Objects the cluster state leaves out (it cannot read them) vanish from scheduling silently unless told:
+        each gets a Warning Event once per reason and term, and `lapilli_extender_ignored_objects` counts them."""
+        ignored = self.state.ignored
+        counts = dict.fromkeys(WATCHED_KINDS, 0)
+        for ident, (kind, ref, error) in ignored.items():
+            counts[kind] = counts.get(kind, 0) + 1
+            if self._reported.get(ident) != error:
+                self._reported[ident] = error
+                message = f"the scheduler leaves this {kind} out until it can be read: {error}"
+                self.recorder.record(ref, "Warning", IGNORED_REASON, message)
+        for ident in [i for i in self._reported if i not in ignored]:
+            del self._reported[ident]
+        for kind, count in counts.items():
+            self.metrics.ignored.labels(kind).set(count)
 
     def _adopt(self, outcome: Outcome, now: float) -> None:
         for gang, (min_member, nodes, domain) in outcome.new_plans.items():

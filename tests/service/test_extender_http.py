@@ -231,3 +231,18 @@ async def test_a_pending_gang_of_one_waits_on_its_podgroups_min_resources_not_it
     body = dict(extender.filter(ExtenderArgs.model_validate(_args(driver, ["n0", "n1"]))))
     # 3 cpu used + 6 reserved > 8, though 3 + the driver's 1 would fit: enqueue, not the pod, decides.
     assert body["NodeNames"] == [] and set(body["FailedNodes"]) == {"n0", "n1"}, body
+
+
+async def test_filter_replan_moves_room_in_its_own_view_and_leaves_the_session_result_alone(served):
+    _, extender, _ = served
+    latest = extender.loop.latest
+    planned = {extender.plan.node_for(f"ml/fits-w-{i}") for i in range(2)}
+    free = next(n for n in ("n0", "n1", "n2") if n not in planned)
+    before = latest.idle.copy()
+    first = volcano_pod({"name": "ml/fits-w-0", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    assert extender.filter(ExtenderArgs.model_validate(_args(first, [free])))["NodeNames"] == [free]
+    assert extender.plan.node_for("ml/fits-w-0") == free
+    assert (latest.idle == before).all(), "the session's result, which other verbs and comparisons read, is unchanged"
+    second = volcano_pod({"name": "ml/fits-w-1", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    refused = extender.filter(ExtenderArgs.model_validate(_args(second, [free])))
+    assert refused["NodeNames"] == [], "the GPU the first move took is counted: no second pod moves onto it"

@@ -14,6 +14,7 @@ for _name in (
     "nodeorder",
     "binpack",
     "task_topology",
+    "deviceshare",
     "fairshare",
     "network_topology",
 ):
