@@ -396,13 +396,14 @@ class Extender:
         if gang is not None:
             # Gangs are preempted for by the session (preempt/reclaim actions), whole, never pod by pod.
             return ExtenderPreemptionResult()
+        queue = str(annotations_of(args.pod).get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE)  # its PodGroup's, soon
         kept: dict[str, MetaVictims] = {}
         for node, uids in args.victims().items():
-            if uids and self._acceptable(uids):
+            if uids and self._acceptable(uids, queue):
                 kept[node] = MetaVictims(Pods=[MetaPod(UID=u) for u in uids])
         return ExtenderPreemptionResult(NodeNameToMetaVictims=kept)
 
-    def _acceptable(self, uids: list[str]) -> bool:
+    def _acceptable(self, uids: list[str], preemptor_queue: str) -> bool:
         snap = self.state.snapshot
         latest = self.loop.latest
         lost: dict[str, int] = {}
@@ -417,6 +418,10 @@ class Extender:
                 gang = f"{pod.namespace}/{pod.group}"
                 lost[gang] = lost.get(gang, 0) + 1
                 podgroup = snap.podgroups.get(gang)
+                if podgroup is not None and podgroup.queue != preemptor_queue:
+                    record = snap.queues.get(podgroup.queue)
+                    if record is not None and not record.reclaimable:
+                        return False  # across queues this is reclaim, which Volcano never does from such a queue
                 if podgroup is not None and latest is not None:
                     queue = latest.queues.get(podgroup.queue)
                     if queue is not None and queue.deserved is not None and queue.share <= 1.0:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from extender.engine.conf import ConfError, SchedulerConf
+from extender.engine.conf import SchedulerConf
 from extender.engine.run import parse_scheduler_conf
 from extender.service.metrics import ExtenderMetrics
 from extender.service.plan import Plan
@@ -29,6 +29,7 @@ from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.events import EventRecorder
 from lapilli.kube.resources import PODGROUPS, PODS, QUEUES
 from lapilli.meta import uid_of
+from lapilli.reload import ReloadingFile
 
 log = logging.getLogger("lapilli.extender")
 
@@ -53,59 +54,32 @@ REMEMBERED_EVENTS = 65_536
 
 
 class ConfSource:
-    """The scheduler configuration file, re-read when its modification time changes.
-
-    A reload that cannot be used — a parse error, an empty file, the file gone or unreadable — keeps the last good
-    configuration running and is reported once per distinct problem: one log line, `on_error` (the service counts
-    it in `lapilli_scheduler_conf_reload_errors_total`), and `error` stays set (`lapilli_scheduler_conf_stale` is 1)
-    until a good file is loaded again. At start a bad file is refused outright (settings check), never replaced."""
+    """The scheduler configuration file (`lapilli.reload.ReloadingFile`): a reload that cannot be used keeps the
+    last good configuration running, reported once per distinct problem (the service counts it in
+    `lapilli_scheduler_conf_reload_errors_total`; `lapilli_scheduler_conf_stale` is 1 while `error` is set). At start
+    a bad file is refused outright (settings check), never replaced. Without a file: Volcano's default conf."""
 
     def __init__(self, path: Path | None, on_error: Callable[[str], None] | None = None) -> None:
         self.path = path
-        self._mtime: float | None = None
-        self.conf: SchedulerConf = parse_scheduler_conf(path.read_text() if path else None)
-        self.error = ""  # why the file on disk is not what runs ("" when it is)
-        self._on_error = on_error
-        self._warn(self.conf)
-        if path is not None:
-            self._mtime = path.stat().st_mtime
+        self._file = (ReloadingFile(path, parse_scheduler_conf, "scheduler configuration", on_error, self._warn)
+                      if path is not None else None)
+        self._default = parse_scheduler_conf(None)
 
     def _warn(self, conf: SchedulerConf) -> None:
         """Each load reports what it left out once (unknown action or plugin names), as Volcano logs them."""
         for warning in conf.warnings:
             log.warning("scheduler configuration %s: %s", self.path or "(default)", warning)
 
-    def _failed(self, error: str) -> None:
-        if error != self.error:
-            self.error = error
-            log.error("scheduler configuration %s: %s; keeping the last good configuration", self.path, error)
-            if self._on_error is not None:
-                self._on_error(error)
+    @property
+    def conf(self) -> SchedulerConf:
+        return self._file.value if self._file is not None else self._default
+
+    @property
+    def error(self) -> str:
+        return self._file.error if self._file is not None else ""
 
     def refresh(self) -> SchedulerConf:
-        if self.path is None:
-            return self.conf
-        try:
-            mtime = self.path.stat().st_mtime
-        except OSError as exc:
-            self._mtime = None  # whatever comes back in its place is read
-            self._failed(f"cannot be read ({exc.strerror or exc})")
-            return self.conf
-        if mtime == self._mtime:
-            return self.conf
-        self._mtime = mtime
-        try:
-            conf = parse_scheduler_conf(self.path.read_text())
-        except ConfError as exc:
-            self._failed(str(exc))
-        except (OSError, UnicodeDecodeError) as exc:
-            self._mtime = None
-            self._failed(f"cannot be read ({exc})")
-        else:
-            self.conf, self.error = conf, ""
-            log.info("scheduler configuration %s reloaded", self.path)
-            self._warn(conf)
-        return self.conf
+        return self._file.refresh() if self._file is not None else self._default
 
 
 class SessionLoop:
