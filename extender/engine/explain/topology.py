@@ -22,10 +22,10 @@ from extender.engine.explain.units import amount, number, resource_rank
 from extender.engine.interface import ExplainView
 from extender.engine.model import Job, Task, TaskStatus
 from lapilli.meta import JSON
-
-NETWORK_TOPOLOGY = "network-topology-aware"
 from lapilli.resources.units import PODS
 from lapilli.resources.vector import TOLERANCE, Vec
+
+NETWORK_TOPOLOGY = "network-topology-aware"
 
 
 @dataclass(frozen=True, slots=True)
