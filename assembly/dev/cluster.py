@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -49,6 +49,7 @@ from assembly.dev.service import (
     service_pid,
     supervised,
 )
+from assembly.dev.topology import Tiers, discovery_configmap, node_labels
 from lapilli.kube import KubeClient, load_kubeconfig
 from lapilli.kube.config import write_kubeconfig
 from lapilli.kube.resources import NAMESPACES
@@ -88,6 +89,9 @@ class ClusterSpec:
     # False: no kube-scheduler (and no service); the caller brings its own, as the installed-mode tests run the
     # rendered scheduler pods in containers.
     kube_scheduler: bool = True
+    # Network topology (assembly.dev.topology): the nodes labelled into this tree, and label discovery turned on
+    # so the service makes HyperNodes of it.
+    topology: Tiers = ()
 
 
 @dataclass(slots=True)
@@ -239,6 +243,8 @@ class DevCluster:
             self._start_kubelet(),
             self._create_nodes(self.spec.nodes),
         )
+        if self.spec.topology:
+            await create_or_replace(self.client, discovery_configmap(self.spec.topology, SERVICE_NAMESPACE))
         return ClusterInfo(
             state_dir=str(self.state_dir), kubeconfig=str(self.kubeconfig), server=server,
             kubernetes=bins.version_text, ports=ports.in_use(plan), service=plan is not None,
@@ -338,8 +344,11 @@ class DevCluster:
         gate = asyncio.Semaphore(32)
 
         async def one(index: int) -> None:
+            shape = self.spec.shape
+            if self.spec.topology:
+                shape = replace(shape, labels={**shape.labels, **node_labels(index, count, self.spec.topology)})
             async with gate:
-                await self.add_node(node_name(index, count), index=index)
+                await self.add_node(node_name(index, count), shape, index=index)
 
         await asyncio.gather(*(one(i) for i in range(count)))
 
