@@ -188,7 +188,8 @@ class Predicate(Protocol):
     `explain` gives the reasons one node refuses a task, for the fit error. It is asked only about nodes one of the
     predicates' masks refuses, and must say nothing about a node its own masks accept; when no dynamic mask
     constrains the task, its answer may depend only on the task's `predicate_key` and the node (it is kept per
-    template for the session)."""
+    template for the session). Placement asks `dynamic_mask` only for tasks marked `Task.dynamic`, so a predicate
+    that constrains a task this way marks it when the session opens."""
 
     def static_mask(self, task: Task, idx: Index) -> Mask: ...
 
@@ -201,7 +202,9 @@ class Scorer(Protocol):
     """A node score (Volcano's NodeOrderFn). `row_score` is the formula over node rows, written once for
     `rowmath.VECTOR` and `SCALAR`; it may depend only on the task's class and the row's numbers (the session caches
     it per class and memoises it by row contents). `normalized` is computed over the candidate set at pick time,
-    and `normalizes(task)` says whether it contributes anything for this task."""
+    and `normalizes(task)` says whether it contributes anything for this task's class (the session asks the first
+    task of a class); a score that varies between tasks of one class contributes through `normalized` for the tasks
+    it marks `Task.rescored`."""
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num: ...
 
@@ -356,6 +359,8 @@ class ExplainView(SessionView, Protocol):
     def static_mask(self, task: Task) -> Mask: ...
 
     def predicate_node(self, task: Task, node: Node) -> bool: ...
+
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]: ...
 
     def choose(self, task: Task) -> tuple[Node, bool] | None: ...
 

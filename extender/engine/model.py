@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from types import MappingProxyType
 from typing import Final
 
 import numpy as np
@@ -21,6 +22,7 @@ from lapilli.devices.facts import PodDeviceFacts
 from lapilli.devices.register import Card
 from lapilli.meta import JSON, as_json
 from lapilli.nodematch import PodPlacement, Taint
+from lapilli.podterms import PodTerms
 from lapilli.resources.vector import Vec
 
 
@@ -64,6 +66,7 @@ def replica_index(name: str) -> int | None:
 
 
 CONDITION_FIELDS: Final = ("type", "status", "reason", "message")
+NO_LABELS: Final[Mapping[str, str]] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,15 +121,27 @@ class Task:
     predicate_key: str = ""
     devices: PodDeviceFacts | None = None  # extended-resource asks, device annotations and card assignment
     index: int | None = None  # see replica_index
-    # Volcano's `TaskInfo.JobAllocatedHyperNode`: the HyperNode its sub-gang holds so far, set by allocate
-    # before the task is scored (the network-topology-aware node score reads it), cleared when it is unplaced.
-    job_hypernode: str = ""
     # The pod's card asks, read by the deviceshare plugin at session open (None: it asks for no card, or vGPU is off).
     # Tasks with equal asks share one object; placement keeps a class per ask.
     device_ask: DeviceAsk | None = None
+    # For inter-pod (anti-)affinity and topology spread: the pod's labels, its namespace's labels (what namespace
+    # selectors match) and its own terms (None for most pods).
+    labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
+    namespace_labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
+    terms: PodTerms | None = None
+    # Where it may go (`dynamic`) or how nodes score for it (`rescored`) depends on where other pods are (host ports,
+    # pod (anti-)affinity, spread), beyond what its class's cached arrays hold. `dynamic` is set here for host ports;
+    # the plugins that evaluate pod terms set both while the session opens, for the tasks those terms concern.
+    dynamic: bool = False
+    rescored: bool = False
+    # Volcano's `TaskInfo.JobAllocatedHyperNode`: the HyperNode its sub-gang holds so far, set by allocate
+    # before the task is scored (the network-topology-aware node score reads it), cleared when it is unplaced.
+    job_hypernode: str = ""
 
     def __post_init__(self) -> None:
         self.index = replica_index(self.name)
+        if self.host_ports:
+            self.dynamic = True
 
     @property
     def key(self) -> str:

@@ -12,9 +12,11 @@ card-sharing pod takes the same `argmax` path; tasks without such asks never pay
 Each class also keeps two *pick arrays*: its score where the task passes the static predicates and fits the
 node's future idle (`pick_future`) and, in addition, its idle (`pick_idle`), and -inf elsewhere. Allocate's choice
 — the best node with idle room, else the best node whose room is still being released — is then one `argmax`
-each; `argmax` returns the first maximum, i.e. the lowest node name, as Volcano's tie-break does. Tasks whose
-choice depends on more than the node's row (host ports, scores normalised over the candidate set) take the
-straightforward path: masks over all nodes, then the best candidate.
+each; `argmax` returns the first maximum, i.e. the lowest node name, as Volcano's tie-break does. A task whose
+predicates depend on other pods (`Task.dynamic`: host ports, pod affinity, topology spread) picks from its class's
+arrays with what those predicates refuse taken out. Tasks whose scores depend on more than the node's row
+(`Task.rescored`, and classes with scores normalised over the candidate set) take the straightforward path: masks
+over all nodes, then the best candidate.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class Placement:
         self._last: tuple[npt.NDArray[np.float64], str, object, _ClassEntry] | None = None
         self._fit_errors: dict[tuple[bytes, str], tuple[int, Status]] = {}  # class -> (log length, its fit error)
         self._static_reasons: dict[str, dict[str, int]] = {}  # pod template -> predicate reasons where static refuses
+        self._every: Index = np.arange(len(nodes))
 
     def plug(self, predicates: list[Predicate], scorers: list[Scorer], locals_: list[NodeLocal] | None = None) -> None:
         """The plugins' predicates, scorers and node-local callbacks, once they have registered."""
@@ -207,7 +210,7 @@ class Placement:
         """(fits FutureIdle and passes predicates, fits Idle) over all nodes; the second is the live cache."""
         entry = self.entry(task)
         ok = entry.fit_future & entry.static
-        if task.host_ports:
+        if task.dynamic:
             cand = np.flatnonzero(ok)
             dynamic = self._dynamic_mask(task, cand)
             if dynamic is not None:
@@ -236,13 +239,21 @@ class Placement:
         if not self.nodes:
             return None
         entry = self.entry(task)
-        if not entry.fast or task.host_ports:
+        if not entry.fast or task.rescored:
             return self._choose_by_masks(task)
-        best = int(entry.pick_idle.argmax())
-        if entry.pick_idle[best] != NO_NODE:
+        pick_idle, pick_future = entry.pick_idle, entry.pick_future
+        allowed = self._dynamic_mask(task, self._every) if task.dynamic else None
+        if allowed is not None:
+            # The class's picks with what the dynamic predicates refuse taken out: the same choice as masks, then
+            # the best candidate (the class's scores are all there is to its score), for a fraction of the work.
+            pick_idle = np.where(allowed, pick_idle, NO_NODE)
+        best = int(pick_idle.argmax())
+        if pick_idle[best] != NO_NODE:
             return self.nodes[best], True
-        best = int(entry.pick_future.argmax())
-        if entry.pick_future[best] != NO_NODE:
+        if allowed is not None:
+            pick_future = np.where(allowed, pick_future, NO_NODE)
+        best = int(pick_future.argmax())
+        if pick_future[best] != NO_NODE:
             return self.nodes[best], False
         return None
 
@@ -301,6 +312,10 @@ class Placement:
         if not (bool(self.static_mask(task)[node.idx]) and (dynamic is None or bool(dynamic[0]))):
             return False
         return all(local.evaluate(task, node.idx)[1] for local in self._locals if local.applies(task))
+
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]:
+        """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
+        return [reason for pred in self._predicates for reason in pred.explain(task, node)]
 
     def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,

@@ -22,6 +22,7 @@ from extender.engine.hypernodes import build_subjobs, default_subjob, prepare, s
 from extender.engine.interface import PURPOSE_EVICT, Code, QueueReport, SessionProbe, Status, Trial
 from extender.engine.model import (
     ALLOCATED_STATUS,
+    NO_LABELS,
     ON_NODE_STATUS,
     Job,
     Node,
@@ -223,6 +224,11 @@ class Session(Callbacks):
                 pod.host_ports,  # host_ports
                 pod.predicate_key,  # predicate_key
                 pod.devices,  # devices
+                None,  # index (from the name)
+                None,  # device_ask (the deviceshare plugin's)
+                pod.labels,  # labels
+                snap.namespaces.get(pod.namespace, NO_LABELS),  # namespace_labels
+                pod.terms,  # terms
             )
             if task.node is not None and task.status in ON_NODE_STATUS:
                 node = self.node_by_name.get(task.node)
@@ -379,6 +385,10 @@ class Session(Callbacks):
     def predicate_node(self, task: Task, node: Node) -> bool:
         """Plugin predicates only (no resource fit), for one node."""
         return self.placement.predicate_node(task, node)
+
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]:
+        """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
+        return self.placement.predicate_reasons(task, node)
 
     def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Why no node accepts `task`: Volcano's FitErrors text (`0/N nodes are unavailable: 3 Insufficient

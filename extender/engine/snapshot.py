@@ -1,11 +1,12 @@
 """A snapshot of the cluster as plain records, built once from Kubernetes objects.
 
-Input is what the API server holds: `v1 Node`, `v1 Pod`, `scheduling.volcano.sh/v1beta1 PodGroup` and `Queue`,
-`scheduling.k8s.io/v1 PriorityClass`, `topology.volcano.sh/v1alpha1 HyperNode`, and the vGPU device config's
-`v1 ConfigMap` (other ConfigMaps are passed over). A node's vGPU register annotation that cannot be read is kept as a
-problem beside the node (its cards are ignored), never a reason to refuse the node. Quantities are parsed here, once,
-into Volcano's units; the session turns the records into vectors. Bad input raises `SnapshotError` whose text names
-the document, the field and the problem.
+Input is what the API server holds: `v1 Node`, `v1 Pod`, `v1 Namespace` (its labels, for the namespace selectors of
+pod affinity terms), `scheduling.volcano.sh/v1beta1 PodGroup` and `Queue`, `scheduling.k8s.io/v1 PriorityClass`,
+`topology.volcano.sh/v1alpha1 HyperNode`, and the vGPU device config's `v1 ConfigMap` (other ConfigMaps are passed
+over). A node's vGPU register annotation that cannot be read is kept as a problem beside the node (its cards are
+ignored), never a reason to refuse the node. Quantities and pod terms are parsed here, once (quantities into
+Volcano's units); the session turns the records into vectors. Bad input raises `SnapshotError` whose text names the
+document, the field and the problem.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from lapilli.api.constants import (
 from lapilli.devices.config import DeviceConfig, config_from_configmap
 from lapilli.devices.facts import NO_CARDS, NodeCardFacts, PodDeviceFacts, node_card_facts, pod_device_facts
 from lapilli.devices.names import CONFIG_KEY
-from lapilli.meta import Obj, describe, name_of, namespace_of, section, uid_of
+from lapilli.meta import Obj, describe, labels_of, name_of, namespace_of, section, uid_of
 from lapilli.nodematch import LabelSelector, PodPlacement, Taint, taints_of
+from lapilli.podterms import PodTerms
 from lapilli.resources.units import Units, pod_request, resource_list_units
 from lapilli.times import parse_rfc3339
 from lapilli.topology import HyperNodeRecord, read_hypernode
@@ -72,8 +74,9 @@ class PodRecord:
     placement: PodPlacement
     predicate_key: str
     host_ports: tuple[tuple[str, str, int], ...]
-    labels: Mapping[str, str] = field(default_factory=dict)  # what sub-gang policies select by
     devices: PodDeviceFacts | None = None  # extended-resource asks, device annotations, card assignment
+    labels: Mapping[str, str] = field(default_factory=dict)
+    terms: PodTerms | None = None  # inter-pod (anti-)affinity and topology spread, None for most pods
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,7 @@ class Snapshot:
     nominations: dict[str, dict[str, str]] = field(default_factory=dict)
     # vGPU device configs by "namespace/name" of their ConfigMap (those holding `device-config.yaml`)
     device_configs: dict[str, DeviceConfig] = field(default_factory=dict)
+    namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
 
 
 def timestamp(value: object) -> float:
@@ -228,6 +232,10 @@ def _placement(key: str, spec: Obj) -> PodPlacement:
     return placement
 
 
+def _labels(doc: Obj) -> dict[str, str]:
+    return {str(k): str(v) for k, v in labels_of(doc).items()}
+
+
 def _host_ports(spec: Obj) -> tuple[tuple[str, str, int], ...]:
     ports: list[tuple[str, str, int]] = []
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
@@ -248,6 +256,7 @@ def _pod(doc: Obj) -> PodRecord:
     task_priority = annotations.get(TASK_PRIORITY_ANNOTATION)
     namespace = meta.get("namespace") or "default"
     key = _predicate_key(spec)
+    pod_labels = _labels(doc)
     return PodRecord(
         uid=uid_of(doc) or f"{namespace}/{name_of(doc)}",
         namespace=namespace,
@@ -268,8 +277,9 @@ def _pod(doc: Obj) -> PodRecord:
         placement=_placement(key, spec),
         predicate_key=key,
         host_ports=_host_ports(spec),
-        labels=labels,
         devices=pod_device_facts(spec, annotations, labels),
+        labels=pod_labels,
+        terms=PodTerms.of(spec, namespace, pod_labels),
     )
 
 
@@ -389,6 +399,7 @@ def _describe(index: int, doc: Obj) -> str:
 _KINDS: Final = {
     ("v1", "Node"),
     ("v1", "Pod"),
+    ("v1", "Namespace"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
@@ -415,6 +426,8 @@ def add_object(snap: Snapshot, doc: Obj) -> None:
     elif kind == "Pod":
         pod = _pod(doc)
         snap.pods[f"{pod.namespace}/{pod.name}"] = pod
+    elif kind == "Namespace":
+        snap.namespaces[name_of(doc)] = _labels(doc)
     elif kind == "PodGroup":
         pg = _podgroup(doc)
         snap.podgroups[pg.key] = pg
@@ -455,6 +468,8 @@ def remove_object(snap: Snapshot, doc: Obj) -> None:
         snap.nodes.pop(name, None)
     elif kind == "Pod":
         snap.pods.pop(f"{namespace}/{name}", None)
+    elif kind == "Namespace":
+        snap.namespaces.pop(name, None)
     elif kind == "PodGroup":
         snap.podgroups.pop(f"{namespace}/{name}", None)
     elif kind == "Queue":
@@ -479,6 +494,7 @@ def copy_snapshot(snap: Snapshot) -> Snapshot:
         hypernodes=dict(snap.hypernodes),
         nominations={key: dict(subs) for key, subs in snap.nominations.items()},
         device_configs=dict(snap.device_configs),
+        namespaces=dict(snap.namespaces),
     )
 
 

@@ -391,7 +391,7 @@ def _empty_cluster_fit(run: _Run, job: Job) -> GangFit | None:
     snap = run.snap
     pg = snap.podgroups[job.uid]
     empty = Snapshot(nodes=dict(snap.nodes), queues=dict(snap.queues), priority_classes=dict(snap.priority_classes),
-                     default_priority=snap.default_priority)
+                     default_priority=snap.default_priority, namespaces=dict(snap.namespaces))
     empty.podgroups[job.uid] = pg
     for key, pod in snap.pods.items():
         if pod.group == pg.name and pod.namespace == pg.namespace and pod.phase in ("Pending", "Running"):

@@ -10,7 +10,8 @@ from typing import Any
 
 from extender.engine.conf import FLAGS, Registry, parse_conf
 from extender.engine.results import Decisions
-from extender.engine.run import registry, run_session
+from extender.engine.run import open_session, registry, run_session
+from extender.engine.session import Session
 from extender.engine.snapshot import build_snapshot
 from tests.unit.extender.engine.fake_plugins import FAKE_PLUGINS
 
@@ -49,7 +50,8 @@ def pod(spec: dict[str, Any]) -> dict[str, Any]:
     for i, limits in enumerate(spec.get("more_containers", [])):  # further containers, given by their limits
         containers.append({"name": f"c{i + 1}", "resources": {"limits": limits}})
     pod_spec: dict[str, Any] = {"containers": containers}
-    for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName", "priority", "preemptionPolicy"):
+    for key in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "priorityClassName", "priority",
+                "preemptionPolicy"):
         if key in spec:
             pod_spec[key] = spec[key]
     if spec.get("node"):
@@ -118,6 +120,10 @@ def hypernode(spec: dict[str, Any]) -> dict[str, Any]:
             "spec": hn_spec}
 
 
+def namespace(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": spec["name"], "labels": spec.get("labels", {})}}
+
+
 def configmap(spec: dict[str, Any]) -> dict[str, Any]:
     ns, name = spec["name"].split("/")
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": spec["data"]}
@@ -126,6 +132,7 @@ def configmap(spec: dict[str, Any]) -> dict[str, Any]:
 def documents(scenario: dict[str, Any]) -> list[dict[str, Any]]:
     docs = [node(n) for n in scenario.get("nodes", [])]
     docs += [hypernode(h) for h in scenario.get("hypernodes", [])]
+    docs += [namespace(n) for n in scenario.get("namespaces", [])]
     docs += [configmap(c) for c in scenario.get("configmaps", [])]
     docs += [queue(q) for q in scenario.get("queues", [])]
     docs += [priority_class(p) for p in scenario.get("priorityClasses", [])]
@@ -150,8 +157,16 @@ def registry_with_fakes() -> Registry:
     return Registry(plugins={**engine.plugins, **FAKE_PLUGINS}, actions=engine.actions)
 
 
-def run(scenario: dict[str, Any]) -> Decisions:
+def _conf(scenario: dict[str, Any]) -> Any:
     raw = go_tiers(scenario["conf"]) if scenario.get("flags") == "go" else scenario["conf"]
-    conf = parse_conf(raw, registry_with_fakes())
+    return parse_conf(raw, registry_with_fakes())
+
+
+def run(scenario: dict[str, Any]) -> Decisions:
     # `now` (epoch seconds) matters only to what decays with time (fairshare's usage records).
-    return run_session(build_snapshot(documents(scenario)), conf, float(scenario.get("now", 0.0)))
+    return run_session(build_snapshot(documents(scenario)), _conf(scenario), float(scenario.get("now", 0.0)))
+
+
+def opened(scenario: dict[str, Any]) -> Session:
+    """The scenario's session as it opens, before any action (for filter and score tables)."""
+    return open_session(build_snapshot(documents(scenario)), _conf(scenario), float(scenario.get("now", 0.0)))

@@ -358,3 +358,27 @@ def test_topology_tree_that_cannot_be_used() -> None:
     assert reasons[0].kind is Kind.TOPOLOGY
     assert reasons[0].message == ("the HyperNode tree cannot be used, so jobs with a network topology wait: HyperNode "
                                   "leaf-a is a member of more than one HyperNode: spine and spine-2")
+
+
+ONE_PER_NODE = {"labels": {"app": "trainer"}, "affinity": {"podAntiAffinity": {
+    "requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "trainer"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
+
+
+def test_one_worker_per_node_on_too_few_nodes_names_the_anti_affinity() -> None:
+    nodes = [dict(n, labels={"kubernetes.io/hostname": n["name"]}) for n in gpu_nodes(3)]
+    s = scenario(gang("u/ddp", 4, "lab-a", **ONE_PER_NODE), nodes=nodes, queues=[{"name": "lab-a"}])
+    e = why(s, "u/ddp")
+    assert e.kind is Kind.UNRESOLVABLE, e.render()
+    assert "3 of 4 pods placeable: 3 nodes didn't match pod anti-affinity rules" in e.headline, e.render()
+    assert run_session(build_snapshot(documents(s)), CONF).binds == {}
+
+
+def test_a_spread_the_zones_cannot_hold_names_the_constraint() -> None:
+    spread = {"labels": {"app": "web"}, "topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "minDomains": 3,
+         "labelSelector": {"matchLabels": {"app": "web"}}}]}
+    nodes = [dict(n, labels={"zone": f"z{i % 2}"}) for i, n in enumerate(gpu_nodes(4))]
+    s = scenario(gang("u/web", 4, "lab-a", **spread), nodes=nodes, queues=[{"name": "lab-a"}])
+    e = why(s, "u/web")
+    assert "2 of 4 pods placeable: 4 nodes didn't match pod topology spread constraints" in e.headline, e.render()
