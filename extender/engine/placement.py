@@ -259,22 +259,20 @@ class Placement:
 
     def choose_in(self, task: Task, rows: Index) -> tuple[Node, bool] | None:
         """`choose` among the nodes `rows` only (ascending: a HyperNode's nodes): allocate's pick when a gang must
-        stay inside one HyperNode. Normalised scores are computed over the candidates in `rows`."""
+        stay inside one HyperNode. Dynamic predicates and normalised scores are evaluated over those rows."""
         if not len(rows):
             return None
         entry = self.entry(task)
-        if entry.fast and not task.host_ports:
+        allowed = self._dynamic_mask(task, rows) if task.dynamic else None
+        if entry.fast and not task.rescored:
             for pick, idle in ((entry.pick_idle, True), (entry.pick_future, False)):
-                sub = pick[rows]
+                sub = pick[rows] if allowed is None else np.where(allowed, pick[rows], NO_NODE)
                 best = int(sub.argmax())
                 if sub[best] != NO_NODE:
                     return self.nodes[int(rows[best])], idle
             return None
-        cand = rows[entry.fit_future[rows] & entry.static[rows]]
-        if task.host_ports and len(cand):
-            dynamic = self._dynamic_mask(task, cand)
-            if dynamic is not None:
-                cand = cand[dynamic]
+        ok = entry.fit_future[rows] & entry.static[rows]
+        cand = rows[ok if allowed is None else ok & allowed]
         idle_nodes = cand[entry.fit_idle[cand]]
         if len(idle_nodes):
             return self._best_of(task, idle_nodes), True
@@ -291,7 +289,7 @@ class Placement:
         """(passes the predicates and fits future idle, fits idle) on node `row`."""
         entry = self.entry(task)
         ok = bool(entry.static[row] and entry.fit_future[row])
-        if ok and task.host_ports:
+        if ok and task.dynamic:
             dynamic = self._dynamic_mask(task, np.array([row], dtype=np.intp))
             ok = dynamic is None or bool(dynamic[0])
         return ok, ok and bool(entry.fit_idle[row])
