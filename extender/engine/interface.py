@@ -245,6 +245,8 @@ class SessionView(Protocol):
     topology: Topology
     # Each task's card assignment (task uid -> cards), kept by the device plugin as it places and undoes.
     assignments: dict[str, PodDevices]
+    # Tasks whose GPUs idle under a policy that reclaims them (`Task.idle`), by pod key.
+    idle_tasks: list[Task]
 
     @property
     def device_configs(self) -> Mapping[str, DeviceConfig]: ...

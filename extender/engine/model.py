@@ -134,6 +134,9 @@ class Task:
     # the plugins that evaluate pod terms set both while the session opens, for the tasks those terms concern.
     dynamic: bool = False
     rescored: bool = False
+    # Its GPUs sat idle past the grace period under a queue policy that reclaims them (`Snapshot.idle_reclaimable`):
+    # preempt and reclaim may take it as a victim whatever the plugins' votes say, before any other.
+    idle: bool = False
     # Volcano's `TaskInfo.JobAllocatedHyperNode`: the HyperNode its sub-gang holds so far, set by allocate
     # before the task is scored (the network-topology-aware node score reads it), cleared when it is unplaced.
     job_hypernode: str = ""

@@ -24,6 +24,7 @@ from extender.engine.model import (
     ALLOCATED_STATUS,
     NO_LABELS,
     ON_NODE_STATUS,
+    PREEMPTABLE_STATUS,
     Job,
     Node,
     NodeArrays,
@@ -242,6 +243,13 @@ class Session(Callbacks):
                 self.tasks[task.uid] = task
             else:
                 self.other_tasks.append(task)
+        self.idle_tasks: list[Task] = []
+        for key in sorted(snap.idle_reclaimable):
+            marked = snap.pods.get(key)
+            idle = self.tasks.get(marked.uid) if marked is not None else None
+            if idle is not None and idle.status in PREEMPTABLE_STATUS:
+                idle.idle = True
+                self.idle_tasks.append(idle)
 
     def _build_topology(self, snap: Snapshot) -> None:
         """The HyperNode tree over this session's nodes, the jobs' sub-gangs, then Volcano's session preparation

@@ -29,10 +29,11 @@ from lapilli.api.constants import (
 from lapilli.devices.config import DeviceConfig, config_from_configmap
 from lapilli.devices.facts import NO_CARDS, NodeCardFacts, PodDeviceFacts, node_card_facts, pod_device_facts
 from lapilli.devices.names import CONFIG_KEY
+from lapilli.idlegpu import reclaimable_by_condition
 from lapilli.meta import Obj, describe, labels_of, name_of, namespace_of, section, uid_of
 from lapilli.nodematch import LabelSelector, PodPlacement, Taint, taints_of
 from lapilli.podterms import PodTerms
-from lapilli.resources.units import Units, pod_request, resource_list_units
+from lapilli.resources.units import GPU, Units, pod_request, resource_list_units
 from lapilli.times import parse_rfc3339
 from lapilli.topology import HyperNodeRecord, read_hypernode
 from lapilli.usage import UsageRecord, record_of
@@ -151,6 +152,11 @@ class Snapshot:
     # vGPU device configs by "namespace/name" of their ConfigMap (those holding `device-config.yaml`)
     device_configs: dict[str, DeviceConfig] = field(default_factory=dict)
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
+    # Pods ("ns/name") whose GPUs sat idle past the grace period in a queue whose policy reclaims them: preempt and
+    # reclaim may evict them for a job that waits, whatever the victim votes say (`lapilli.idlegpu`). The service's
+    # idle-GPU monitor hands its set in; a snapshot read from files or by `lapilli job why` takes it from the
+    # PodGroups' lapilli.io/IdleGPU condition (`idle_reclaimable_pods`).
+    idle_reclaimable: frozenset[str] = frozenset()
 
 
 def timestamp(value: object) -> float:
@@ -495,7 +501,20 @@ def copy_snapshot(snap: Snapshot) -> Snapshot:
         nominations={key: dict(subs) for key, subs in snap.nominations.items()},
         device_configs=dict(snap.device_configs),
         namespaces=dict(snap.namespaces),
+        idle_reclaimable=snap.idle_reclaimable,
     )
+
+
+def idle_reclaimable_pods(snap: Snapshot) -> frozenset[str]:
+    """The running, GPU-holding pods of the PodGroups whose lapilli.io/IdleGPU condition says Reclaimable: what the
+    leader's monitor marked, as far as the PodGroups' status shows it."""
+    marked = {key for key, pg in snap.podgroups.items()
+              if reclaimable_by_condition((c.type, c.status, c.reason) for c in pg.conditions)}
+    if not marked:
+        return frozenset()
+    return frozenset(key for key, pod in snap.pods.items()
+                     if f"{pod.namespace}/{pod.group}" in marked and pod.phase == "Running" and pod.node_name
+                     and pod.request.get(GPU, 0.0) > 0)
 
 
 def build_snapshot(docs: Iterable[object]) -> Snapshot:
@@ -516,4 +535,5 @@ def build_snapshot(docs: Iterable[object]) -> Snapshot:
                 f"Pod {key}: metadata.annotations.{GROUP_NAME_ANNOTATION}: PodGroup {pod.namespace}/{pod.group} "
                 "is not in the snapshot"
             )
+    snap.idle_reclaimable = idle_reclaimable_pods(snap)
     return snap

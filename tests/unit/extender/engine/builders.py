@@ -78,7 +78,8 @@ def podgroup(spec: dict[str, Any]) -> dict[str, Any]:
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": ns, "annotations": spec.get("annotations", {})},
         "spec": pg_spec,
-        "status": {"phase": spec.get("phase", "Inqueue")},
+        "status": {"phase": spec.get("phase", "Inqueue"), **({"conditions": spec["conditions"]}
+                                                              if "conditions" in spec else {})},
     }
 
 
