@@ -214,11 +214,12 @@ class SessionLoop:
             self.metrics.ignored.labels(kind).set(count)
 
     def _adopt(self, outcome: Outcome, now: float) -> None:
-        for gang, (min_member, nodes, devices) in outcome.new_plans.items():
+        for gang, (min_member, nodes, domain, devices) in outcome.new_plans.items():
+            held = outcome.domains.get(domain) if domain else None
             if gang in self.plan.gangs:
-                self.plan.extend(gang, min_member, nodes, devices)
+                self.plan.extend(gang, min_member, nodes, held, devices)
             else:
-                self.plan.add(gang, min_member, nodes, now, devices)
+                self.plan.add(gang, min_member, nodes, now, held, devices)
 
     async def _evict(self, outcome: Outcome) -> None:
         now = time.monotonic()

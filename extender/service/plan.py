@@ -22,6 +22,7 @@ class GangPlan:
     min_member: int
     nodes: dict[str, str]  # pod key (ns/name) -> node
     created: float
+    domain: frozenset[str] | None = None  # the nodes of the HyperNode the session placed it in: re-plans stay there
     devices: dict[str, PodDevices] = field(default_factory=dict)  # pod key -> its vGPU cards on its node
 
 
@@ -48,21 +49,22 @@ class Plan:
         return None if gang is None else self.gangs[gang].devices.get(pod_key)
 
     def add(self, key: str, min_member: int, nodes: Mapping[str, str], now: float,
-            devices: Mapping[str, PodDevices] | None = None) -> None:
+            domain: frozenset[str] | None = None, devices: Mapping[str, PodDevices] | None = None) -> None:
         self.drop(key)
-        self.gangs[key] = GangPlan(key, min_member, dict(nodes), now, dict(devices or {}))
+        self.gangs[key] = GangPlan(key, min_member, dict(nodes), now, domain, dict(devices or {}))
         for pod in nodes:
             self.gang_of_pod[pod] = key
         self.version += 1
         self._touched(nodes.values())
 
-    def extend(self, key: str, min_member: int, nodes: Mapping[str, str],
+    def extend(self, key: str, min_member: int, nodes: Mapping[str, str], domain: frozenset[str] | None = None,
                devices: Mapping[str, PodDevices] | None = None) -> None:
         """More members of a gang already planned (a session placed the rest of it)."""
         gang = self.gangs[key]
         gang.nodes.update(nodes)
         gang.devices.update(devices or {})
         gang.min_member = min_member
+        gang.domain = domain
         for pod in nodes:
             self.gang_of_pod[pod] = key
         self.version += 1

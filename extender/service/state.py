@@ -1,5 +1,6 @@
-"""The cluster as the scheduler sees it: five list+watch reflectors feeding one engine `Snapshot`, kept up to date
-event by event (never rebuilt per request).
+"""The cluster as the scheduler sees it: six list+watch reflectors feeding one engine `Snapshot`, kept up to date
+event by event (never rebuilt per request). HyperNodes are optional: a cluster without their CRD (or without the
+RBAC rule to read them) is scheduled as flat, and the reflector keeps checking for them (`Reflector(optional=True)`).
 
 Watch objects arrive without `kind`; each reflector's handler stamps it before handing the object to the
 snapshot's parsers. An object the parsers reject (a malformed quantity, say) is left out and kept in `ignored` with
@@ -19,12 +20,13 @@ from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Reflector
 from lapilli.cluster.reflector import Event
 from lapilli.kube import KubeClient
-from lapilli.kube.resources import CONFIG_MAPS, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.kube.resources import CONFIG_MAPS, HYPERNODES, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
 from lapilli.meta import annotations_of, is_deleting, name_of, namespace_of, uid_of
 
 log = logging.getLogger("lapilli.extender")
 
-WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES)
+OPTIONAL: frozenset[Resource] = frozenset({HYPERNODES})
 
 
 class Ignored(NamedTuple):
@@ -94,7 +96,8 @@ class ClusterState:
         self.settled_listeners: list[Callable[[str], None]] = [on_pod_settled] if on_pod_settled is not None else []
         self.node_listeners: list[Callable[[str], None]] = [on_node] if on_node is not None else []
         self.reflectors = [
-            Reflector(client, res, name=res.plural, handlers=[self._handler(res)]) for res in WATCHED
+            Reflector(client, res, name=res.plural, handlers=[self._handler(res)], optional=res in OPTIONAL)
+            for res in WATCHED
         ]
         for key in sorted(set(device_configs)):
             namespace, _, name = key.partition("/")
