@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from assembly.dev.gpumetrics import GPU_RESOURCE, UTIL_ANNOTATION
 from lapilli.meta import Obj, annotations_of, is_deleting, section, uid_of
 from lapilli.times import parse_rfc3339, parse_seconds, rfc3339
 
@@ -23,14 +24,25 @@ EXIT_CODE_ANNOTATION: Final = "sim.lapilli.io/exit-code"
 
 
 
+# The simulated GPU exporter (gpumetrics) reads the utilisation annotation and each container's GPU asks.
+_READ_ANNOTATIONS: Final = (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION, UTIL_ANNOTATION)
+
+
+def _gpu_asks(container: Mapping[str, Any]) -> dict[str, Any]:
+    resources = container.get("resources") or {}
+    asks = {kind: {GPU_RESOURCE: (resources.get(kind) or {})[GPU_RESOURCE]}
+            for kind in ("limits", "requests") if GPU_RESOURCE in (resources.get(kind) or {})}
+    return {"resources": asks} if asks else {}
+
+
 def slim_pod(pod: Obj) -> dict[str, Any]:
     """Only what the kubelet reads (a Reflector transform): keeps a 10,000-pod store small for the GC."""
     meta, spec, status = section(pod, "metadata"), section(pod, "spec"), section(pod, "status")
     notes = meta.get("annotations") or {}
     slim_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp") if k in meta}
-    slim_meta["annotations"] = {k: v for k, v in notes.items() if k in (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION)}
+    slim_meta["annotations"] = {k: v for k, v in notes.items() if k in _READ_ANNOTATIONS}
     containers = {
-        key: [{"name": c["name"], "image": c.get("image", "")} for c in spec.get(key) or []]
+        key: [{"name": c["name"], "image": c.get("image", ""), **_gpu_asks(c)} for c in spec.get(key) or []]
         for key in ("containers", "initContainers")
     }
     return {
