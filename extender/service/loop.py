@@ -200,15 +200,17 @@ class SessionLoop:
             self.metrics.ignored.labels(kind).set(count)
 
     def _adopt(self, outcome: Outcome, now: float) -> None:
-        for gang, (min_member, nodes) in outcome.new_plans.items():
+        for gang, (min_member, nodes, domain) in outcome.new_plans.items():
+            held = outcome.domains.get(domain) if domain else None
             if gang in self.plan.gangs:
                 self.plan.gangs[gang].nodes.update(nodes)
                 self.plan.gangs[gang].min_member = min_member
+                self.plan.gangs[gang].domain = held
                 for pod in nodes:
                     self.plan.gang_of_pod[pod] = gang
                 self.plan.version += 1
             else:
-                self.plan.add(gang, min_member, nodes, now)
+                self.plan.add(gang, min_member, nodes, now, held)
 
     async def _evict(self, outcome: Outcome) -> None:
         now = time.monotonic()

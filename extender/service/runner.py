@@ -49,11 +49,14 @@ class SessionReply(NamedTuple):
 
 
 def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer,
-             idle: frozenset[str] = frozenset()) -> Outcome:
+             idle: frozenset[str] = frozenset(), nominations: dict[str, dict[str, str]] | None = None) -> Outcome:
     """One session over `state` with the plan's placements assumed and the `idle` pods idle-reclaimable; statuses
-    compared with its stores, writes and events paced by what earlier sessions over the same state sent."""
+    compared with its stores, writes and events paced by what earlier sessions over the same state sent.
+    `nominations`: the HyperNodes gang eviction nominated in earlier sessions and allocate has not redeemed (the last
+    outcome's), which stay where sessions run: they never cross the pipe."""
     snap = overlay(state.copy(), placements)
     snap.idle_reclaimable = idle
+    snap.nominations = nominations or {}
     return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer)
 
 
@@ -69,12 +72,16 @@ class ThreadRunner:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self.pacer = Pacer()
+        self.nominations: dict[str, dict[str, str]] = {}
 
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
                        idle: frozenset[str] = frozenset()) -> Outcome | None:
         if not self.state.synced:
             return None
-        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer, idle)
+        outcome = await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer, idle,
+                                          self.nominations)
+        self.nominations = outcome.nominations
+        return outcome
 
 
 def _child(kubeconfig: str | None, conn: Connection) -> None:
@@ -103,6 +110,7 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
         os.nice(SESSION_NICENESS)
     loop = asyncio.get_running_loop()
     pacer = Pacer()
+    nominations: dict[str, dict[str, str]] = {}
     sent_nodes: dict[str, int] | None = None
     while True:
         try:
@@ -111,7 +119,8 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
             outcome = None
             same_nodes = False
             if state.synced:
-                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, idle)
+                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, idle, nominations)
+                nominations = outcome.nominations
                 same_nodes = outcome.node_index == sent_nodes
                 sent_nodes = outcome.node_index
                 if same_nodes:
