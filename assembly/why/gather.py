@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from extender.engine.conf import ConfError, SchedulerConf
 from extender.engine.run import parse_scheduler_conf
-from extender.engine.snapshot import Snapshot, add_object
+from extender.engine.snapshot import Snapshot, add_object, idle_reclaimable_pods
 from lapilli.api.constants import QUEUE_KIND
 from lapilli.kube import ApiError, KubeClient, NotFound
 from lapilli.kube.resources import (
@@ -107,6 +107,8 @@ def build_view(objects: Mapping[str, Iterable[dict[str, Any]]]) -> ClusterView:
                 add_object(view.snapshot, obj)
             except (ValueError, KeyError, TypeError) as exc:
                 view.skipped.append(f"{kind} {key_of(obj)}: {exc}")
+    # What the leader's idle-GPU monitor marked reclaimable, as the PodGroups' conditions say.
+    view.snapshot.idle_reclaimable = idle_reclaimable_pods(view.snapshot)
     return view
 
 

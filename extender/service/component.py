@@ -12,8 +12,10 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from extender.engine.snapshot import Snapshot
 from extender.service.core import Extender
 from extender.service.http import make_app
+from extender.service.idle.loop import IdleLoop
 from extender.service.loop import ConfSource, SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
@@ -67,7 +69,13 @@ class ExtenderComponent:
                                   on_release=lambda _gang: self.metrics.gang_releases.inc())
         self.extender = Extender(self.state, self.plan, self.loop, self.permit, writer, self.metrics,
                                  scheduler_names=settings.scheduler_names)
-        self.why = WhyLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
+        # Off, it only turns idle conditions left from an earlier run False once, and hands the engine nothing.
+        self.idle = IdleLoop(settings.idle_gpu, lambda: self.state.copy() if self.state.synced else None,
+                             lambda: self.state.store("PodGroup"), writer, registry, is_leader=self.is_leader)
+        if settings.idle_gpu.active:
+            self.loop.idle = lambda: self.idle.reclaimable
+            self.loop.evicted = self.idle.evicted
+        self.why = WhyLoop(self._snapshot, lambda: self.loop.conf.conf,
                            lambda: self.state.store("PodGroup"), writer, queues=lambda: self.state.store("Queue"),
                            interval_s=settings.why_interval_s or 1.0, is_leader=self.is_leader)
         self.usage = UsageLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
@@ -81,6 +89,14 @@ class ExtenderComponent:
         # TLS on the extender port (client certificates verified with a client CA); the assembly keeps its
         # serving pair in step with the files.
         self.tls: ssl.SSLContext | None = settings.tls_context()
+
+    def _snapshot(self) -> Snapshot | None:
+        """A copy of the cluster as the sessions see it (idle-reclaimable pods included), None while not synced."""
+        if not self.state.synced:
+            return None
+        snap = self.state.copy()
+        snap.idle_reclaimable = self.loop.idle()
+        return snap
 
     def _settled(self, pod_key: str) -> None:
         self.plan.forget_pod(pod_key)
@@ -117,6 +133,7 @@ class ExtenderComponent:
         if self.settings.why_interval_s > 0:
             self._tasks.append(asyncio.create_task(self.why.run_forever(), name="why"))
         self._tasks.append(asyncio.create_task(self.usage.run_forever(), name="usage"))
+        self._tasks.append(asyncio.create_task(self.idle.run_forever(), name="idle-gpu"))
         app = make_app(self.extender, self.is_leader, self.answering)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()

@@ -204,12 +204,15 @@ class Extender:
         return units
 
     def _replan(self, pod: Mapping[str, Any], key: str, planned: str, offered: list[str]) -> str | None:
-        """Move one planned pod to another offered node it fits, keeping the rest of its gang's plan."""
+        """Move one planned pod to another offered node it fits, keeping the rest of its gang's plan, and inside
+        the HyperNode the session placed the gang in (network topology): never out of it."""
         latest = self.loop.latest
         req = self._request(pod)
         if latest is None or req is None:
             return None
-        candidates = [n for n in offered if n in latest.node_index]
+        gang = self.plan.gangs.get(self.plan.gang_of_pod.get(key, ""))
+        domain = gang.domain if gang is not None else None
+        candidates = [n for n in offered if n in latest.node_index and (domain is None or n in domain)]
         if not candidates:
             return None
         idx = np.array([latest.node_index[n] for n in candidates])

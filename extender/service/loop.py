@@ -108,6 +108,10 @@ class SessionLoop:
         self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
         self.recorder = EventRecorder(client, EVENT_SOURCE, remembered=REMEMBERED_EVENTS)
         self._reported: dict[str, str] = {}  # ignored object -> the reason this term's Event gave
+        # Idle-GPU reclaim (`extender.service.idle`): the pods each session hands the engine as idle-reclaimable,
+        # and who hears of each eviction (pod key, action).
+        self.idle: Callable[[], frozenset[str]] = frozenset
+        self.evicted: Callable[[str, str], None] = lambda _pod, _action: None
 
     def poke(self) -> None:
         """Ask for a session soon (a change was seen, or a verb needs a plan)."""
@@ -167,7 +171,7 @@ class SessionLoop:
         now = time.monotonic()
         for gang in self.plan.expire(now):
             log.info("gang %s: plan expired before it bound; re-planning", gang)
-        outcome = await self.runner(self.plan.placements(), self.conf.refresh())
+        outcome = await self.runner(self.plan.placements(), self.conf.refresh(), self.idle())
         if outcome is None:
             return None  # the session's own view of the cluster is not synced yet
         self.metrics.session_seconds.observe(outcome.seconds)
@@ -196,15 +200,17 @@ class SessionLoop:
             self.metrics.ignored.labels(kind).set(count)
 
     def _adopt(self, outcome: Outcome, now: float) -> None:
-        for gang, (min_member, nodes) in outcome.new_plans.items():
+        for gang, (min_member, nodes, domain) in outcome.new_plans.items():
+            held = outcome.domains.get(domain) if domain else None
             if gang in self.plan.gangs:
                 self.plan.gangs[gang].nodes.update(nodes)
                 self.plan.gangs[gang].min_member = min_member
+                self.plan.gangs[gang].domain = held
                 for pod in nodes:
                     self.plan.gang_of_pod[pod] = gang
                 self.plan.version += 1
             else:
-                self.plan.add(gang, min_member, nodes, now)
+                self.plan.add(gang, min_member, nodes, now, held)
 
     async def _evict(self, outcome: Outcome) -> None:
         now = time.monotonic()
@@ -221,6 +227,7 @@ class SessionLoop:
                 await self.client.evict(namespace, name)
                 self.metrics.evictions.inc()
                 self.metrics.evictions_by.labels(action or "unknown", queue).inc()
+                self.evicted(key, action)
                 log.info("evicted %s", key)
             except NotFound:
                 pass

@@ -20,6 +20,7 @@ class GangPlan:
     min_member: int
     nodes: dict[str, str]  # pod key (ns/name) -> node
     created: float
+    domain: frozenset[str] | None = None  # the nodes of the HyperNode the session placed it in: re-plans stay there
 
 
 @dataclass(slots=True)
@@ -35,9 +36,10 @@ class Plan:
         gang = self.gang_of_pod.get(pod_key)
         return None if gang is None else self.gangs[gang].nodes.get(pod_key)
 
-    def add(self, key: str, min_member: int, nodes: dict[str, str], now: float) -> None:
+    def add(self, key: str, min_member: int, nodes: dict[str, str], now: float,
+            domain: frozenset[str] | None = None) -> None:
         self.drop(key)
-        self.gangs[key] = GangPlan(key, min_member, dict(nodes), now)
+        self.gangs[key] = GangPlan(key, min_member, dict(nodes), now, domain)
         for pod in nodes:
             self.gang_of_pod[pod] = key
         self.version += 1

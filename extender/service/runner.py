@@ -32,10 +32,12 @@ SESSION_NICENESS = 10  # added to the session process's niceness
 
 
 class SessionRequest(NamedTuple):
-    """Down the pipe: run a session with the plan's placements assumed, under this conf."""
+    """Down the pipe: run a session with the plan's placements assumed, under this conf, with these pods
+    idle-reclaimable (the leader's idle-GPU monitor keeps that set)."""
 
     placements: dict[str, str]
     conf: SchedulerConf
+    idle: frozenset[str] = frozenset()
 
 
 class SessionReply(NamedTuple):
@@ -46,16 +48,23 @@ class SessionReply(NamedTuple):
     same_nodes: bool
 
 
-def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer) -> Outcome:
-    """One session over `state` with the plan's placements assumed; statuses compared with its stores, writes
-    and events paced by what earlier sessions over the same state sent."""
+def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer,
+             idle: frozenset[str] = frozenset(), nominations: dict[str, dict[str, str]] | None = None) -> Outcome:
+    """One session over `state` with the plan's placements assumed and the `idle` pods idle-reclaimable; statuses
+    compared with its stores, writes and events paced by what earlier sessions over the same state sent.
+    `nominations`: the HyperNodes gang eviction nominated in earlier sessions and allocate has not redeemed (the last
+    outcome's), which stay where sessions run: they never cross the pipe."""
     snap = overlay(state.copy(), placements)
+    snap.idle_reclaimable = idle
+    snap.nominations = nominations or {}
     return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer)
 
 
 class SessionRunner(Protocol):
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
-        """One session over the current cluster with `placements` assumed; None while not synced."""
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset()) -> Outcome | None:
+        """One session over the current cluster with `placements` assumed and the `idle` pods idle-reclaimable;
+        None while not synced."""
         ...
 
 
@@ -63,11 +72,16 @@ class ThreadRunner:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self.pacer = Pacer()
+        self.nominations: dict[str, dict[str, str]] = {}
 
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset()) -> Outcome | None:
         if not self.state.synced:
             return None
-        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer)
+        outcome = await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer, idle,
+                                          self.nominations)
+        self.nominations = outcome.nominations
+        return outcome
 
 
 def _child(kubeconfig: str | None, conn: Connection) -> None:
@@ -96,15 +110,17 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
         os.nice(SESSION_NICENESS)
     loop = asyncio.get_running_loop()
     pacer = Pacer()
+    nominations: dict[str, dict[str, str]] = {}
     sent_nodes: dict[str, int] | None = None
     while True:
         try:
             request: SessionRequest = await loop.run_in_executor(None, conn.recv)
-            placements, conf = request
+            placements, conf, idle = request
             outcome = None
             same_nodes = False
             if state.synced:
-                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer)
+                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, idle, nominations)
+                nominations = outcome.nominations
                 same_nodes = outcome.node_index == sent_nodes
                 sent_nodes = outcome.node_index
                 if same_nodes:
@@ -136,7 +152,8 @@ class ProcessRunner:
         self._conn = parent
         self._nodes = {}
 
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset()) -> Outcome | None:
         if self._proc is None or not self._proc.is_alive():
             log.warning("session process is not running; restarting it")
             self.start()
@@ -144,7 +161,7 @@ class ProcessRunner:
         conn = self._conn
         loop = asyncio.get_running_loop()
         async with self._lock:
-            await loop.run_in_executor(None, conn.send, SessionRequest(placements, conf))
+            await loop.run_in_executor(None, conn.send, SessionRequest(placements, conf, idle))
             reply: SessionReply = await loop.run_in_executor(None, conn.recv)
             outcome, same_nodes = reply
         if outcome is not None:

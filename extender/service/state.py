@@ -1,5 +1,6 @@
-"""The cluster as the scheduler sees it: five list+watch reflectors feeding one engine `Snapshot`, kept up to date
-event by event (never rebuilt per request).
+"""The cluster as the scheduler sees it: six list+watch reflectors feeding one engine `Snapshot`, kept up to date
+event by event (never rebuilt per request). HyperNodes are optional: a cluster without their CRD (or without the
+RBAC rule to read them) is scheduled as flat, and the reflector keeps checking for them (`Reflector(optional=True)`).
 
 Watch objects arrive without `kind`; each reflector's handler stamps it before handing the object to the
 snapshot's parsers. An object the parsers reject (a malformed quantity, say) is left out and kept in `ignored` with
@@ -19,12 +20,13 @@ from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Reflector
 from lapilli.cluster.reflector import Event
 from lapilli.kube import KubeClient
-from lapilli.kube.resources import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.kube.resources import HYPERNODES, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
 from lapilli.meta import annotations_of, is_deleting, name_of, namespace_of, uid_of
 
 log = logging.getLogger("lapilli.extender")
 
-WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES)
+OPTIONAL: frozenset[Resource] = frozenset({HYPERNODES})
 
 
 class Ignored(NamedTuple):
@@ -74,7 +76,8 @@ class ClusterState:
         self._on_change = on_change
         self._on_pod_settled = on_pod_settled  # a pod got a node, finished or went away
         self.reflectors = [
-            Reflector(client, res, name=res.plural, handlers=[self._handler(res)]) for res in WATCHED
+            Reflector(client, res, name=res.plural, handlers=[self._handler(res)], optional=res in OPTIONAL)
+            for res in WATCHED
         ]
 
     def _handler(self, res: Resource) -> Callable[[Event], None]:

@@ -30,8 +30,10 @@ class ClockedRunner:
     def __init__(self, state: ClusterState) -> None:
         self.state, self.pacer, self.now = state, Pacer(), 1000.0
 
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset()) -> Outcome | None:
         snap = overlay(self.state.copy(), placements)
+        snap.idle_reclaimable = idle
         pgs, queues = self.state.store("PodGroup"), self.state.store("Queue")
         return run(snap, conf, placements, pgs, queues, self.pacer, now=self.now)
 

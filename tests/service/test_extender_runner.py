@@ -29,11 +29,11 @@ class _Joining:
         self.conn, self.state, self.added = conn, state, 0
 
     def recv(self) -> Any:
-        placements, conf = self.conn.recv()
+        placements, *rest = self.conn.recv()
         if placements.pop(ADD_NODE, None):
             self.added += 1
             feed(self.state, _gpu_node(f"late{self.added}"))
-        return placements, conf
+        return (placements, *rest)
 
     def send(self, obj: Any) -> None:
         self.conn.send(obj)
