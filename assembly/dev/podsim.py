@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from assembly.dev.gpumetrics import GPU_RESOURCE, UTIL_ANNOTATION
+from assembly.dev.gpumetrics import UTIL_ANNOTATION
+from lapilli.devices.facts import POD_KEYS
 from lapilli.meta import Obj, annotations_of, is_deleting, section, uid_of
 from lapilli.times import parse_rfc3339, parse_seconds, rfc3339
 
@@ -24,15 +25,9 @@ EXIT_CODE_ANNOTATION: Final = "sim.lapilli.io/exit-code"
 
 
 
-# The simulated GPU exporter (gpumetrics) reads the utilisation annotation and each container's GPU asks.
+# The simulated GPU exporter (gpumetrics) reads the utilisation annotation (and each container's GPU asks, kept
+# with the other extended resources).
 _READ_ANNOTATIONS: Final = (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION, UTIL_ANNOTATION)
-
-
-def _gpu_asks(container: Mapping[str, Any]) -> dict[str, Any]:
-    resources = container.get("resources") or {}
-    asks = {kind: {GPU_RESOURCE: (resources.get(kind) or {})[GPU_RESOURCE]}
-            for kind in ("limits", "requests") if GPU_RESOURCE in (resources.get(kind) or {})}
-    return {"resources": asks} if asks else {}
 
 
 def slim_pod(pod: Obj) -> dict[str, Any]:
@@ -40,9 +35,9 @@ def slim_pod(pod: Obj) -> dict[str, Any]:
     meta, spec, status = section(pod, "metadata"), section(pod, "spec"), section(pod, "status")
     notes = meta.get("annotations") or {}
     slim_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp") if k in meta}
-    slim_meta["annotations"] = {k: v for k, v in notes.items() if k in _READ_ANNOTATIONS}
+    slim_meta["annotations"] = {k: v for k, v in notes.items() if k in _READ_ANNOTATIONS or k in POD_KEYS}
     containers = {
-        key: [{"name": c["name"], "image": c.get("image", ""), **_gpu_asks(c)} for c in spec.get(key) or []]
+        key: [{"name": c["name"], "image": c.get("image", ""), **_extended(c)} for c in spec.get(key) or []]
         for key in ("containers", "initContainers")
     }
     return {
@@ -50,6 +45,18 @@ def slim_pod(pod: Obj) -> dict[str, Any]:
         "spec": {"nodeName": spec.get("nodeName"), **containers},
         "status": {k: status[k] for k in ("phase", "podIP", "startTime") if k in status},
     }
+
+
+def _extended(container: Mapping[str, Any]) -> dict[str, Any]:
+    """A container's extended resources (vGPU asks among them), for the device check; nothing when it has none."""
+    resources = container.get("resources") or {}
+    kept = {k: {n: q for n, q in (resources.get(k) or {}).items() if "/" in n} for k in ("limits", "requests")}
+    return {"resources": kept} if any(kept.values()) else {}
+
+
+def rejected_patch(pod: Obj, *, reason: str, message: str) -> dict[str, Any]:
+    """The pods/status patch of a pod the kubelet refuses at admission (a device plugin's refusal): Failed."""
+    return {"metadata": {"uid": uid_of(pod)}, "status": {"phase": "Failed", "reason": reason, "message": message}}
 
 
 @dataclass(frozen=True, slots=True)
