@@ -13,6 +13,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from extender.engine.snapshot import Snapshot
+from extender.service.cards import vgpu_arguments
 from extender.service.core import Extender
 from extender.service.http import make_app
 from extender.service.idle.loop import IdleLoop
@@ -54,12 +55,16 @@ class ExtenderComponent:
         # fenced by the Lease, so a replica past its renew deadline cannot write on from a verb or session that
         # started while it led.
         writer = client if elector is None else elector.fence(client, "the extender's")
-        self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled)
+        conf = ConfSource(settings.scheduler_conf, on_error=lambda _error: self.metrics.conf_reload_errors.inc())
+        # The vGPU device config the start conf names is followed (a conf reloaded with another one needs a restart).
+        vgpu = vgpu_arguments(conf.conf)
+        device_configs = [vgpu.config_key] if vgpu is not None else []
+        self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled,
+                                  device_configs=device_configs)
         self.plan = Plan(ttl_s=settings.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
                                        restarts=self.state.restarts,
                                        releasing=lambda: self.permit.releasing())
-        conf = ConfSource(settings.scheduler_conf, on_error=lambda _error: self.metrics.conf_reload_errors.inc())
         self.metrics.conf_stale.set_function(lambda: float(bool(conf.error)))
         self.loop = SessionLoop(
             self.state, self.plan, writer, conf, self.metrics,
@@ -80,7 +85,7 @@ class ExtenderComponent:
                            interval_s=settings.why_interval_s or 1.0, is_leader=self.is_leader)
         self.usage = UsageLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
                                writer, UsageMetrics(registry), is_leader=self.is_leader)
-        self.runner = ProcessRunner(kubeconfig) if settings.session_process else None
+        self.runner = ProcessRunner(kubeconfig, device_configs=device_configs) if settings.session_process else None
         if self.runner is not None:
             self.loop.runner = self.runner
         self._tasks: list[asyncio.Task[None]] = []

@@ -28,6 +28,7 @@ from extender.service.status import (
     queue_status,
     unschedulable_message,
 )
+from lapilli.devices.assign import PodDevices
 from lapilli.kube.events import EventType
 from lapilli.meta import uid_of
 from lapilli.resources.vector import Dims
@@ -36,12 +37,13 @@ from lapilli.topology import CLUSTER_TOP
 
 
 class GangPlan(NamedTuple):
-    """A gang the session placed: its bind quorum, where each member goes, and the HyperNode it was placed in
-    ("" for none): a re-plan keeps every member inside it (`Outcome.domains` holds its nodes)."""
+    """A gang the session placed: its bind quorum, where each member goes, the HyperNode it was placed in ("" for
+    none: a re-plan keeps every member inside it, `Outcome.domains` holds its nodes) and each member's vGPU cards."""
 
     min_member: int
     nodes: dict[str, str]  # pod key -> node
     domain: str = ""
+    devices: dict[str, PodDevices] = {}  # pod key -> cards (members that ask for none are not in it)
 
 
 class Eviction(NamedTuple):
@@ -148,8 +150,10 @@ def run(
                 judged = result.podgroups.get(gang)
                 quorum = bind_quorum(judged, snap.podgroups[gang].min_member)
                 domain = judged.hypernode if judged is not None and judged.hypernode != CLUSTER_TOP else ""
-                new_plans[gang] = GangPlan(quorum, {}, domain)
+                new_plans[gang] = GangPlan(quorum, {}, domain, {})
             new_plans[gang].nodes[pod_key] = node
+            if pod_key in result.devices:
+                new_plans[gang].devices[pod_key] = result.devices[pod_key]
     planned = {f"{snap.pods[p].namespace}/{snap.pods[p].group}" for p in placements if p in snap.pods}
     planned |= set(new_plans)
     reasons, writes, events, phases = _podgroups(result, podgroups, planned, pacer, now)

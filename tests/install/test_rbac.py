@@ -130,6 +130,11 @@ _TABLE: dict[str, list[tuple]] = {
     "Role/lapilli-queue-events": [
         ("", ("events",), ("list",), "extender/service/why.py", r'client\.list\(EVENTS, "default"'),
     ],
+    # The vGPU device config, followed by name (a field selector on metadata.name) in kube-system.
+    "Role/lapilli-vgpu-config": [
+        ("", ("configmaps",), ("list", "watch"), "extender/service/state.py", r"Reflector\(client, CONFIG_MAPS",
+         ("volcano-vgpu-device-config",)),
+    ],
     # HyperNode discovery's configuration, watched by name (the install's --hypernode-discovery-configmap).
     "Role/lapilli-hypernode-discovery": [
         ("", ("configmaps",), ("list", "watch"), "controller/manager.py",
@@ -157,6 +162,7 @@ CODE: dict[str, tuple[str, ...]] = {
     "ClusterRole/lapilli-extender": ("extender/service",),
     "Role/lapilli-webhook-tls": ("assembly/serve/certsecret.py",),
     "Role/lapilli-queue-events": ("extender/service/why.py",),
+    "Role/lapilli-vgpu-config": ("extender/service/state.py",),
     "Role/lapilli-hypernode-discovery": ("controller/manager.py",),
     "Role/lapilli-leader-election": ("lapilli/cluster/leader.py", "lapilli/cluster/follower.py"),
 }

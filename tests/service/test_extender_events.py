@@ -31,8 +31,9 @@ class ClockedRunner:
         self.state, self.pacer, self.now = state, Pacer(), 1000.0
 
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
-                       idle: frozenset[str] = frozenset()) -> Outcome | None:
-        snap = overlay(self.state.copy(), placements)
+                       idle: frozenset[str] = frozenset(),
+                       devices: dict[str, Any] | None = None) -> Outcome | None:
+        snap = overlay(self.state.copy(), placements, devices)
         snap.idle_reclaimable = idle
         pgs, queues = self.state.store("PodGroup"), self.state.store("Queue")
         return run(snap, conf, placements, pgs, queues, self.pacer, now=self.now)
