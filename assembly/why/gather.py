@@ -1,6 +1,7 @@
 """What `lapilli job why` and `lapilli dashboard` read from the cluster with the user's own kubeconfig: the
-scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses — the objects the live scheduler watches), the
-scheduler conf from where the cluster's scheduler reads it, and who closed a queue.
+scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses — the objects the live scheduler watches; `job
+why` also Namespaces, for pod affinity's namespace selectors), the scheduler conf from where the cluster's
+scheduler reads it, and who closed a queue.
 
 What the credentials may not read is recorded (`Unreadable`: the kind, where, and the API server's HTTP status), never
 silently taken as empty: an answer computed without the nodes, or without other namespaces' PodGroups, is partial,
@@ -23,7 +24,17 @@ from extender.engine.run import parse_scheduler_conf
 from extender.engine.snapshot import Snapshot, add_object
 from lapilli.api.constants import QUEUE_KIND
 from lapilli.kube import ApiError, KubeClient, NotFound
-from lapilli.kube.resources import CONFIG_MAPS, EVENTS, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.kube.resources import (
+    CONFIG_MAPS,
+    EVENTS,
+    NAMESPACES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    Resource,
+)
 from lapilli.meta import JSON, key_of
 from lapilli.tasks import gather_or_cancel
 
@@ -120,8 +131,27 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
             return res.kind, []
 
     view = build_view(dict(await gather_or_cancel(*(one(res) for res in SCHEDULER_INPUTS))))
+    await _read_namespaces(client, view, unreadable)
     view.unreadable = sorted(unreadable, key=lambda u: (u.kind, u.scope))
     return view
+
+
+async def _read_namespaces(client: KubeClient, view: ClusterView, unreadable: list[Unreadable]) -> None:
+    """Namespaces' labels, which the namespace selectors of pod affinity terms match. Many users may not list
+    namespaces; that leaves a gap worth reporting only when some pod's terms select namespaces by label."""
+    try:
+        items = (await client.list(NAMESPACES)).items
+    except ApiError as exc:
+        if exc.status == UNAUTHORIZED:
+            raise
+        if any(t.namespace_selector.selector is not None for pod in view.snapshot.pods.values() if pod.terms
+               for t in (*pod.terms.affinity, *pod.terms.anti_affinity,
+                         *(w.term for w in (*pod.terms.preferred_affinity, *pod.terms.preferred_anti_affinity)))):
+            unreadable.append(refused(NAMESPACES, exc))
+        return
+    merged = build_view({NAMESPACES.kind: items})
+    view.objects[NAMESPACES.kind] = merged.objects[NAMESPACES.kind]
+    view.snapshot.namespaces.update(merged.snapshot.namespaces)
 
 
 @dataclass(frozen=True, slots=True)

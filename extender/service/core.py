@@ -23,6 +23,7 @@ from extender.engine.plugins.binpack import BinpackArgs, binpack_score, binpack_
 from extender.engine.results import resource_units
 from extender.engine.rowmath import VECTOR, MatrixRows
 from extender.engine.status import Code, Status
+from extender.service import placecheck
 from extender.service.bindcheck import Refusal, names_refusal, node_refusal, pod_refusal, room_refusal
 from extender.service.loop import SessionLoop
 from extender.service.metrics import ExtenderMetrics
@@ -211,11 +212,17 @@ class Extender:
             return None
         candidates = [n for n in offered if n in latest.node_index]
         if not candidates:
-            return None
+            return self._replanned(None)
         idx = np.array([latest.node_index[n] for n in candidates])
         fits = np.all(req < self._room(latest)[idx] + TOLERANCE, axis=1)
         if not fits.any():
-            return None
+            return self._replanned(None)
+        # The same evaluation as the session's for what depends on other pods (affinity, spread, ports).
+        allowed = set(placecheck.allowed(self.state.snapshot, self.plan.placements(), self.loop.conf.conf, key,
+                                         [n for n, fit in zip(candidates, fits, strict=True) if fit]))
+        fits &= np.array([n in allowed for n in candidates])
+        if not fits.any():
+            return self._replanned(None)
         scores = self._binpack(req, idx)
         scores[~fits] = -1
         best = candidates[int(np.argmax(scores))]
@@ -226,7 +233,11 @@ class Extender:
             self._moved[latest.node_index[planned]] += req
         self._tables_for = None  # the room it counted has moved
         self.plan.move(key, best)
-        return best
+        return self._replanned(best)
+
+    def _replanned(self, node: str | None) -> str | None:
+        self.metrics.replans.labels("moved" if node is not None else "failed").inc()
+        return node
 
     def _room(self, latest: Outcome) -> np.ndarray:
         """Each node's idle room over `latest`'s rows, with filter's re-plans since it counted."""

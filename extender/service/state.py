@@ -1,5 +1,6 @@
-"""The cluster as the scheduler sees it: five list+watch reflectors feeding one engine `Snapshot`, kept up to date
-event by event (never rebuilt per request).
+"""The cluster as the scheduler sees it: six list+watch reflectors feeding one engine `Snapshot`, kept up to date
+event by event (never rebuilt per request). Namespaces are watched for their labels, which pod affinity terms'
+namespace selectors match.
 
 Watch objects arrive without `kind`; each reflector's handler stamps it before handing the object to the
 snapshot's parsers. An object the parsers reject (a malformed quantity, say) is left out and kept in `ignored` with
@@ -19,12 +20,12 @@ from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Reflector
 from lapilli.cluster.reflector import Event
 from lapilli.kube import KubeClient
-from lapilli.kube.resources import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.kube.resources import NAMESPACES, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
 from lapilli.meta import annotations_of, is_deleting, name_of, namespace_of, uid_of
 
 log = logging.getLogger("lapilli.extender")
 
-WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, NAMESPACES)
 
 
 class Ignored(NamedTuple):
