@@ -217,9 +217,16 @@ class Extender:
         fits = np.all(req < self._room(latest)[idx] + TOLERANCE, axis=1)
         if not fits.any():
             return self._replanned(None)
-        # The same evaluation as the session's for what depends on other pods (affinity, spread, ports).
-        allowed = set(placecheck.allowed(self.state.snapshot, self.plan.placements(), self.loop.conf.conf, key,
-                                         [n for n, fit in zip(candidates, fits, strict=True) if fit]))
+        fitting = [n for n, fit in zip(candidates, fits, strict=True) if fit]
+        # The same evaluation as the session's for what depends on other pods (affinity, spread, ports) against the
+        # whole plan. A spread gang's members are checked by kube-scheduler one by one in an order of its own, so it
+        # may refuse one in a state the plan passes through differently (each order ends as even): where the plan
+        # leaves nowhere, such a member moves by kube-scheduler's own view (bound pods and those parked at bind).
+        conf, snap = self.loop.conf.conf, self.state.snapshot
+        allowed = set(placecheck.allowed(snap, self.plan.placements(), conf, key, fitting))
+        if not allowed and placecheck.order_dependent(snap, key):
+            seen = {**self.permit.placements(), **self._inflight}
+            allowed = set(placecheck.allowed(snap, seen, conf, key, fitting))
         fits &= np.array([n in allowed for n in candidates])
         if not fits.any():
             return self._replanned(None)

@@ -79,4 +79,11 @@ def allowed(snap: Snapshot, placements: Mapping[str, str], conf: SchedulerConf, 
     return [n for n in candidates if n in ssn.node_by_name and ssn.predicate_node(task, ssn.node_by_name[n])]
 
 
-__all__ = ["allowed"]
+def order_dependent(snap: Snapshot, key: str) -> bool:
+    """Whether kube-scheduler's verdict on the pod depends on the order it meets its gang's members in (DoNotSchedule
+    spread: each member is checked against those placed before it; affinity and anti-affinity are pairwise)."""
+    pod = snap.pods.get(key)
+    return pod is not None and pod.terms is not None and bool(pod.terms.hard_spread)
+
+
+__all__ = ["allowed", "order_dependent"]

@@ -298,3 +298,25 @@ async def test_filter_replan_keeps_a_gangs_anti_affinity_against_its_planned_sib
     counts = {s.labels["result"]: s.value for m in extender.metrics.replans.collect() for s in m.samples
               if s.name.endswith("_total")}
     assert counts == {"moved": 1.0, "failed": 1.0}
+
+
+def _zone_spread(name: str) -> dict:
+    return volcano_pod({"name": name, "group": "web", "req": {"cpu": "1"}, "labels": {"app": "web"},
+                        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                                                       "whenUnsatisfiable": "DoNotSchedule",
+                                                       "labelSelector": {"matchLabels": {"app": "web"}}}]})
+
+
+async def test_a_spread_member_kube_scheduler_meets_out_of_the_plans_order_moves_by_its_view():
+    """kube-scheduler checks a spread gang's members one by one in its own order: the second member may come first
+    and be refused its planned zone... The plan (its sibling planned in the other zone) leaves it nowhere else, so it
+    moves by what kube-scheduler has seen (nothing bound or parked yet), which ends even whatever the order."""
+    docs = [node({"name": f"n{i}", "alloc": {"cpu": "8", "memory": "16Gi"}, "labels": {"zone": f"z{i}"}})
+            for i in range(2)]
+    docs += [queue({"name": "default"}), podgroup({"name": "ml/web", "min": 2, "phase": "Inqueue"})]
+    docs += [_zone_spread(f"ml/web-w-{i}") for i in range(2)]
+    extender = await _extender_over(docs)
+    first, second = extender.plan.node_for("ml/web-w-0"), extender.plan.node_for("ml/web-w-1")
+    assert {first, second} == {"n0", "n1"}
+    moved = extender.filter(ExtenderArgs.model_validate(_args(_zone_spread("ml/web-w-1"), [first])))
+    assert moved["NodeNames"] == [first], moved
