@@ -54,6 +54,9 @@ def dev() -> None:
 @click.option("--memory", default="512Gi", show_default=True, help="Memory per node (a quantity).")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Node label (repeatable).")
 @click.option("--taint", "taints", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="Node taint (repeatable).")
+@click.option("--vgpu", is_flag=True, help="Shared GPUs: nodes register vGPU cards (A100-80GB, every fourth node "
+              "A100-40GB in MIG mode) instead of whole nvidia.com/gpu, the device config is created and the service "
+              "runs examples/scheduler-conf-vgpu.yaml (deviceshare with vGPU).")
 @click.option("--topology", default="", metavar="LABEL=COUNT,...",
               help="A network topology, top tier first with its number of domains (e.g. 'spine=2,leaf=4'): the "
               "nodes are labelled into that tree and HyperNode discovery is turned on (kubectl get hn).")
@@ -63,7 +66,7 @@ def dev() -> None:
 @_state_option
 def up(
     nodes: int, gpus_per_node: int, cpu: str, memory: str, labels: tuple[str, ...], taints: tuple[str, ...],
-    topology: str, extender: bool | None, state_dir: Path | None,
+    vgpu: bool, topology: str, extender: bool | None, state_dir: Path | None,
 ) -> None:
     """Start everything in the background; prints `export KUBECONFIG=...` last once it is ready."""
     from assembly.dev import BinariesNotFound, ClusterRunning, ClusterSpec, ComponentFailed, DevCluster, NodeShape
@@ -79,7 +82,7 @@ def up(
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
     spec = ClusterSpec(state_dir=_state_dir(state_dir), nodes=nodes, shape=shape, extender=extender,
-                       topology=tiers)
+                       topology=tiers, vgpu=vgpu)
     cluster = DevCluster(spec)
 
     async def start() -> None:

@@ -19,7 +19,8 @@ from typing import Final, Generic, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from extender.engine.model import Job, Node, NodeArrays, Queue, Task
+from extender.engine.hypernodes import Topology
+from extender.engine.model import Job, Node, NodeArrays, Queue, SubJob, Task
 from extender.engine.rowmath import NodeRows, Num, Ops
 from extender.engine.status import SUCCESS, Code, Status
 from lapilli.devices.assign import PodDevices
@@ -138,6 +139,36 @@ class QueueTaskFn(Protocol):
     def __call__(self, queue: Queue, task: Task, /) -> bool: ...
 
 
+class SubJobPredicateFn(Protocol):
+    """SubJobReady: a yes/no about a sub-gang."""
+
+    def __call__(self, subjob: SubJob, /) -> bool: ...
+
+
+class SubJobVoteFn(Protocol):
+    """SubJobPipelined: permit, abstain or reject, decided tier by tier."""
+
+    def __call__(self, subjob: SubJob, /) -> Vote: ...
+
+
+# Why HyperNodes are searched (Volcano's `api.SearchPurpose`): to place a gang, or to pick where to evict for one.
+PURPOSE_ALLOCATE: Final = "allocate"
+PURPOSE_EVICT: Final = "evict"
+
+
+class HyperNodeGradientFn(Protocol[T_contra]):
+    """HyperNodeGradientForJob / ForSubJob: the HyperNodes under `root` the job or sub-gang may go to, grouped
+    into gradients tried in order (lowest tier first when allocating)."""
+
+    def __call__(self, target: T_contra, root: str, purpose: str, /) -> list[list[str]]: ...
+
+
+class HyperNodeOrderFn(Protocol):
+    """HyperNodeOrder: a score per HyperNode for placing the sub-gang there (higher is better)."""
+
+    def __call__(self, subjob: SubJob, hypernodes: Sequence[str], /) -> Mapping[str, float]: ...
+
+
 class TaskEventFn(Protocol):
     def __call__(self, task: Task, /) -> None: ...
 
@@ -211,8 +242,11 @@ class SessionView(Protocol):
     total: Vec
     arrays: NodeArrays
     queue_reports: dict[str, QueueReport]
+    topology: Topology
     # Each task's card assignment (task uid -> cards), kept by the device plugin as it places and undoes.
     assignments: dict[str, PodDevices]
+    # Tasks whose GPUs idle under a policy that reclaims them (`Task.idle`), by pod key.
+    idle_tasks: list[Task]
 
     @property
     def device_configs(self) -> Mapping[str, DeviceConfig]: ...
@@ -225,6 +259,9 @@ class SessionView(Protocol):
 
     @property
     def nodes(self) -> Sequence[Node]: ...
+
+    @property
+    def node_by_name(self) -> Mapping[str, Node]: ...
 
     def current_flags(self) -> Mapping[str, bool]: ...
 
@@ -279,6 +316,18 @@ class SessionView(Protocol):
     def add_node_local(self, fn: NodeLocal) -> None: ...
 
     def add_event_handler(self, handler: EventHandler) -> None: ...
+
+    def add_subjob_ready(self, fn: SubJobPredicateFn) -> None: ...
+
+    def add_subjob_pipelined(self, fn: SubJobVoteFn) -> None: ...
+
+    def add_subjob_order(self, fn: OrderFn[SubJob]) -> None: ...
+
+    def add_hypernode_gradient_for_job(self, fn: HyperNodeGradientFn[Job]) -> None: ...
+
+    def add_hypernode_gradient_for_subjob(self, fn: HyperNodeGradientFn[SubJob]) -> None: ...
+
+    def add_hypernode_order(self, fn: HyperNodeOrderFn) -> None: ...
 
 
 class Trial(Protocol):
@@ -358,11 +407,15 @@ PluginLoader = Callable[[Mapping[str, object]], PluginBuilder]
 __all__ = [
     "ABSTAIN",
     "PERMIT",
+    "PURPOSE_ALLOCATE",
+    "PURPOSE_EVICT",
     "REJECT",
     "SUCCESS",
     "Code",
     "EventHandler",
     "ExplainView",
+    "HyperNodeGradientFn",
+    "HyperNodeOrderFn",
     "Index",
     "KeyedOrder",
     "Mask",
@@ -378,6 +431,8 @@ __all__ = [
     "SessionView",
     "SortKey",
     "Status",
+    "SubJobPredicateFn",
+    "SubJobVoteFn",
     "Trial",
     "ValidateResult",
     "Vote",

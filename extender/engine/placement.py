@@ -257,6 +257,43 @@ class Placement:
             return self.nodes[best], False
         return None
 
+    def choose_in(self, task: Task, rows: Index) -> tuple[Node, bool] | None:
+        """`choose` among the nodes `rows` only (ascending: a HyperNode's nodes): allocate's pick when a gang must
+        stay inside one HyperNode. Dynamic predicates and normalised scores are evaluated over those rows."""
+        if not len(rows):
+            return None
+        entry = self.entry(task)
+        allowed = self._dynamic_mask(task, rows) if task.dynamic else None
+        if entry.fast and not task.rescored:
+            for pick, idle in ((entry.pick_idle, True), (entry.pick_future, False)):
+                sub = pick[rows] if allowed is None else np.where(allowed, pick[rows], NO_NODE)
+                best = int(sub.argmax())
+                if sub[best] != NO_NODE:
+                    return self.nodes[int(rows[best])], idle
+            return None
+        ok = entry.fit_future[rows] & entry.static[rows]
+        cand = rows[ok if allowed is None else ok & allowed]
+        idle_nodes = cand[entry.fit_idle[cand]]
+        if len(idle_nodes):
+            return self._best_of(task, idle_nodes), True
+        if len(cand):
+            return self._best_of(task, cand), False
+        return None
+
+    def _best_of(self, task: Task, idx: Index) -> Node:
+        if len(idx) == 1:
+            return self.nodes[int(idx[0])]
+        return self.nodes[int(idx[int(np.argmax(self.scores(task, idx)))])]
+
+    def fits_row(self, task: Task, row: int) -> tuple[bool, bool]:
+        """(passes the predicates and fits future idle, fits idle) on node `row`."""
+        entry = self.entry(task)
+        ok = bool(entry.static[row] and entry.fit_future[row])
+        if ok and task.dynamic:
+            dynamic = self._dynamic_mask(task, np.array([row], dtype=np.intp))
+            ok = dynamic is None or bool(dynamic[0])
+        return ok, ok and bool(entry.fit_idle[row])
+
     def _choose_by_masks(self, task: Task) -> tuple[Node, bool] | None:
         feasible, fit_idle = self.feasible(task)
         idle_nodes = feasible & fit_idle
@@ -278,15 +315,18 @@ class Placement:
         """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
         return [reason for pred in self._predicates for reason in pred.explain(task, node)]
 
-    def fit_error(self, task: Task) -> Status:
+    def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,
         UnschedulableAndUnresolvable when the static predicates refuse every node (kube-scheduler's code for
-        what no eviction fixes).
+        what no eviction fixes). Over the nodes `rows` of HyperNode `hypernode` only, when given (`In hyperNode
+        leaf-3: 0/4 nodes are unavailable: …`): allocate's view when a gang must stay inside one HyperNode.
 
         A histogram over nodes, each node counted once per reason: resources short of future idle (one numpy pass),
         then the predicates' reasons, asked only of the nodes some predicate refuses (`Predicate.explain`'s
         contract) and, when no predicate's dynamic mask constrains the task, kept per pod template. The same class
         asking again before any node changed (gangs of identical pods that all found nowhere) gets the same Status."""
+        if rows is not None:
+            return self._fit_error_in(task, rows, hypernode)
         dynamic = self._dynamic_mask(task, np.arange(len(self.nodes))) if self.nodes else None
         key = (task.resreq.tobytes(), task.predicate_key)
         known = self._fit_errors.get(key) if dynamic is None and not task.device_ask else None
@@ -317,6 +357,24 @@ class Placement:
         if dynamic is None and not locals_:
             self._fit_errors[key] = (len(self._log), status)
         return status
+
+    def _fit_error_in(self, task: Task, rows: Index, hypernode: str) -> Status:
+        reasons: dict[str, int] = {}
+        short = task.resreq >= self.arrays.future_idle()[rows] + TOLERANCE
+        for dim, count in zip(self.dims.names, short.sum(axis=0).tolist(), strict=True):
+            if count:
+                reasons[f"Insufficient {dim}"] = count
+        static = self.static_mask(task)[rows]
+        dynamic = self._dynamic_mask(task, rows)
+        locals_ = [local for local in self._locals if local.applies(task)]
+        passing = static if dynamic is None else static & dynamic
+        for reason, count in self._explain(task, rows if locals_ else rows[~passing], locals_).items():
+            reasons[reason] = reasons.get(reason, 0) + count
+        histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
+        text = f"0/{len(rows)} nodes are unavailable"
+        text = f"{text}: {histogram}." if histogram else text
+        code = Code.UNSCHEDULABLE if static.any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return Status(code, f"In hyperNode {hypernode}: {text}" if hypernode and histogram else text)
 
     def _explain(self, task: Task, rows: Index, locals_: Sequence[NodeLocal] = ()) -> dict[str, int]:
         """How many of the nodes `rows` each predicate (and node-local) reason refuses, a node counted once per

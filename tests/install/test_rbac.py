@@ -110,6 +110,8 @@ _TABLE: dict[str, list[tuple]] = {
         ("scheduling.k8s.io", ("priorityclasses",), ("list", "watch"), "extender/service/state.py",
          r"WATCHED.*PRIORITY_CLASSES"),
         ("", ("namespaces",), ("list", "watch"), "extender/service/state.py", r"WATCHED.*NAMESPACES"),
+        ("topology.volcano.sh", ("hypernodes",), ("list", "watch"), "extender/service/state.py",
+         r"WATCHED.*HYPERNODES"),
         ("", ("pods",), ("get",), "extender/service", r"client\.get\(PODS"),
         ("", ("pods",), ("patch",), "extender/service/loop.py", r"client\.patch\(PODS"),
         ("", ("pods/binding",), ("create",), "extender/service/core.py", r"client\.bind\("),
@@ -128,6 +130,11 @@ _TABLE: dict[str, list[tuple]] = {
     # The why pass names who closed a queue from the CloseQueue Events about Queues, recorded in `default`.
     "Role/lapilli-queue-events": [
         ("", ("events",), ("list",), "extender/service/why.py", r'client\.list\(EVENTS, "default"'),
+    ],
+    # The vGPU device config, followed by name (a field selector on metadata.name) in kube-system.
+    "Role/lapilli-vgpu-config": [
+        ("", ("configmaps",), ("list", "watch"), "extender/service/state.py", r"Reflector\(client, CONFIG_MAPS",
+         ("volcano-vgpu-device-config",)),
     ],
     # HyperNode discovery's configuration, watched by name (the install's --hypernode-discovery-configmap).
     "Role/lapilli-hypernode-discovery": [
@@ -156,6 +163,7 @@ CODE: dict[str, tuple[str, ...]] = {
     "ClusterRole/lapilli-extender": ("extender/service",),
     "Role/lapilli-webhook-tls": ("assembly/serve/certsecret.py",),
     "Role/lapilli-queue-events": ("extender/service/why.py",),
+    "Role/lapilli-vgpu-config": ("extender/service/state.py",),
     "Role/lapilli-hypernode-discovery": ("controller/manager.py",),
     "Role/lapilli-leader-election": ("lapilli/cluster/leader.py", "lapilli/cluster/follower.py"),
 }

@@ -70,7 +70,7 @@ def pod(spec: dict[str, Any]) -> dict[str, Any]:
 def podgroup(spec: dict[str, Any]) -> dict[str, Any]:
     ns, name = spec["name"].split("/")
     pg_spec: dict[str, Any] = {"queue": spec.get("queue", "default"), "minMember": spec.get("min", 0)}
-    for key in ("minTaskMember", "minResources", "priorityClassName"):
+    for key in ("minTaskMember", "minResources", "priorityClassName", "networkTopology", "subGroupPolicy"):
         if key in spec:
             pg_spec[key] = spec[key]
     return {
@@ -78,7 +78,8 @@ def podgroup(spec: dict[str, Any]) -> dict[str, Any]:
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": ns, "annotations": spec.get("annotations", {})},
         "spec": pg_spec,
-        "status": {"phase": spec.get("phase", "Inqueue")},
+        "status": {"phase": spec.get("phase", "Inqueue"), **({"conditions": spec["conditions"]}
+                                                              if "conditions" in spec else {})},
     }
 
 
@@ -107,6 +108,19 @@ def priority_class(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def hypernode(spec: dict[str, Any]) -> dict[str, Any]:
+    """`{name, tier, tierName?, nodes: [...], hypernodes: [...], regex: [...], members: [raw members]}`."""
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in spec.get("nodes", [])]
+    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": h}}} for h in spec.get("hypernodes", [])]
+    members += [{"type": "Node", "selector": {"regexMatch": {"pattern": r}}} for r in spec.get("regex", [])]
+    members += spec.get("members", [])
+    hn_spec: dict[str, Any] = {"tier": spec["tier"], "members": members}
+    if "tierName" in spec:
+        hn_spec["tierName"] = spec["tierName"]
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": spec["name"]},
+            "spec": hn_spec}
+
+
 def namespace(spec: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": spec["name"], "labels": spec.get("labels", {})}}
 
@@ -118,6 +132,7 @@ def configmap(spec: dict[str, Any]) -> dict[str, Any]:
 
 def documents(scenario: dict[str, Any]) -> list[dict[str, Any]]:
     docs = [node(n) for n in scenario.get("nodes", [])]
+    docs += [hypernode(h) for h in scenario.get("hypernodes", [])]
     docs += [namespace(n) for n in scenario.get("namespaces", [])]
     docs += [configmap(c) for c in scenario.get("configmaps", [])]
     docs += [queue(q) for q in scenario.get("queues", [])]
