@@ -1,7 +1,8 @@
 """What `lapilli job why` and `lapilli dashboard` read from the cluster with the user's own kubeconfig: the
-scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses — the objects the live scheduler watches; `job
-why` also Namespaces, for pod affinity's namespace selectors), the scheduler conf from where the cluster's
-scheduler reads it, and who closed a queue.
+scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes — the objects the live scheduler
+watches; a kind the cluster does not serve, such as HyperNodes without their CRD, reads as none; `job why` also
+Namespaces, for pod affinity's namespace selectors), the scheduler conf from where the cluster's scheduler reads
+it, and who closed a queue.
 
 What the credentials may not read is recorded (`Unreadable`: the kind, where, and the API server's HTTP status), never
 silently taken as empty: an answer computed without the nodes, or without other namespaces' PodGroups, is partial,
@@ -27,6 +28,7 @@ from lapilli.kube import ApiError, KubeClient, NotFound
 from lapilli.kube.resources import (
     CONFIG_MAPS,
     EVENTS,
+    HYPERNODES,
     NAMESPACES,
     NODES,
     PODGROUPS,
@@ -39,7 +41,7 @@ from lapilli.kube.resources import (
 from lapilli.meta import JSON, key_of
 from lapilli.tasks import gather_or_cancel
 
-SCHEDULER_INPUTS: Final[tuple[Resource, ...]] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
+SCHEDULER_INPUTS: Final[tuple[Resource, ...]] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES)
 # Where an installed Lapilli keeps its scheduler conf (Volcano's format), and the key inside the ConfigMap.
 CONF_CONFIGMAP_NAMESPACE: Final = "lapilli-system"
 CONF_CONFIGMAP_NAME: Final = "lapilli-scheduler-conf"
@@ -120,6 +122,8 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
     async def one(res: Resource) -> tuple[str, list[dict[str, Any]]]:
         try:
             return res.kind, (await client.list(res)).items
+        except NotFound:
+            return res.kind, []  # not served (a CRD not installed): none exists, nothing is hidden
         except ApiError as exc:
             if exc.status == UNAUTHORIZED:
                 raise  # the credentials themselves are refused: nothing will be readable
