@@ -34,7 +34,7 @@ from assembly.why.gather import (
 from extender.engine.explain.closers import closed_by
 from lapilli.cluster import Reflector
 from lapilli.kube import KubeClient
-from lapilli.kube.errors import ApiError
+from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.resources import EVENTS, VC_JOBS
 
 log = logging.getLogger("lapilli.dashboard")
@@ -95,9 +95,10 @@ class Dashboard:
                     await asyncio.sleep(0.1)
 
     def unreadable(self) -> list[Unreadable]:
-        """What the reflectors are refused (the RBAC gaps), and the conf's ConfigMap if it was."""
+        """What the reflectors are refused (the RBAC gaps), and the conf's ConfigMap if it was. A kind the cluster
+        does not serve (404: HyperNodes without their CRD) is no gap: none of it exists."""
         gaps = [*self.narrowed, *(refused(r.resource, r.error, r.namespace) for r in self.reflectors
-                                  if r.error is not None)]
+                                  if r.error is not None and not isinstance(r.error, NotFound))]
         if self.events.error is not None:
             gaps.append(Unreadable.of("Event", QUEUE_EVENTS_SCOPE, self.events.error))
         if self.jobs.error is not None:  # only the expected starts go

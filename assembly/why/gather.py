@@ -1,6 +1,8 @@
 """What `lapilli job why` and `lapilli dashboard` read from the cluster with the user's own kubeconfig: the
-scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses — the objects the live scheduler watches), the
-scheduler conf from where the cluster's scheduler reads it, and who closed a queue.
+scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes — the objects the live scheduler
+watches; a kind the cluster does not serve, such as HyperNodes without their CRD, reads as none; `job why` also
+Namespaces, for pod affinity's namespace selectors), the scheduler conf from where the cluster's scheduler reads
+it, and who closed a queue.
 
 What the credentials may not read is recorded (`Unreadable`: the kind, where, and the API server's HTTP status), never
 silently taken as empty: an answer computed without the nodes, or without other namespaces' PodGroups, is partial,
@@ -27,6 +29,8 @@ from lapilli.kube import ApiError, KubeClient, NotFound
 from lapilli.kube.resources import (
     CONFIG_MAPS,
     EVENTS,
+    HYPERNODES,
+    NAMESPACES,
     NODES,
     PODGROUPS,
     PODS,
@@ -38,7 +42,7 @@ from lapilli.kube.resources import (
 from lapilli.meta import JSON, key_of
 from lapilli.tasks import gather_or_cancel
 
-SCHEDULER_INPUTS: Final[tuple[Resource, ...]] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
+SCHEDULER_INPUTS: Final[tuple[Resource, ...]] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES)
 # Where an installed Lapilli keeps its scheduler conf (Volcano's format), and the key inside the ConfigMap.
 CONF_CONFIGMAP_NAMESPACE: Final = "lapilli-system"
 CONF_CONFIGMAP_NAME: Final = "lapilli-scheduler-conf"
@@ -113,6 +117,8 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
     async def one(res: Resource) -> tuple[str, list[dict[str, Any]]]:
         try:
             return res.kind, (await client.list(res)).items
+        except NotFound:
+            return res.kind, []  # not served (a CRD not installed): none exists, nothing is hidden
         except ApiError as exc:
             if exc.status == UNAUTHORIZED:
                 raise  # the credentials themselves are refused: nothing will be readable
@@ -127,8 +133,27 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
             return res.kind, []
 
     view = build_view(dict(await gather_or_cancel(*(one(res) for res in SCHEDULER_INPUTS))))
+    await _read_namespaces(client, view, unreadable)
     view.unreadable = sorted(unreadable, key=lambda u: (u.kind, u.scope))
     return view
+
+
+async def _read_namespaces(client: KubeClient, view: ClusterView, unreadable: list[Unreadable]) -> None:
+    """Namespaces' labels, which the namespace selectors of pod affinity terms match. Many users may not list
+    namespaces; that leaves a gap worth reporting only when some pod's terms select namespaces by label."""
+    try:
+        items = (await client.list(NAMESPACES)).items
+    except ApiError as exc:
+        if exc.status == UNAUTHORIZED:
+            raise
+        if any(t.namespace_selector.selector is not None for pod in view.snapshot.pods.values() if pod.terms
+               for t in (*pod.terms.affinity, *pod.terms.anti_affinity,
+                         *(w.term for w in (*pod.terms.preferred_affinity, *pod.terms.preferred_anti_affinity)))):
+            unreadable.append(refused(NAMESPACES, exc))
+        return
+    merged = build_view({NAMESPACES.kind: items})
+    view.objects[NAMESPACES.kind] = merged.objects[NAMESPACES.kind]
+    view.snapshot.namespaces.update(merged.snapshot.namespaces)
 
 
 @dataclass(frozen=True, slots=True)
