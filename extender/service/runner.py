@@ -22,6 +22,7 @@ from typing import NamedTuple, Protocol
 
 from extender.engine.conf import SchedulerConf
 from extender.service.pacing import Pacer
+from extender.service.parking import Parking
 from extender.service.plan import overlay
 from extender.service.session import Outcome, run
 from extender.service.state import ClusterState
@@ -46,11 +47,22 @@ class SessionReply(NamedTuple):
     same_nodes: bool
 
 
-def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer) -> Outcome:
+def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer,
+             parking: Parking | None = None) -> Outcome:
     """One session over `state` with the plan's placements assumed; statuses compared with its stores, writes
-    and events paced by what earlier sessions over the same state sent."""
-    snap = overlay(state.copy(), placements)
-    return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer)
+    and events paced by what earlier sessions over the same state sent, gangs parked by `parking` (which must
+    observe `state`: `watch`) left out."""
+    quiet = parking is not None and parking.quiet(conf, placements)
+    snap = overlay(state.copy(), placements)  # even a quiet session reads it off the event loop: a copy it owns
+    return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer, parking=parking,
+               base=state.snapshot, quiet=quiet)
+
+
+def watch(state: ClusterState) -> Parking:
+    """Parked gangs over `state`: a `Parking` told every change its snapshot takes."""
+    parking = Parking()
+    state.listeners.append(parking.observe)
+    return parking
 
 
 class SessionRunner(Protocol):
@@ -63,11 +75,12 @@ class ThreadRunner:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self.pacer = Pacer()
+        self.parking = watch(state)
 
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
         if not self.state.synced:
             return None
-        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer)
+        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer, self.parking)
 
 
 def _child(kubeconfig: str | None, conn: Connection) -> None:
@@ -96,6 +109,7 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
         os.nice(SESSION_NICENESS)
     loop = asyncio.get_running_loop()
     pacer = Pacer()
+    parking = watch(state)
     sent_nodes: dict[str, int] | None = None
     while True:
         try:
@@ -104,7 +118,7 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
             outcome = None
             same_nodes = False
             if state.synced:
-                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer)
+                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, parking)
                 same_nodes = outcome.node_index == sent_nodes
                 sent_nodes = outcome.node_index
                 if same_nodes:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from extender.engine.snapshot import Snapshot, add_object, copy_snapshot, remove_object
 from lapilli.api.constants import GROUP_NAME_ANNOTATION
@@ -25,6 +25,33 @@ from lapilli.meta import annotations_of, is_deleting, name_of, namespace_of, uid
 log = logging.getLogger("lapilli.extender")
 
 WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
+
+
+# Where the snapshot keeps each kind's record, and whether its key is namespaced. A kind missing here (a
+# PriorityClass, whose globalDefault the record does not hold; one a later snapshot adds) reads as changed by
+# every event.
+_RECORDS: dict[str, tuple[str, bool]] = {
+    "Node": ("nodes", False), "Pod": ("pods", True), "PodGroup": ("podgroups", True), "Queue": ("queues", False),
+    "ConfigMap": ("device_configs", True),
+}
+
+
+def record_of(snap: Snapshot, obj: Mapping[str, Any]) -> object | None:
+    """What `snap` holds for `obj` (None when nothing; a fresh object for a kind it keeps no record of)."""
+    where = _RECORDS.get(str(obj.get("kind")))
+    if where is None:
+        return object()
+    table, namespaced = where
+    key = f"{namespace_of(obj) or 'default'}/{name_of(obj)}" if namespaced else name_of(obj)
+    found: object | None = getattr(snap, table).get(key)
+    return found
+
+
+class RecordListener(Protocol):
+    """Told each change a watch event made to the snapshot: the object's kind, its record before and after (None
+    when absent) and the snapshot."""
+
+    def __call__(self, kind: str, old: object | None, new: object | None, snap: Snapshot, /) -> None: ...
 
 
 class Ignored(NamedTuple):
@@ -73,6 +100,7 @@ class ClusterState:
         self._on_node: dict[str, set[str]] = {}  # node -> keys of the pods bound to it (bind checks its room)
         self._on_change = on_change
         self._on_pod_settled = on_pod_settled  # a pod got a node, finished or went away
+        self.listeners: list[RecordListener] = []  # what each event changed in the snapshot (parked gangs)
         self.reflectors = [
             Reflector(client, res, name=res.plural, handlers=[self._handler(res)]) for res in WATCHED
         ]
@@ -89,6 +117,7 @@ class ClusterState:
     def apply(self, event_type: str, obj: dict[str, Any]) -> None:
         """Fold one watch event into the snapshot."""
         ident = f"{obj.get('kind')} {namespace_of(obj)}/{name_of(obj)}"
+        before = record_of(self.snapshot, obj) if self.listeners else None
         try:
             if event_type == "DELETED":
                 remove_object(self.snapshot, obj)
@@ -101,6 +130,10 @@ class ClusterState:
                 log.warning("ignoring %s: %s", ident, error)
             self.ignored[ident] = Ignored(str(obj.get("kind")), _reference(obj), error)
             remove_object(self.snapshot, obj)
+        if self.listeners:
+            after = record_of(self.snapshot, obj)
+            for listener in self.listeners:
+                listener(str(obj.get("kind")), before, after, self.snapshot)
         relevant = True
         if obj.get("kind") == "Pod":
             self._index_pod(event_type, obj)

@@ -38,6 +38,8 @@ def candidate_jobs(ssn: Session) -> list[Job]:
     enqueue_configured = "enqueue" in ssn.conf.actions
     jobs = []
     for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        if job.uid in ssn.parked:
+            continue
         if job.is_pending():
             if enqueue_configured:
                 continue
@@ -70,6 +72,7 @@ class Allocate:
             if queue_jobs.empty():
                 continue
             job = queue_jobs.pop()
+            ssn.tried.add(job.uid)
             tasks = pending.get(job.uid)
             if tasks is None:
                 todo = [t for t in job.pending_tasks() if not t.best_effort]
