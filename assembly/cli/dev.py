@@ -54,26 +54,35 @@ def dev() -> None:
 @click.option("--memory", default="512Gi", show_default=True, help="Memory per node (a quantity).")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Node label (repeatable).")
 @click.option("--taint", "taints", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="Node taint (repeatable).")
+@click.option("--vgpu", is_flag=True, help="Shared GPUs: nodes register vGPU cards (A100-80GB, every fourth node "
+              "A100-40GB in MIG mode) instead of whole nvidia.com/gpu, the device config is created and the service "
+              "runs examples/scheduler-conf-vgpu.yaml (deviceshare with vGPU).")
+@click.option("--topology", default="", metavar="LABEL=COUNT,...",
+              help="A network topology, top tier first with its number of domains (e.g. 'spine=2,leaf=4'): the "
+              "nodes are labelled into that tree and HyperNode discovery is turned on (kubectl get hn).")
 @click.option("--extender/--no-extender", default=None,
               help="Wire Lapilli in: start `lapilli serve`, register its webhook and point kube-scheduler's "
               "extender at it [default: when `lapilli serve` exists].")
 @_state_option
 def up(
     nodes: int, gpus_per_node: int, cpu: str, memory: str, labels: tuple[str, ...], taints: tuple[str, ...],
-    extender: bool | None, state_dir: Path | None,
+    vgpu: bool, topology: str, extender: bool | None, state_dir: Path | None,
 ) -> None:
     """Start everything in the background; prints `export KUBECONFIG=...` last once it is ready."""
     from assembly.dev import BinariesNotFound, ClusterRunning, ClusterSpec, ComponentFailed, DevCluster, NodeShape
     from assembly.dev.nodes import parse_label, parse_taint
+    from assembly.dev.topology import parse_tiers
 
     try:
         shape = NodeShape(
             cpu=cpu, memory=memory, gpus=gpus_per_node, labels=dict(parse_label(x) for x in labels),
             taints=tuple(parse_taint(t) for t in taints),
         )
+        tiers = parse_tiers(topology, nodes) if topology else ()
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
-    spec = ClusterSpec(state_dir=_state_dir(state_dir), nodes=nodes, shape=shape, extender=extender)
+    spec = ClusterSpec(state_dir=_state_dir(state_dir), nodes=nodes, shape=shape, extender=extender,
+                       topology=tiers, vgpu=vgpu)
     cluster = DevCluster(spec)
 
     async def start() -> None:
@@ -86,6 +95,9 @@ def up(
             f"{_wiring(info.service, info.extender)}, ready in {info.ready_s:.1f}s (state in {info.state_dir})",
             err=True,
         )
+        if tiers:
+            click.echo(f"topology {topology}: nodes labelled {', '.join(k for k, _ in tiers)}; HyperNodes from "
+                       "ConfigMap lapilli-system/volcano-controller-configmap (kubectl get hn)", err=True)
 
     try:
         asyncio.run(start())

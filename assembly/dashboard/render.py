@@ -7,6 +7,7 @@ from html import escape
 from typing import Final
 
 from assembly.dashboard.page import Bar, JobRow, Page, QueueRow, fraction
+from assembly.dashboard.topology import Topology
 from lapilli.resources.units import MEMORY
 
 REFRESH_MS: Final = 2000
@@ -78,6 +79,8 @@ def _queue(row: QueueRow) -> str:
 
 def _job(j: JobRow, depth: int) -> str:
     scheduler = f'<div class="small muted">{escape(j.scheduler)}</div>' if j.scheduler else ""
+    if j.estimate:
+        scheduler = f'<div class="small">{escape(j.estimate)}</div>' + scheduler
     return (f'<tr><td>{"&nbsp;" * 4 * depth}{escape(j.job or j.key)}</td><td>{escape(j.phase)}</td>'
             f'<td>{escape(j.age)}</td><td><span class="kind {escape(j.kind)}">{escape(j.kind)}</span></td>'
             f'<td class="why">{escape(j.why)}{scheduler}</td></tr>')
@@ -100,6 +103,22 @@ def _partial(page: Page) -> str:
             'answer (condition lapilli.io/Why) is shown under each job.</p>')
 
 
+def _topology(tree: Topology | None) -> str:
+    """The HyperNode tree, top down, with each domain's free GPUs; nothing when the cluster has no HyperNode."""
+    if tree is None:
+        return ""
+    rows = "".join(
+        f'<tr><td>{"&nbsp;" * 4 * d.depth}{"└ " if d.depth else ""}{escape(d.name)}</td>'
+        f'<td>{d.tier}{f" ({escape(d.tier_name)})" if d.tier_name else ""}</td><td>{d.nodes}</td>'
+        f'<td><span class="bar"><span class="a" style="width:{fraction(d.gpus_free, d.gpus) * 100:.1f}%"></span>'
+        f'</span> {d.gpus_free:g} free / {d.gpus:g}</td></tr>' for d in tree.domains)
+    notes = "".join(f'<p class="partial">The HyperNode tree is not used for scheduling (jobs with a network '
+                    f'topology wait) while: {escape(c)}</p>' for c in tree.conflicts)
+    notes += "".join(f'<p class="muted small">{escape(w)}</p>' for w in tree.warnings)
+    return ('<h2>Network topology</h2>' + notes + '<table id="topology"><tr><th>HyperNode</th><th>Tier</th>'
+            f'<th>Nodes</th><th>GPUs free</th></tr>{rows}</table>')
+
+
 def fragment(page: Page) -> str:
     """The part the script refreshes."""
     queues = "".join(_queue(q) for q in page.queues) + _missing(page.missing)
@@ -113,7 +132,7 @@ def fragment(page: Page) -> str:
         '<th>Weight / age</th><th>Share / reason</th><th>Allocated · deserved · capability / why</th></tr>'
         f'{queues}</table>'
         '<h2>Nodes</h2><table id="nodes"><tr><th>Node</th><th>GPU used</th><th>CPU used</th></tr>'
-        f'{nodes}</table>'
+        f'{nodes}</table>{_topology(page.topology)}'
     )
 
 

@@ -1,5 +1,6 @@
 """What `lapilli job why` and `lapilli dashboard` read from the cluster with the user's own kubeconfig: the
-scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses — the objects the live scheduler watches), the
+scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes — the objects the live scheduler
+watches; a kind the cluster does not serve, such as HyperNodes without their CRD, reads as none), the
 scheduler conf from where the cluster's scheduler reads it, and who closed a queue.
 
 What the credentials may not read is recorded (`Unreadable`: the kind, where, and the API server's HTTP status), never
@@ -20,14 +21,25 @@ from typing import Any, Final
 
 from extender.engine.conf import ConfError, SchedulerConf
 from extender.engine.run import parse_scheduler_conf
-from extender.engine.snapshot import Snapshot, add_object
+from extender.engine.snapshot import Snapshot, add_object, idle_reclaimable_pods
 from lapilli.api.constants import QUEUE_KIND
 from lapilli.kube import ApiError, KubeClient, NotFound
-from lapilli.kube.resources import CONFIG_MAPS, EVENTS, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.kube.resources import (
+    CONFIG_MAPS,
+    EVENTS,
+    HYPERNODES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    VC_JOBS,
+    Resource,
+)
 from lapilli.meta import JSON, key_of
 from lapilli.tasks import gather_or_cancel
 
-SCHEDULER_INPUTS: Final[tuple[Resource, ...]] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
+SCHEDULER_INPUTS: Final[tuple[Resource, ...]] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES)
 # Where an installed Lapilli keeps its scheduler conf (Volcano's format), and the key inside the ConfigMap.
 CONF_CONFIGMAP_NAMESPACE: Final = "lapilli-system"
 CONF_CONFIGMAP_NAME: Final = "lapilli-scheduler-conf"
@@ -95,6 +107,8 @@ def build_view(objects: Mapping[str, Iterable[dict[str, Any]]]) -> ClusterView:
                 add_object(view.snapshot, obj)
             except (ValueError, KeyError, TypeError) as exc:
                 view.skipped.append(f"{kind} {key_of(obj)}: {exc}")
+    # What the leader's idle-GPU monitor marked reclaimable, as the PodGroups' conditions say.
+    view.snapshot.idle_reclaimable = idle_reclaimable_pods(view.snapshot)
     return view
 
 
@@ -106,6 +120,8 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
     async def one(res: Resource) -> tuple[str, list[dict[str, Any]]]:
         try:
             return res.kind, (await client.list(res)).items
+        except NotFound:
+            return res.kind, []  # not served (a CRD not installed): none exists, nothing is hidden
         except ApiError as exc:
             if exc.status == UNAUTHORIZED:
                 raise  # the credentials themselves are refused: nothing will be readable
@@ -165,6 +181,23 @@ def _display(path: Path) -> str:
     return str(path.relative_to(SHIPPED_CONF.parents[2]))
 
 
+async def read_jobs(client: KubeClient, view: ClusterView, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Volcano Jobs (finished ones too: the start-time estimate's history) across namespaces, else in `namespace`;
+    what stays unread is recorded in `view.unreadable`."""
+    try:
+        return (await client.list(VC_JOBS)).items
+    except ApiError as exc:
+        where, gap = fallback(VC_JOBS, exc, namespace)
+        view.unreadable.append(gap)
+    if where is None:
+        return []
+    try:
+        return (await client.list(VC_JOBS, where)).items
+    except ApiError as exc:
+        view.unreadable.append(refused(VC_JOBS, exc, where))
+        return []
+
+
 async def read_queue_events(client: KubeClient, view: ClusterView | None = None) -> list[dict[str, Any]]:
     """Events about Queues (cluster-scoped objects have theirs in `default`); none if the user may not list them
     (then recorded in `view.unreadable`: who closed a queue is unknown)."""
@@ -177,4 +210,4 @@ async def read_queue_events(client: KubeClient, view: ClusterView | None = None)
 
 
 __all__ = ["ClusterConf", "ClusterView", "ConfError", "Unreadable", "build_view", "fallback", "read_cluster",
-           "read_conf", "refused"]
+           "read_conf", "read_jobs", "refused"]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from extender.engine.conf import ConfError, SchedulerConf
+from extender.engine.conf import SchedulerConf
 from extender.engine.run import parse_scheduler_conf
 from extender.service.metrics import ExtenderMetrics
 from extender.service.plan import Plan
@@ -29,6 +29,7 @@ from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.events import EventRecorder
 from lapilli.kube.resources import PODGROUPS, PODS, QUEUES
 from lapilli.meta import uid_of
+from lapilli.reload import ReloadingFile
 
 log = logging.getLogger("lapilli.extender")
 
@@ -46,6 +47,8 @@ _SESSION = "session"  # the session loop's one item in its rate limiter
 EVENT_SOURCE = "volcano"
 # The Warning Event on an object the scheduler cannot read (a malformed quantity, minMember not a number…).
 IGNORED_REASON = "InvalidObject"
+# The Warning Event on a node whose vGPU register annotation, or a pod whose card assignment, cannot be read.
+CARDS_REASON = "InvalidDeviceAnnotation"
 WATCHED_KINDS = tuple(res.kind for res in WATCHED)
 # Each PodGroup's last Unschedulable and Scheduled events, so a paced repeat bumps its Event in place; past this
 # many a repeat creates a new Event (and old ones pile up until the API server's event TTL).
@@ -53,59 +56,32 @@ REMEMBERED_EVENTS = 65_536
 
 
 class ConfSource:
-    """The scheduler configuration file, re-read when its modification time changes.
-
-    A reload that cannot be used — a parse error, an empty file, the file gone or unreadable — keeps the last good
-    configuration running and is reported once per distinct problem: one log line, `on_error` (the service counts
-    it in `lapilli_scheduler_conf_reload_errors_total`), and `error` stays set (`lapilli_scheduler_conf_stale` is 1)
-    until a good file is loaded again. At start a bad file is refused outright (settings check), never replaced."""
+    """The scheduler configuration file (`lapilli.reload.ReloadingFile`): a reload that cannot be used keeps the
+    last good configuration running, reported once per distinct problem (the service counts it in
+    `lapilli_scheduler_conf_reload_errors_total`; `lapilli_scheduler_conf_stale` is 1 while `error` is set). At start
+    a bad file is refused outright (settings check), never replaced. Without a file: Volcano's default conf."""
 
     def __init__(self, path: Path | None, on_error: Callable[[str], None] | None = None) -> None:
         self.path = path
-        self._mtime: float | None = None
-        self.conf: SchedulerConf = parse_scheduler_conf(path.read_text() if path else None)
-        self.error = ""  # why the file on disk is not what runs ("" when it is)
-        self._on_error = on_error
-        self._warn(self.conf)
-        if path is not None:
-            self._mtime = path.stat().st_mtime
+        self._file = (ReloadingFile(path, parse_scheduler_conf, "scheduler configuration", on_error, self._warn)
+                      if path is not None else None)
+        self._default = parse_scheduler_conf(None)
 
     def _warn(self, conf: SchedulerConf) -> None:
         """Each load reports what it left out once (unknown action or plugin names), as Volcano logs them."""
         for warning in conf.warnings:
             log.warning("scheduler configuration %s: %s", self.path or "(default)", warning)
 
-    def _failed(self, error: str) -> None:
-        if error != self.error:
-            self.error = error
-            log.error("scheduler configuration %s: %s; keeping the last good configuration", self.path, error)
-            if self._on_error is not None:
-                self._on_error(error)
+    @property
+    def conf(self) -> SchedulerConf:
+        return self._file.value if self._file is not None else self._default
+
+    @property
+    def error(self) -> str:
+        return self._file.error if self._file is not None else ""
 
     def refresh(self) -> SchedulerConf:
-        if self.path is None:
-            return self.conf
-        try:
-            mtime = self.path.stat().st_mtime
-        except OSError as exc:
-            self._mtime = None  # whatever comes back in its place is read
-            self._failed(f"cannot be read ({exc.strerror or exc})")
-            return self.conf
-        if mtime == self._mtime:
-            return self.conf
-        self._mtime = mtime
-        try:
-            conf = parse_scheduler_conf(self.path.read_text())
-        except ConfError as exc:
-            self._failed(str(exc))
-        except (OSError, UnicodeDecodeError) as exc:
-            self._mtime = None
-            self._failed(f"cannot be read ({exc})")
-        else:
-            self.conf, self.error = conf, ""
-            log.info("scheduler configuration %s reloaded", self.path)
-            self._warn(conf)
-        return self.conf
+        return self._file.refresh() if self._file is not None else self._default
 
 
 class SessionLoop:
@@ -134,6 +110,10 @@ class SessionLoop:
         self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
         self.recorder = EventRecorder(client, EVENT_SOURCE, remembered=REMEMBERED_EVENTS)
         self._reported: dict[str, str] = {}  # ignored object -> the reason this term's Event gave
+        # Idle-GPU reclaim (`extender.service.idle`): the pods each session hands the engine as idle-reclaimable,
+        # and who hears of each eviction (pod key, action).
+        self.idle: Callable[[], frozenset[str]] = frozenset
+        self.evicted: Callable[[str, str], None] = lambda _pod, _action: None
 
     def poke(self) -> None:
         """Ask for a session soon (a change was seen, or a verb needs a plan)."""
@@ -193,7 +173,8 @@ class SessionLoop:
         now = time.monotonic()
         for gang in self.plan.expire(now):
             log.info("gang %s: plan expired before it bound; re-planning", gang)
-        outcome = await self.runner(self.plan.placements(), self.conf.refresh())
+        outcome = await self.runner(self.plan.placements(), self.conf.refresh(), self.idle(),
+                                    self.plan.planned_devices())
         if outcome is None:
             return None  # the session's own view of the cluster is not synced yet
         self.metrics.session_seconds.observe(outcome.seconds)
@@ -207,30 +188,38 @@ class SessionLoop:
 
     def report_ignored(self) -> None:
         """Objects the cluster state leaves out (it cannot read them) vanish from scheduling silently unless told:
-        each gets a Warning Event once per reason and term, and `lapilli_extender_ignored_objects` counts them."""
+        each gets a Warning Event once per reason and term, and `lapilli_extender_ignored_objects` counts them.
+        So do nodes whose vGPU register annotation (their cards are ignored) and pods whose card assignment cannot
+        be read (in part), under kinds `Node devices` / `Pod devices`."""
         ignored = self.state.ignored
-        counts = dict.fromkeys(WATCHED_KINDS, 0)
+        counts = dict.fromkeys((*WATCHED_KINDS, "Node devices", "Pod devices"), 0)
         for ident, (kind, ref, error) in ignored.items():
             counts[kind] = counts.get(kind, 0) + 1
             if self._reported.get(ident) != error:
                 self._reported[ident] = error
                 message = f"the scheduler leaves this {kind} out until it can be read: {error}"
                 self.recorder.record(ref, "Warning", IGNORED_REASON, message)
-        for ident in [i for i in self._reported if i not in ignored]:
+        problems = self.state.card_problems
+        for ident, (kind, ref, error) in problems.items():
+            counts[f"{kind} devices"] = counts.get(f"{kind} devices", 0) + 1
+            if self._reported.get(f"devices {ident}") != error:
+                self._reported[f"devices {ident}"] = error
+                message = f"the scheduler ignores what it cannot read of this {kind}'s vGPU annotation: {error}"
+                self.recorder.record(ref, "Warning", CARDS_REASON, message)
+        stale = [i for i in self._reported
+                 if (i.removeprefix("devices ") not in problems if i.startswith("devices ") else i not in ignored)]
+        for ident in stale:
             del self._reported[ident]
         for kind, count in counts.items():
             self.metrics.ignored.labels(kind).set(count)
 
     def _adopt(self, outcome: Outcome, now: float) -> None:
-        for gang, (min_member, nodes) in outcome.new_plans.items():
+        for gang, (min_member, nodes, domain, devices) in outcome.new_plans.items():
+            held = outcome.domains.get(domain) if domain else None
             if gang in self.plan.gangs:
-                self.plan.gangs[gang].nodes.update(nodes)
-                self.plan.gangs[gang].min_member = min_member
-                for pod in nodes:
-                    self.plan.gang_of_pod[pod] = gang
-                self.plan.version += 1
+                self.plan.extend(gang, min_member, nodes, held, devices)
             else:
-                self.plan.add(gang, min_member, nodes, now)
+                self.plan.add(gang, min_member, nodes, now, held, devices)
 
     async def _evict(self, outcome: Outcome) -> None:
         now = time.monotonic()
@@ -247,6 +236,7 @@ class SessionLoop:
                 await self.client.evict(namespace, name)
                 self.metrics.evictions.inc()
                 self.metrics.evictions_by.labels(action or "unknown", queue).inc()
+                self.evicted(key, action)
                 log.info("evicted %s", key)
             except NotFound:
                 pass

@@ -13,9 +13,12 @@ each session runs with) — the un-park rule:
   that gang (own);
 * with `requests`: a pending pod or a PodGroup added → the gangs of its queue; changed or removed → every gang;
 * with `placed`: a pod placed (bound, or newly planned) or a placed pod changed → every gang;
-* the conf changed → every gang, and the channels are read from the new one (conf).
+* the conf changed → every gang, and the channels are read from the new one (conf);
+* the session's other inputs changed (the pods idle-GPU reclaim may take, gang eviction's nominations, the vGPU
+  cards of planned pods) → every gang.
 
-And when nothing at all changed since the last session — no record, no placement, the same conf — the engine would
+And when nothing at all changed since the last session — no record, no placement, the same conf and inputs — the
+engine would
 compute exactly what it did last time (it is deterministic, and parking is off where it reads the clock): `quiet`
 says so, and the service reuses the last result instead of running it again (`extender/service/session.py`).
 """
@@ -63,6 +66,7 @@ class Parking:
         self.settled: dict[str, tuple[PodGroupResult, str, bool, str]] = {}
         self._conf_key = b""
         self._placements: dict[str, str] = {}
+        self._inputs: object = None
         self._lock = threading.Lock()
         # What the rule un-parked since the running session took its snapshot (the gangs it judges now were not
         # parked yet; `adopt` parks none the rule has spoken of since): every gang, or these gangs and queues.
@@ -146,21 +150,27 @@ class Parking:
             self._unpark_queue(new.queue)
 
     # ---- around a session ------------------------------------------------------------------------------------
-    def quiet(self, conf: SchedulerConf, placements: Mapping[str, str]) -> bool:
-        """Nothing changed since the last session — no record, the same placements and conf — and parking is on
-        (the engine does not read the clock): a session now would compute exactly what the last one did."""
+    def quiet(self, conf: SchedulerConf, placements: Mapping[str, str], inputs: object = None) -> bool:
+        """Nothing changed since the last session — no record, the same placements, conf and other `inputs` — and
+        parking is on (the engine does not read the clock): a session now would compute what the last one did."""
         with self._lock:
             return (not self.changed and self.last is not None and self.channels is not None
-                    and placements == self._placements and pickle.dumps(conf) == self._conf_key)
+                    and placements == self._placements and inputs == self._inputs
+                    and pickle.dumps(conf) == self._conf_key)
 
-    def before(self, conf: SchedulerConf, placements: Mapping[str, str], snap: Snapshot) -> frozenset[str]:
-        """A session is about to copy the cluster: take in its conf and the plan's placements (`snap`: the cluster
-        state's snapshot, placements not overlaid); returns the gangs it leaves out."""
+    def before(self, conf: SchedulerConf, placements: Mapping[str, str], snap: Snapshot,
+               inputs: object = None) -> frozenset[str]:
+        """A session is about to copy the cluster: take in its conf, the plan's placements (`snap`: the cluster
+        state's snapshot, placements not overlaid) and its other `inputs` (compared whole); returns the gangs it
+        leaves out."""
         with self._lock:
             key = pickle.dumps(conf)
             if key != self._conf_key:
                 self._conf_key = key
                 self.channels = channels(conf)
+                self.unpark_all()
+            if inputs != self._inputs:
+                self._inputs = inputs
                 self.unpark_all()
             if placements != self._placements:
                 self._placements_changed(placements, snap)

@@ -29,17 +29,22 @@ from extender.service.status import (
     queue_status,
     unschedulable_message,
 )
+from lapilli.devices.assign import PodDevices
 from lapilli.kube.events import EventType
 from lapilli.meta import resource_version, uid_of
 from lapilli.resources.vector import Dims
 from lapilli.times import rfc3339
+from lapilli.topology import CLUSTER_TOP
 
 
 class GangPlan(NamedTuple):
-    """A gang the session placed: its bind quorum and where each member goes."""
+    """A gang the session placed: its bind quorum, where each member goes, the HyperNode it was placed in ("" for
+    none: a re-plan keeps every member inside it, `Outcome.domains` holds its nodes) and each member's vGPU cards."""
 
     min_member: int
     nodes: dict[str, str]  # pod key -> node
+    domain: str = ""
+    devices: dict[str, PodDevices] = {}  # pod key -> cards (members that ask for none are not in it)
 
 
 class Eviction(NamedTuple):
@@ -82,6 +87,8 @@ class Outcome:
     evicted_by: dict[str, Eviction] = field(default_factory=dict)  # pod -> which action, from which queue
     # (queue, phase) -> PodGroups, with the phases this session's status writes give: `lapilli_queue_jobs`.
     queue_jobs: dict[tuple[str, str], int] = field(default_factory=dict)
+    domains: dict[str, frozenset[str]] = field(default_factory=dict)  # HyperNode of a new plan -> its nodes
+    nominations: dict[str, dict[str, str]] = field(default_factory=dict)  # carried to the next session
 
 
 UNRESOLVED: Final = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -117,18 +124,19 @@ class CurrentStatus(Protocol):
 
 
 def decide(snap: Snapshot, conf: SchedulerConf, placements: Mapping[str, str], parking: Parking | None,
-           base: Snapshot | None, quiet: bool | None = None) -> Decisions:
+           base: Snapshot | None, quiet: bool | None = None, inputs: object = None) -> Decisions:
     """The engine's decisions over `snap` (the cluster with `placements` overlaid). With `parking` (and `base`, the
     cluster state's own snapshot the rule reads), parked gangs are left out, and a session in which nothing changed
     since the last one is not run again: its result is the last one (`extender/service/parking.py`). `quiet`: what
-    the caller found `parking.quiet` to say (None: ask it now)."""
+    the caller found `parking.quiet` to say (None: ask it now); `inputs`: the session's other inputs (idle pods,
+    nominations, planned cards), compared whole."""
     if parking is None:
         # The session's clock is the wall clock: what decays with time (fairshare's usage records) is stamped so.
         return run_session(snap, conf, time.time())
-    if parking.quiet(conf, placements) if quiet is None else quiet:
+    if parking.quiet(conf, placements, inputs) if quiet is None else quiet:
         assert parking.last is not None
         return parking.last
-    left_out = parking.before(conf, placements, base if base is not None else snap)
+    left_out = parking.before(conf, placements, base if base is not None else snap, inputs)
     parked = parking.results(left_out)
     return parking.adopt(run_session(snap, conf, time.time(), parked=frozenset(parked)), parked)
 
@@ -144,12 +152,13 @@ def run(
     parking: Parking | None = None,
     base: Snapshot | None = None,
     quiet: bool | None = None,
+    inputs: object = None,
 ) -> Outcome:
-    """`pacer` remembers earlier sessions' writes; `now` is its clock (monotonic seconds); `parking`, `base` and
-    `quiet`: see `decide`."""
+    """`pacer` remembers earlier sessions' writes; `now` is its clock (monotonic seconds); `parking`, `base`,
+    `quiet` and `inputs`: see `decide`."""
     start = time.perf_counter()
     now = time.monotonic() if now is None else now
-    result = decide(snap, conf, placements, parking, base, quiet)
+    result = decide(snap, conf, placements, parking, base, quiet, inputs)
     evicted_by: dict[str, Eviction] = {}
     for key, action in result.evicted_by.items():  # which action evicted it, and its queue: the metrics' labels
         pod = snap.pods.get(key)
@@ -161,9 +170,13 @@ def run(
         gang = f"{pod.namespace}/{pod.group}"
         if pod.group and gang in snap.podgroups:
             if gang not in new_plans:
-                quorum = bind_quorum(result.podgroups.get(gang), snap.podgroups[gang].min_member)
-                new_plans[gang] = GangPlan(quorum, {})
+                judged = result.podgroups.get(gang)
+                quorum = bind_quorum(judged, snap.podgroups[gang].min_member)
+                domain = judged.hypernode if judged is not None and judged.hypernode != CLUSTER_TOP else ""
+                new_plans[gang] = GangPlan(quorum, {}, domain, {})
             new_plans[gang].nodes[pod_key] = node
+            if pod_key in result.devices:
+                new_plans[gang].devices[pod_key] = result.devices[pod_key]
     planned = {f"{snap.pods[p].namespace}/{snap.pods[p].group}" for p in placements if p in snap.pods}
     planned |= set(new_plans)
     settled = parking.settled if parking is not None else None
@@ -190,6 +203,8 @@ def run(
         seconds=time.perf_counter() - start,
         evicted_by=evicted_by,
         queue_jobs=queue_job_counts((pg.queue, phases.get(key, pg.phase)) for key, pg in snap.podgroups.items()),
+        domains={p.domain: result.domains[p.domain] for p in new_plans.values() if p.domain in result.domains},
+        nominations=result.nominations,
     )
 
 

@@ -4,20 +4,12 @@ ran, a gauge moved) instead of sleeping and hoping one did."""
 from __future__ import annotations
 
 import contextlib
-import ssl
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from assembly.dev import DevCluster
-
-
-def _insecure() -> ssl.SSLContext:
-    # The service's serving certificate is the dev cluster's own; these reads check numbers, not identity.
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
+from tests.e2e.gangs import insecure
 
 
 async def service_metric(cluster: DevCluster, name: str, labels: dict[str, str] | None = None) -> float | None:
@@ -27,7 +19,7 @@ async def service_metric(cluster: DevCluster, name: str, labels: dict[str, str] 
     url = f"https://127.0.0.1:{cluster.info.ports['lapilli-webhook']}/metrics"
     with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http, \
-                http.get(url, ssl=_insecure()) as resp:
+                http.get(url, ssl=insecure()) as resp:
             text = await resp.text()
         want = (labels or {}).items()
         values = [s.value for family in text_string_to_metric_families(text) for s in family.samples

@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import click
+import jsonpatch
 import jsonschema
 import pytest
 import yaml
 
 from assembly.cli import main as cli
 from tests.install.kvalidate import NO_SCHEMA, outcomes
-from tests.install.manifests import INSTALL, TREES, containers, find, kustomizations, render, render_text
+from tests.install.manifests import INSTALL, ROOT, TREES, containers, find, kustomizations, render, render_text
 
 
 @pytest.mark.parametrize("tree", kustomizations())
@@ -153,3 +154,14 @@ def test_hypernode_selector_cel_rules_ship_where_the_cluster_serves_them(tree):
     else:
         assert len(rules) == 2 and "has(self.exactMatch) || has(self.regexMatch)" in rules[0] and "<= 1" in rules[1]
 
+
+
+def test_readmes_resource_group_patch_removes_the_pod_mutation_selector():
+    """README's overlay patch for resource groups names the mutating pod webhook by index: keep them in step."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("target: {kind: MutatingWebhookConfiguration, name: lapilli-mutating}"):]
+    path = block[block.index("path: ") + len("path: "):].split()[0]
+    config = find(render("install"), "MutatingWebhookConfiguration", "lapilli-mutating")
+    patched = jsonpatch.apply_patch(config, [{"op": "remove", "path": path}])
+    hook = next(h for h in patched["webhooks"] if h["name"] == "mutatepod.volcano.sh")
+    assert "objectSelector" not in hook

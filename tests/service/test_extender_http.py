@@ -246,3 +246,26 @@ async def test_filter_replan_moves_room_in_its_own_view_and_leaves_the_session_r
     second = volcano_pod({"name": "ml/fits-w-1", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
     refused = extender.filter(ExtenderArgs.model_validate(_args(second, [free])))
     assert refused["NodeNames"] == [], "the GPU the first move took is counted: no second pod moves onto it"
+
+
+@pytest.mark.parametrize("reclaimable", [False, True])
+async def test_preempt_takes_no_victim_from_a_queue_that_may_not_be_reclaimed(aiohttp_client, reclaimable):
+    """A pod of queue default preempting pods of another queue is reclaim: Volcano never reclaims from a queue with
+    `reclaimable: false`, however far over its deserved share that queue is (here 4 GPUs against 2 deserved)."""
+    gpu = {"cpu": "1", "nvidia.com/gpu": "1"}
+    docs = [node({"name": "n0", "alloc": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "4"}}),
+            queue({"name": "default"}), queue({"name": "lab", "reclaimable": reclaimable}),
+            podgroup({"name": "ml/held", "min": 1, "queue": "lab", "phase": "Running"}),
+            podgroup({"name": "ml/wants", "min": 4, "queue": "default", "phase": "Inqueue"})]
+    docs += [volcano_pod({"name": f"ml/held-w-{i}", "group": "held", "req": gpu, "node": "n0", "phase": "Running"})
+             for i in range(4)]
+    docs += [volcano_pod({"name": f"ml/wants-w-{i}", "group": "wants", "req": gpu}) for i in range(4)]
+    extender = make_extender(docs, RecordingClient())
+    await extender.loop.run_once()
+    assert extender.loop.latest is not None and extender.loop.latest.queues["lab"].share > 1.0
+    http = await aiohttp_client(make_app(extender, lambda: True, lambda: extender.state.synced))
+    asking = volcano_pod({"name": "ml/solo", "req": gpu})
+    victims = {"n0": {"Pods": [{"UID": "ml-held-w-0"}], "NumPDBViolations": 0}}
+    body = await (await http.post("/extender/preempt", json={"Pod": asking, "NodeNameToMetaVictims": victims})).json()
+    assert body == ({"NodeNameToMetaVictims": {"n0": {"Pods": [{"UID": "ml-held-w-0"}], "NumPDBViolations": 0}}}
+                    if reclaimable else {"NodeNameToMetaVictims": {}})

@@ -10,8 +10,9 @@ applies, most important first:
 3. fair share: the queue holds its deserved share, so allocate gives it nothing more now;
 4. order: jobs (or queues) ordered first take the room it needs this session, with the job's place among its
    queue's waiting jobs and the queue's place among queues, and the keys that order them;
-5. placement: how many of minMember pods fit now, and what blocks the rest on how many nodes; "nothing in the
-   cluster can ever fit this gang" when they do not fit even on empty nodes;
+5. placement: for a gang with a hard network topology, the HyperNodes of its allowed tiers and the room the best
+   of them has (`topology.py`); how many of minMember pods fit now, and what blocks the rest on how many nodes;
+   "nothing in the cluster can ever fit this gang" when they do not fit even on empty nodes;
 6. what would free room: reclaim allowed or not (and why), preemption candidates (shown only when the session did
    not preempt: a gang the candidates cannot make whole, say; when it does preempt, the answer is "starting soon").
 """
@@ -22,9 +23,12 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain.admission import (
     cluster_shortage,
+    gang_floor,
     never_admissible,
     queue_shortage,
     would_fit_at_open,
@@ -38,6 +42,7 @@ from extender.engine.explain.probe import (
     quota_views,
 )
 from extender.engine.explain.report import WHY_CONDITION, Explanation, Kind, Reason
+from extender.engine.explain.topology import topology_reasons
 from extender.engine.explain.unblock import preempt, reclaim, request_text
 from extender.engine.explain.units import amount, number
 from extender.engine.explain.usage import usage_order
@@ -196,6 +201,9 @@ def _admitted(run: _Run, job: Job) -> list[Reason]:
         return [Reason(Kind.WAITING_PODS, f"waiting for pods: {len(job.tasks)} exist, minMember is "
                        f"{job.min_member} ({invalid.message or invalid.reason})",
                        {"pods": len(job.tasks), "minMember": job.min_member})]
+    never = _never_runs(run, job)
+    if never is not None:
+        return [never]
     reasons: list[Reason] = []
     share = _fair_share(run, job)
     now_fit = run.recorded.fit_after.get(job.uid) or gang_fit(run.before, run.before.jobs[job.uid])
@@ -212,6 +220,7 @@ def _admitted(run: _Run, job: Job) -> list[Reason]:
             reasons.append(ahead)
     if share is not None:
         reasons.append(share)
+    reasons.extend(topology_reasons(run.before, before_job))
     fit = now_fit if not now_fit.fits else open_fit
     if not fit.fits:
         reasons.append(Reason(Kind.PLACEMENT, fit.summary(), _fit_data(fit)))
@@ -220,6 +229,30 @@ def _admitted(run: _Run, job: Job) -> list[Reason]:
     if not open_fit.fits and all(r.kind is not Kind.UNRESOLVABLE for r in reasons):
         reasons.extend(_unblock(run, before_job))
     return reasons
+
+
+def _never_runs(run: _Run, job: Job) -> Reason | None:
+    """An admitted gang whose pods together ask more than its queue may ever hold: admission judged its
+    minResources, which may not count what the pods really ask (a GPU given only as a limit). A gang larger than
+    the whole cluster is left to the empty-cluster fit, which names the nodes."""
+    ssn = run.ssn
+    need = gang_floor([task.resreq for task in job.tasks.values()], job.min_member, ssn.dims)
+    quotas = quota_views(run.before, job.queue)
+    limit = quotas[0].real_capability if quotas else ssn.queues[job.queue].capability
+    limit = np.where(limit < ssn.total, limit, np.inf)  # a queue bound only by the whole cluster: not this reason
+    never = never_admissible(ssn.dims, job.queue, need, limit, np.full(ssn.dims.size, np.inf),
+                             lead=f"this gang can never run as its queue is set up (from what its {job.min_member} "
+                                  "pods ask)")
+    if never is None:
+        return None
+    counted = job.min_resources if job.min_resources is not None else ssn.dims.zeros()
+    short = never.data["resources"]
+    missed: list[JSON] = [name for name in ssn.dims.names
+                          if isinstance(short, dict) and name in short and counted[ssn.dims.index[name]] <= 0]
+    if missed:  # why admission let it through
+        never.message += f" (its PodGroup's minResources counts no {', '.join(map(str, missed))})"
+        never.data["minResourcesMissing"] = missed
+    return never
 
 
 def _fit_data(fit: GangFit) -> dict[str, JSON]:
@@ -358,7 +391,7 @@ def _empty_cluster_fit(run: _Run, job: Job) -> GangFit | None:
     snap = run.snap
     pg = snap.podgroups[job.uid]
     empty = Snapshot(nodes=dict(snap.nodes), queues=dict(snap.queues), priority_classes=dict(snap.priority_classes),
-                     default_priority=snap.default_priority)
+                     default_priority=snap.default_priority, namespaces=dict(snap.namespaces))
     empty.podgroups[job.uid] = pg
     for key, pod in snap.pods.items():
         if pod.group == pg.name and pod.namespace == pg.namespace and pod.phase in ("Pending", "Running"):
