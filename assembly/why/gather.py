@@ -1,7 +1,8 @@
 """What `lapilli job why` and `lapilli dashboard` read from the cluster with the user's own kubeconfig: the
 scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes — the objects the live scheduler
-watches; a kind the cluster does not serve, such as HyperNodes without their CRD, reads as none), the
-scheduler conf from where the cluster's scheduler reads it, and who closed a queue.
+watches; a kind the cluster does not serve, such as HyperNodes without their CRD, reads as none; `job why` also
+Namespaces, for pod affinity's namespace selectors), the scheduler conf from where the cluster's scheduler reads
+it, and who closed a queue.
 
 What the credentials may not read is recorded (`Unreadable`: the kind, where, and the API server's HTTP status), never
 silently taken as empty: an answer computed without the nodes, or without other namespaces' PodGroups, is partial,
@@ -28,6 +29,7 @@ from lapilli.kube.resources import (
     CONFIG_MAPS,
     EVENTS,
     HYPERNODES,
+    NAMESPACES,
     NODES,
     PODGROUPS,
     PODS,
@@ -136,8 +138,27 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
             return res.kind, []
 
     view = build_view(dict(await gather_or_cancel(*(one(res) for res in SCHEDULER_INPUTS))))
+    await _read_namespaces(client, view, unreadable)
     view.unreadable = sorted(unreadable, key=lambda u: (u.kind, u.scope))
     return view
+
+
+async def _read_namespaces(client: KubeClient, view: ClusterView, unreadable: list[Unreadable]) -> None:
+    """Namespaces' labels, which the namespace selectors of pod affinity terms match. Many users may not list
+    namespaces; that leaves a gap worth reporting only when some pod's terms select namespaces by label."""
+    try:
+        items = (await client.list(NAMESPACES)).items
+    except ApiError as exc:
+        if exc.status == UNAUTHORIZED:
+            raise
+        if any(t.namespace_selector.selector is not None for pod in view.snapshot.pods.values() if pod.terms
+               for t in (*pod.terms.affinity, *pod.terms.anti_affinity,
+                         *(w.term for w in (*pod.terms.preferred_affinity, *pod.terms.preferred_anti_affinity)))):
+            unreadable.append(refused(NAMESPACES, exc))
+        return
+    merged = build_view({NAMESPACES.kind: items})
+    view.objects[NAMESPACES.kind] = merged.objects[NAMESPACES.kind]
+    view.snapshot.namespaces.update(merged.snapshot.namespaces)
 
 
 @dataclass(frozen=True, slots=True)

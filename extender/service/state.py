@@ -1,6 +1,7 @@
-"""The cluster as the scheduler sees it: six list+watch reflectors feeding one engine `Snapshot`, kept up to date
-event by event (never rebuilt per request). HyperNodes are optional: a cluster without their CRD (or without the
-RBAC rule to read them) is scheduled as flat, and the reflector keeps checking for them (`Reflector(optional=True)`).
+"""The cluster as the scheduler sees it: seven list+watch reflectors feeding one engine `Snapshot`, kept up to date
+event by event (never rebuilt per request). Namespaces are watched for their labels, which pod affinity terms'
+namespace selectors match. HyperNodes are optional: a cluster without their CRD (or without the RBAC rule to read
+them) is scheduled as flat, and the reflector keeps checking for them (`Reflector(optional=True)`).
 
 Watch objects arrive without `kind`; each reflector's handler stamps it before handing the object to the
 snapshot's parsers. An object the parsers reject (a malformed quantity, say) is left out and kept in `ignored` with
@@ -20,12 +21,22 @@ from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Reflector
 from lapilli.cluster.reflector import Event
 from lapilli.kube import KubeClient
-from lapilli.kube.resources import CONFIG_MAPS, HYPERNODES, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.kube.resources import (
+    CONFIG_MAPS,
+    HYPERNODES,
+    NAMESPACES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    Resource,
+)
 from lapilli.meta import annotations_of, is_deleting, name_of, namespace_of, uid_of
 
 log = logging.getLogger("lapilli.extender")
 
-WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES)
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES, NAMESPACES)
 OPTIONAL: frozenset[Resource] = frozenset({HYPERNODES})
 
 
