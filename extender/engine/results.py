@@ -108,6 +108,8 @@ class Decisions:
     domains: dict[str, frozenset[str]] = field(default_factory=dict)  # a PodGroup's `hypernode` -> its nodes
     # bound or pipelined pod -> the vGPU cards it was given (deviceshare), per asking container
     devices: dict[str, PodDevices] = field(default_factory=dict)
+    # node -> its vGPU cards once the session's decisions are counted: (uuid, MB in use, MB, pods, split) per card
+    cards: dict[str, tuple[tuple[str, int, int, int, int], ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, JSON]:
         """The `lapilli schedule -o json` document (DESIGN.md); `devices` (each placed pod's cards, as the
@@ -249,6 +251,7 @@ def decisions(ssn: Session) -> Decisions:
             placed = ssn.tasks.get(uid)
             if placed is not None and (placed.key in out.binds or placed.key in out.pipelined):
                 out.devices[placed.key] = devices
+    out.cards = dict(ssn.card_report)
     out.queues = queue_results(ssn)
     out.nodes = NodeRoom(
         names=tuple(n.name for n in ssn.nodes), allocatable=ssn.arrays.allocatable.copy(), idle=ssn.arrays.idle()
