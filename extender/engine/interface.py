@@ -247,6 +247,9 @@ class SessionView(Protocol):
     total: Vec
     arrays: NodeArrays
     queue_reports: dict[str, QueueReport]
+    # Jobs this session leaves out (extender/engine/parking.py): no action tries them and their PodGroup result is
+    # the one they got when parked, so a plugin's per-job close work skips them.
+    parked: frozenset[str]
     topology: Topology
     # Each task's card assignment (task uid -> cards), kept by the device plugin as it places and undoes.
     assignments: dict[str, PodDevices]

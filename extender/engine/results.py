@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Condition, Job, TaskStatus
+from extender.engine.parking import parkable
 from extender.engine.session import Session
 from extender.engine.status import SUCCESS, Status
 from lapilli.devices.assign import PodDevices, encode_pod_devices
@@ -98,6 +99,9 @@ class Decisions:
     queues: dict[str, QueueResult] = field(default_factory=dict)
     nodes: NodeRoom | None = None
     evicted_by: dict[str, str] = field(default_factory=dict)  # pod -> the action that evicted it (run_session)
+    # Jobs judged this session that may be left out of the next ones (`parking.parkable`); parked jobs, which the
+    # session left out, have no entry in `podgroups`.
+    parkable: list[str] = field(default_factory=list)
     # PodGroup -> sub-gang -> HyperNode gang eviction nominated and allocate has not redeemed yet: the next
     # session's `Snapshot.nominations`.
     nominations: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -230,6 +234,10 @@ def decisions(ssn: Session) -> Decisions:
     out = Decisions(dims=ssn.dims, binds=dict(ssn.records.binds), evictions=list(ssn.records.evictions),
                     nominations={k: dict(v) for k, v in ssn.records.nominations.items() if v})
     for job in ssn.jobs.values():
+        if job.uid in ssn.parked:
+            continue
+        if parkable(job, job.uid in ssn.tried):
+            out.parkable.append(job.uid)
         if job.counts[TaskStatus.PIPELINED]:
             for task in job.tasks.values():
                 if task.status is TaskStatus.PIPELINED and task.node:

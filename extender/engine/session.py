@@ -86,11 +86,15 @@ def _task_status(pod: PodRecord) -> TaskStatus:
 
 class Session(Callbacks):
     def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0,
-                 probe: SessionProbe | None = None, *, statements: Callable[[Session], Trial]) -> None:
-        """`statements` makes a Statement over this session (the `Statement` class): what `trial` returns."""
+                 probe: SessionProbe | None = None, *, statements: Callable[[Session], Trial],
+                 parked: frozenset[str] = frozenset()) -> None:
+        """`statements` makes a Statement over this session (the `Statement` class): what `trial` returns.
+        `parked`: jobs no action tries and no result is made for (`parking.py`)."""
         super().__init__(conf, probe)
         self._statements = statements
         self.now = now
+        self.parked = parked
+        self.tried: set[str] = set()  # jobs allocate took a turn on (parking.parkable)
         self.records = SessionRecords()
         names: set[str] = set()
         for n in snap.nodes.values():
