@@ -77,6 +77,9 @@ class PodGroupRecord:
     creation: float
     annotations: Mapping[str, str]
     preemptable: bool
+    # Volcano's IsJobPreemptableForGangEviction: a PodGroup without `volcano.sh/preemptable` may lose its pods to
+    # gangpreempt/gangreclaim; one that sets it follows it.
+    gang_evictable: bool = True
 
     @property
     def key(self) -> str:
@@ -262,6 +265,7 @@ def _podgroup(doc: Obj) -> PodGroupRecord:
         creation=timestamp(meta.get("creationTimestamp")),
         annotations=dict(meta.get("annotations") or {}),
         preemptable=_preemptable(meta, default=False),
+        gang_evictable=_preemptable(meta, default=True),
     )
 
 

@@ -1,7 +1,8 @@
 """gang: all-or-nothing by PodGroup `minMember` / `minTaskMember` (Volcano's `plugins/gang/gang.go`).
 
 JobValid needs enough valid tasks (overall and per role); JobReady/JobPipelined/JobStarving follow the job's
-counters; not-ready jobs go first; a victim may be taken from a job only while it stays above `minMember`. At
+counters; not-ready jobs go first, a gang regaining lost members first of all (Lapilli); a victim may be taken from
+a job only while it stays above `minMember` (gangpreempt/gangreclaim: any, they keep minMember by bundles). At
 session close every job gets an `Unschedulable` or `Scheduled` condition.
 """
 
@@ -59,10 +60,14 @@ class GangPlugin:
         ssn.add_job_ready(lambda job: job.is_ready() and task_ready(job))
         ssn.add_job_pipelined(lambda job: PERMIT if task_pipelined(job) and job.is_pipelined() else REJECT)
         ssn.add_job_starving(lambda job: job.is_starving())
-        ssn.add_job_order(KeyedOrder(lambda job: job.is_ready()))  # jobs not ready yet go first
+        # Jobs not ready yet go first; among them a gang regaining lost members (model.Job.degraded) before new
+        # work, so the room its member held goes back to it (Volcano #5805).
+        ssn.add_job_order(KeyedOrder(lambda job: (job.is_ready(), not job.degraded())))
         victims = self._victims_fn(ssn)
         ssn.add_preemptable(victims)
         ssn.add_reclaimable(victims)
+        # Gang-aware eviction keeps minMember itself (surplus members or whole gangs), so gang permits them all.
+        ssn.add_evictable(lambda _ctx, candidates: candidates)
 
     @staticmethod
     def _valid(job: Job) -> ValidateResult | None:

@@ -69,6 +69,24 @@ class DeviceFitAfterEviction:
         return None
 
 
+class PermitEvictions:
+    """The UnifiedEvictableFn gangpreempt_test.go / gangreclaim_test.go register as `test-preempt` and
+    `test-reclaim`: every candidate may go (`candidates, Permit`), so a row shows the action's own filters."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def on_session_open(self, ssn: SessionView) -> None:
+        ssn.add_evictable(lambda _ctx, candidates: candidates)
+
+    def on_session_close(self, ssn: SessionView) -> None:
+        return None
+
+
+def _permit_evictions(name: str, arguments: Arguments) -> PluginBuilder:
+    return partial(PermitEvictions, name)
+
+
 def _rejecter(arguments: Arguments) -> PluginBuilder:
     return partial(Rejecter, text(arguments, "rejectJob", ""))
 
@@ -80,4 +98,6 @@ def _device_fit(arguments: Arguments) -> PluginBuilder:
 FAKE_PLUGINS: Final[dict[str, PluginLoader]] = {
     Rejecter.name: _rejecter,
     DeviceFitAfterEviction.name: _device_fit,
+    "test-preempt": partial(_permit_evictions, "test-preempt"),
+    "test-reclaim": partial(_permit_evictions, "test-reclaim"),
 }

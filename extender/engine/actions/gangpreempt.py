@@ -1,0 +1,66 @@
+"""gangpreempt: a starving gang takes room from lower-priority gangs of its own queue — their surplus members, or
+whole gangs — never single pods of many gangs (Volcano's `actions/gangpreempt/gangpreempt.go`, v1.15+).
+
+Preemptors are the valid, admitted, starving jobs; queues go in QueueOrder and each queue's preemptors in JobOrder,
+each with one Statement, committed only if the job is then pipelined (as legacy preempt). Candidates in a domain
+are Bound or Running, preemptable pods of other jobs of the same queue whose job priority is below the preemptor's
+and whose PodGroup may lose pods to gang eviction (`volcano.sh/preemptable` unset or true); the BestEffort rule of
+legacy preempt is not applied (as Volcano). The plugins' UnifiedEvictable vote (priority, gang, conformance) decides
+which of them go. Victim bundles, the domain search, the simulated placement and the reprieve are
+`gang_evict.evict_for_gang`; each evicted pod carries a note naming the gang it makes room for.
+
+Usable beside `preempt` or instead of it: Volcano's design says not to configure both; Lapilli runs whichever the
+conf lists, in order, the later one on what the earlier left.
+"""
+
+from __future__ import annotations
+
+from extender.engine.actions.bundles import Bundle, BundleKind, sort_for_preempt
+from extender.engine.actions.gang_evict import Policy, parse_arguments, run
+from extender.engine.actions.registry import register_action
+from extender.engine.interface import EvictionKind
+from extender.engine.model import PREEMPTABLE_STATUS, Job, Queue, Task
+from extender.engine.session import EvictionNote, Session
+from lapilli.resources.vector import Vec
+
+NAME = "gangpreempt"
+
+
+def preempt_note(job: Job, bundle: Bundle) -> EvictionNote:
+    victim = bundle.job
+    pods = f"{len(bundle.tasks)} pod(s)"
+    for_whom = f"for gang {job.uid} (priority {job.priority} > {victim.priority})"
+    if bundle.kind is BundleKind.WHOLE:
+        text = f"gang {victim.uid} evicted whole ({pods}) {for_whom}"
+    elif victim.ready_num() < victim.min_member:
+        text = f"{pods} of gang {victim.uid}, already below its minAvailable {victim.min_member}, evicted {for_whom}"
+    else:
+        text = f"{pods} of gang {victim.uid} above its minAvailable {victim.min_member} evicted {for_whom}"
+    return EvictionNote(NAME, job.uid, f"{NAME}: {text}")
+
+
+def _victim_jobs(ssn: Session, job: Job) -> list[Job]:
+    return [v for v in sorted(ssn.jobs.values(), key=lambda j: j.uid)
+            if v.queue == job.queue and v.uid != job.uid and v.priority < job.priority and v.gang_evictable]
+
+
+def _eligible(task: Task) -> bool:
+    return task.status in PREEMPTABLE_STATUS and task.preemptable
+
+
+def _sort(ssn: Session, _queue: Queue, bundles: list[Bundle], need: Vec) -> list[Bundle]:
+    return sort_for_preempt(bundles, need, ssn.dims.pods)
+
+
+POLICY = Policy(NAME, EvictionKind.GANG_PREEMPT, skip_overused=False, victims=_victim_jobs, eligible=_eligible,
+                sort=_sort, note=preempt_note, may=lambda _ssn, _queue, _actor: True)
+
+
+class GangPreempt:
+    name = NAME
+
+    def execute(self, ssn: Session) -> None:
+        run(ssn, POLICY)
+
+
+register_action(NAME, parse_arguments)(GangPreempt)

@@ -1,0 +1,80 @@
+"""gangpreempt/gangreclaim arguments and candidate domains (extender/engine/actions/gang_evict.py).
+
+Ports of Volcano's gangpreempt_test.go and gangreclaim_test.go TestPickDomainsFromGradients_* and TestParseArguments*,
+each naming its Go test: arguments are read once, when the conf loads (Volcano reads them in every session), so
+the argument rows go through `parse_scheduler_conf`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from extender.engine.actions.gang_evict import GangEvictArgs, pick_domains
+from extender.engine.arguments import ConfError
+from extender.engine.run import parse_scheduler_conf
+
+TIERS = "tiers: [{plugins: [{name: priority}, {name: gang}]}]"
+
+
+def conf(action: str, arguments: str = "") -> str:
+    text = f'actions: "allocate, {action}"\n{TIERS}\n'
+    if arguments:
+        text += f"configurations:\n- name: {action}\n  arguments: {arguments}\n"
+    return text
+
+
+def test_volcano_gangpreempt_pick_domains_from_gradients_max_domains_and_dedup() -> None:
+    assert pick_domains([["d1", "d2"], ["d2", "d3"]], 2, None) == ["d1", "d2"]
+
+
+def test_volcano_gangreclaim_pick_domains_from_gradients_max_domains_and_dedup() -> None:
+    assert pick_domains([["d1", "d2"], ["d2", "d3"]], 3, None) == ["d1", "d2", "d3"]
+
+
+@pytest.mark.parametrize("gradients", [[], [[]]], ids=["nil (gangpreempt)", "empty (gangreclaim)"])
+def test_volcano_pick_domains_from_gradients_fallback(gradients: list[list[str]]) -> None:
+    assert pick_domains(gradients, 8, "<cluster-top-hypernode>") == ["<cluster-top-hypernode>"]
+
+
+def test_no_fallback_for_a_job_with_hard_topology() -> None:
+    # Volcano's GetCandidateDomains: a job with a hard topology bound has no fallback to the whole cluster.
+    assert pick_domains([], 8, None) == []
+
+
+@pytest.mark.parametrize(("action", "max_domains"), [("gangpreempt", 3), ("gangreclaim", 5)])
+def test_volcano_parse_arguments(action: str, max_domains: int) -> None:
+    parsed = parse_scheduler_conf(conf(action, f"{{maxDomains: {max_domains}, allowWholeBundle: false}}"))
+    assert parsed.configurations[action] == GangEvictArgs(max_domains=max_domains, allow_whole_bundle=False)
+    assert parsed.warnings == ()
+
+
+@pytest.mark.parametrize("action", ["gangpreempt", "gangreclaim"])
+@pytest.mark.parametrize("value", [0, -1], ids=["zero", "negative"])
+def test_volcano_parse_arguments_invalid_max_domains_falls_back_to_default(action: str, value: int) -> None:
+    parsed = parse_scheduler_conf(conf(action, f"{{maxDomains: {value}}}"))
+    assert parsed.configurations[action] == GangEvictArgs(max_domains=8, allow_whole_bundle=True)
+    assert parsed.warnings == (f"configurations ({action}): maxDomains {value} is not positive: 8 is used instead "
+                               "(as Volcano does)",)
+
+
+def test_defaults_without_a_configurations_entry_and_beside_the_per_pod_actions() -> None:
+    parsed = parse_scheduler_conf(f'actions: "enqueue, allocate, preempt, gangpreempt, reclaim, gangreclaim"\n{TIERS}')
+    assert parsed.actions == ("enqueue", "allocate", "preempt", "gangpreempt", "reclaim", "gangreclaim")
+    assert parsed.configurations == {"gangpreempt": GangEvictArgs(), "gangreclaim": GangEvictArgs()}
+
+
+@pytest.mark.parametrize(("arguments", "error"), [
+    ('{maxDomains: "many"}', 'configurations (gangpreempt): argument maxDomains: "many" is not an integer'),
+    ("{allowWholeBundle: maybe}", 'configurations (gangpreempt): argument allowWholeBundle: "maybe" is not true or '
+                                  "false"),
+    ("[1, 2]", "configurations[0] (gangpreempt): `arguments` must be a mapping"),
+])
+def test_an_argument_that_cannot_be_read_refuses_the_conf(arguments: str, error: str) -> None:
+    with pytest.raises(ConfError) as refused:
+        parse_scheduler_conf(conf("gangpreempt", arguments))
+    assert str(refused.value) == error
+
+
+def test_a_configurations_entry_needs_a_name() -> None:
+    with pytest.raises(ConfError, match=r"configurations\[0\]: an entry needs a `name`"):
+        parse_scheduler_conf(f'actions: "allocate"\n{TIERS}\nconfigurations: [{{arguments: {{}}}}]')
