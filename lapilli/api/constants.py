@@ -116,6 +116,12 @@ TASK_TOPOLOGY_AFFINITY_ANNOTATION: Final = "volcano.sh/task-topology-affinity"
 TASK_TOPOLOGY_ANTI_AFFINITY_ANNOTATION: Final = "volcano.sh/task-topology-anti-affinity"
 TASK_TOPOLOGY_TASK_ORDER_ANNOTATION: Final = "volcano.sh/task-topology-task-order"
 
+# --- Lapilli's own marks --------------------------------------------------------------------------------------
+
+EVICTED_BY_ANNOTATION: Final = "lapilli.io/evicted-by"
+"""Set by the scheduler on a pod just before it evicts it: the action and why (the gang the room is for). The Job
+controller acts on such a loss at once, never waiting for the gang to heal (the scheduler decided it)."""
+
 # --- Queues and nodes ------------------------------------------------------------------------------------------
 
 HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
