@@ -81,6 +81,8 @@ class ClusterSpec:
     etcd_in_memory: bool = True  # etcd data on /dev/shm when present: fsync is what makes etcd slow here
     kubelet_workers: int = 64
     serve_args: tuple[str, ...] = ()  # appended to `lapilli serve` (e.g. "--disable-controllers" in benchmarks)
+    # The scheduler conf `lapilli serve --scheduler-conf` runs; None: the shipped one (manifests/scheduler).
+    scheduler_conf: Path | None = None
     # kube-scheduler calls this extender URL instead of the service's (benchmarks measure what the extender
     # protocol itself costs with a do-nothing extender).
     extender_url: str | None = None
@@ -228,7 +230,8 @@ class DevCluster:
 
         wanted = service_available() if self.spec.extender is None else self.spec.extender
         plan = (
-            plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, self.spec.serve_args)
+            plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, self.spec.serve_args,
+                         self.spec.scheduler_conf)
             if wanted else None
         )
         if wanted and plan is None:
