@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo venv lint unit e2e k8s bench clean image chromium
+.PHONY: test demo venv lint unit e2e k8s bench lab-week clean image chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py
+
+# A simulated lab week with and without usage-decayed fair share: the table bench/README.md records and its picture.
+lab-week: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python bench/fair_share.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .import_linter_cache

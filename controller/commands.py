@@ -21,14 +21,13 @@ from controller.queues.controller import QueueController
 from lapilli.api import Action, Event, JobEvent
 from lapilli.api.constants import BATCH_API_VERSION, JOB_KIND, QUEUE_KIND, SCHEDULING_API_VERSION
 from lapilli.cluster import Event as WatchEvent
-from lapilli.cluster import RateLimiter, WorkQueue
-from lapilli.kube import REQUEST_ERRORS, Conflict, NotFound
+from lapilli.cluster import RateLimiter, WorkQueue, run_worker
+from lapilli.kube import Conflict, NotFound
 from lapilli.kube.resources import COMMANDS, VC_JOBS
 from lapilli.meta import key_of, name_of, namespace_of, uid_of
 
 log = logging.getLogger(__name__)
 
-_RETRYABLE: Final = REQUEST_ERRORS
 _JOB_READS: Final = 5  # reads of a Job the watch has not shown yet, before its Command is given up
 
 
@@ -56,12 +55,14 @@ class _Work:
 
     cmd: Mapping[str, Any]
     taken: bool = False
+    dispatched: bool = False
     job: Request | None = None  # the request for the Job, until it is issued
 
 
 class CommandRouter:
     """Commands as items of one rate-limited work queue (keyed by the Command's uid): a try that fails is queued
-    again after the queue's backoff, 0.2 s doubling to 30 s, whether it was taking the Command or reading its Job."""
+    again after the queue's backoff, 0.2 s doubling to 30 s, whether it was taking the Command, reading its Job or
+    a bug; each retry resumes at the step that failed."""
 
     def __init__(self, ctx: Context, jobs: JobController, queues: QueueController) -> None:
         self.ctx, self.jobs, self.queues = ctx, jobs, queues
@@ -76,15 +77,7 @@ class CommandRouter:
             self.queue.add(key)
 
     async def run_worker(self) -> None:
-        while True:
-            key = await self.queue.get()
-            try:
-                await self._process(key)
-            except Exception:
-                log.exception("command %s: unexpected error", key)
-                self._finish(key)
-            finally:
-                self.queue.done(key)
+        await run_worker(self.queue, self._process, name="command", retried=self.ctx.metrics.retried("commands"))
 
     def _finish(self, key: str) -> None:
         self._work.pop(key, None)
@@ -94,25 +87,23 @@ class CommandRouter:
         work = self._work.get(key)
         if work is None:
             return
-        if not work.taken:
-            if not await self._take(key, work):
-                return
+        if not work.taken and not await self._take(key, work):
+            return
+        if not work.dispatched:
             work.job = self._dispatch(work.cmd)
-        if work.job is not None and not await self._issue(key, work.cmd, work.job):
-            return  # queued again: the Job could not be read yet
+            work.dispatched = True
+        if work.job is not None:
+            await self._issue(work.cmd, work.job, self.queue.num_requeues(key))
         self._finish(key)
 
     async def _take(self, key: str, work: _Work) -> bool:
+        """Delete the Command (a refused delete raises: the worker retries it); False when it is not ours."""
         cmd = work.cmd
         try:
             await self.ctx.client.delete(COMMANDS, name_of(cmd), namespace_of(cmd), uid=uid_of(cmd) or None)
         except (NotFound, Conflict):
             self._finish(key)
             return False  # taken by someone else (or re-created under the same name): not ours to run
-        except _RETRYABLE as exc:
-            delay = self.queue.add_rate_limited(key)
-            log.warning("command %s: cannot take it (%s); retrying in %.1fs", key_of(cmd), exc, delay)
-            return False
         work.taken = True
         self.queue.forget(key)  # reading the Job starts its own count of retries
         self.taken += 1
@@ -131,27 +122,22 @@ class CommandRouter:
             return None
         return Request(namespace_of(cmd), name, event=Event.COMMAND_ISSUED, action=action)
 
-    async def _issue(self, key: str, cmd: Mapping[str, Any], request: Request) -> bool:
-        """Tell the Job (False: queued again to read it). A Job just created may not have reached our watch yet:
-        the API server is asked, up to `_JOB_READS` times, before the Command is given up."""
+    async def _issue(self, cmd: Mapping[str, Any], request: Request, failed_reads: int) -> None:
+        """Tell the Job. A Job just created may not have reached our watch yet: the API server is asked (a refused
+        read raises, and the worker retries) until `_JOB_READS` reads have failed, then the Command is given up."""
         namespace, name, uid = request.namespace, request.job_name, (command_target(cmd) or ("", "", ""))[2]
         job = self.ctx.jobs.get(request.key)
-        if job is None and self.queue.num_requeues(key) < _JOB_READS:
+        if job is None and failed_reads < _JOB_READS:
             try:
                 job = await self.ctx.client.get(VC_JOBS, name, namespace)
             except NotFound:
                 pass
-            except _RETRYABLE as exc:  # the Command is already ours: try hard not to drop it
-                log.warning("command for Job %s/%s: cannot read the Job (%s)", namespace, name, exc)
-                self.queue.add_rate_limited(key)
-                return False
             else:
                 self.ctx.jobs.wrote(job)
         if job is None or (uid and uid_of(job) != uid):
             log.info("command %s: Job %s/%s (uid %s) no longer exists", name_of(cmd), namespace, name, uid)
-            return True
+            return
         message = (f"Start to execute command {request.action}, and clean it up to make sure executed "
                    "not more than once.")
         self.ctx.recorder.record(job, "Normal", JobEvent.COMMAND_ISSUED.value, message)
         self.jobs.submit(request)
-        return True

@@ -73,7 +73,8 @@ class ControllerSet:
         self.ttl.observe(event.type, event.obj)
 
     async def _cleanup_job(self, job: Mapping[str, Any]) -> None:
-        await self._guard(self.cleanup.job_deleted(job), "cleanup")
+        """A deleted Job's children go; a failure propagates to the Job's worker, which retries the cleanup."""
+        await self.cleanup.job_deleted(job)
 
     def _on_pod(self, event: Event) -> None:
         self.ctx.pods.observe(event.type, event.obj)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from lapilli.cluster.workqueue import CAUSES, Cause
 
 
 class ControllerMetrics:
@@ -31,3 +35,14 @@ class ControllerMetrics:
             "lapilli_controller_podgroups_created_total", "PodGroups created, by owner (job or pod).",
             ["owner"], registry=registry,
         )
+        self.work_retries = Counter(
+            "lapilli_controller_work_retries_total", "Work items queued again with back-off after their work failed, "
+            "by controller and cause (request: refused by the API server or the connection failed; unexpected: a bug, "
+            "logged with its traceback).", ["controller", "cause"], registry=registry,
+        )
+
+    def retried(self, controller: str) -> Callable[[Cause], None]:
+        """The `run_worker` callback counting `controller`'s retries (its series exist from the start, at 0)."""
+        for cause in CAUSES:
+            self.work_retries.labels(controller, cause)
+        return lambda cause: self.work_retries.labels(controller, cause).inc()

@@ -135,6 +135,45 @@ def terms_match(terms: Sequence[SelectorTerm], labels: Mapping[str, str], node_n
     return any(t.matches(labels, node_name) for t in terms)
 
 
+# The operators a `metav1.LabelSelector` admits (node selector terms also have Gt and Lt).
+SELECTOR_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A `metav1.LabelSelector` (`matchLabels` and `matchExpressions`, ANDed), as `LabelSelectorAsSelector` reads
+    it: `of` raises ValueError naming what is wrong (an unknown operator, In/NotIn without values, Exists or
+    DoesNotExist with values) and `matches` follows `labels.Selector.Matches`, so an empty selector matches every
+    label set (callers that read "empty" as "nothing", as HyperNode members do, ask `empty` first)."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    expressions: tuple[Requirement, ...] = ()
+
+    @classmethod
+    def of(cls, raw: object) -> LabelSelector:
+        body = _map(raw)
+        if raw is not None and not isinstance(raw, Mapping):
+            raise ValueError(f"expected an object, got {type(raw).__name__}")
+        labels = tuple(sorted((str(k), _text(v)) for k, v in _map(body.get("matchLabels")).items()))
+        expressions = tuple(Requirement.of(e) for e in _list(body.get("matchExpressions")))
+        for i, req in enumerate(expressions):
+            where = f"matchExpressions[{i}]"
+            if req.operator not in SELECTOR_OPERATORS:
+                raise ValueError(f"{where}.operator: {req.operator!r} is not a valid label selector operator")
+            if req.operator in ("In", "NotIn") and not req.values:
+                raise ValueError(f"{where}.values: must be non-empty for the {req.operator} operator")
+            if req.operator in ("Exists", "DoesNotExist") and req.values:
+                raise ValueError(f"{where}.values: must be empty for the {req.operator} operator")
+        return cls(labels, expressions)
+
+    def empty(self) -> bool:
+        return not self.match_labels and not self.expressions
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels) and all(
+            e.matches(labels.get(e.key)) for e in self.expressions)
+
+
 @dataclass(frozen=True, slots=True)
 class PreferredTerm:
     weight: int

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 async def cancel_and_wait(*tasks: asyncio.Task[object] | None) -> None:
@@ -19,3 +23,15 @@ async def cancel_and_wait(*tasks: asyncio.Task[object] | None) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def gather_or_cancel(*aws: Awaitable[T]) -> list[T]:
+    """`asyncio.gather` that, when one of them fails, cancels the others and waits for them to end before raising
+    that first failure: nothing is left running behind the caller (a request still fetching credentials when
+    `asyncio.run` tears the loop down could otherwise keep it waiting)."""
+    tasks = [asyncio.ensure_future(aw) for aw in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        await cancel_and_wait(*tasks)
+        raise

@@ -4,7 +4,8 @@ Rendered from `webhook.routes.ROUTES`, so every path is registered with its name
 * Volcano resources (Jobs, Queues, PodGroups): `failurePolicy: Fail` — a Job must never skip its defaults or
   rules;
 * Pods: `failurePolicy: Ignore` and an `objectSelector` for pods of Volcano Jobs (`volcano.sh/job-name` exists),
-  so a Lapilli outage never blocks pod creation cluster-wide (volcano#3734);
+  so a Lapilli outage never blocks pod creation cluster-wide (volcano#3734); with resource groups
+  (`--admission-conf`) the mutating pod webhook must see every pod, so `all_pods` renders it without one;
 * all: `sideEffects: None`, `admissionReviewVersions: [v1]`, `matchPolicy: Equivalent`, `timeoutSeconds: 10`,
   and a `namespaceSelector` skipping namespaces labelled `lapilli.io/webhook: disabled`. Kubernetes 1.20 has
   no automatic `kubernetes.io/metadata.name` label, so the install puts that label on `kube-system` and on
@@ -56,8 +57,9 @@ def _client_config(route: Route, url: str | None, service: ServiceRef | None, ca
     return config
 
 
-def webhook_entry(route: Route, url: str | None, service: ServiceRef | None, ca_bundle: bytes) -> dict[str, Any]:
-    """One `webhooks[]` item for `route`."""
+def webhook_entry(route: Route, url: str | None, service: ServiceRef | None, ca_bundle: bytes,
+                  all_pods: bool = False) -> dict[str, Any]:
+    """One `webhooks[]` item for `route` (`all_pods`: the mutating pod webhook sees pods of any Job or none)."""
     target = route.target
     is_pods = target.resource == "pods"
     entry: dict[str, Any] = {
@@ -79,7 +81,7 @@ def webhook_entry(route: Route, url: str | None, service: ServiceRef | None, ca_
         ],
         "namespaceSelector": namespace_selector(),
     }
-    if is_pods:
+    if is_pods and not (all_pods and route.mutating):
         entry["objectSelector"] = {"matchExpressions": [{"key": "volcano.sh/job-name", "operator": "Exists"}]}
     if route.mutating:
         entry["reinvocationPolicy"] = "Never"
@@ -93,6 +95,7 @@ def render(
     ca_bundle: bytes = b"",
     labels: dict[str, str] | None = None,
     names: tuple[str, str] = (MUTATING_NAME, VALIDATING_NAME),
+    all_pods: bool = False,
 ) -> list[dict[str, Any]]:
     """[MutatingWebhookConfiguration, ValidatingWebhookConfiguration] for `url` (a base such as
     `https://127.0.0.1:8443`) or `service`, trusting the PEM `ca_bundle` (empty: the apiserver's own roots).
@@ -105,7 +108,7 @@ def render(
         ("MutatingWebhookConfiguration", names[0], True),
         ("ValidatingWebhookConfiguration", names[1], False),
     ):
-        webhooks = [webhook_entry(r, url, service, ca_bundle) for r in ROUTES if r.mutating == mutating]
+        webhooks = [webhook_entry(r, url, service, ca_bundle, all_pods) for r in ROUTES if r.mutating == mutating]
         out.append(
             {
                 "apiVersion": API_VERSION,

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lapilli.api.constants import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, ROOT_QUEUE
 from lapilli.settings import flag
-from webhook.listers import JobLister, MemoryJobs, MemoryNamespaces, MemoryQueues, NamespaceLister, QueueLister
+from webhook.listers import (
+    HyperNodeLister,
+    JobLister,
+    MemoryHyperNodes,
+    MemoryJobs,
+    MemoryNamespaces,
+    MemoryQueues,
+    NamespaceLister,
+    QueueLister,
+)
 from webhook.names import dns1123_subdomain
+from webhook.resourcegroups import AdmissionConf, parse_admission_conf
 
 __all__ = ["DEFAULT_QUEUE", "ROOT_QUEUE", "AdmissionContext", "AdmissionSettings"]
 
@@ -30,6 +42,10 @@ class AdmissionSettings:
     one object cannot make the controllers, the scheduler and the API server do unbounded work (Lapilli's)."""
     max_job_tasks: int = flag("--max-job-tasks", 256)
     """Most tasks one Volcano Job may have (Lapilli's)."""
+    admission_conf: Path | None = flag("--admission-conf", None)
+    """Volcano's admission configuration file (`resourceGroups`): pods of a group get its nodeSelector, affinity,
+    tolerations and schedulerName at creation. Re-read when it changes. The pods webhook must then see every
+    pod (README: Resource groups)."""
 
     def problems(self) -> list[str]:
         """Every reason these settings cannot work (empty when they can)."""
@@ -43,6 +59,11 @@ class AdmissionSettings:
             out.append(f"--max-job-replicas {self.max_job_replicas} must be >= 1")
         if self.max_job_tasks < 1:
             out.append(f"--max-job-tasks {self.max_job_tasks} must be >= 1")
+        if self.admission_conf is not None:
+            try:
+                parse_admission_conf(self.admission_conf.read_text())
+            except (OSError, ValueError) as exc:
+                out.append(f"--admission-conf {self.admission_conf}: {getattr(exc, 'strerror', None) or exc}")
         return out
 
 
@@ -52,3 +73,5 @@ class AdmissionContext:
     queues: QueueLister = field(default_factory=MemoryQueues)
     jobs: JobLister = field(default_factory=MemoryJobs)
     namespaces: NamespaceLister = field(default_factory=MemoryNamespaces)
+    hypernodes: HyperNodeLister = field(default_factory=MemoryHyperNodes)
+    resource_groups: Callable[[], AdmissionConf] = AdmissionConf  # `--admission-conf`'s groups as they are now

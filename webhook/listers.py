@@ -1,8 +1,8 @@
 """Read-only views of cluster objects the rules consult, as `Protocol`s the assembly fills.
 
 In the service they are backed by list+watch reflectors (`lapilli.cluster`); in tests by plain dicts
-(`MemoryQueues`, `MemoryJobs`, `MemoryNamespaces`). Objects are the API server's JSON as dicts. Counterpart:
-Volcano's `QueueLister` in `router.AdmissionServiceConfig`.
+(`MemoryQueues`, `MemoryJobs`, `MemoryNamespaces`, `MemoryHyperNodes`). Objects are the API server's JSON as
+dicts. Counterpart: Volcano's `QueueLister` in `router.AdmissionServiceConfig`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,14 @@ class NamespaceLister(Protocol):
     """Namespaces by name (the PodGroup mutator reads their `scheduling.volcano.sh/queue-name` annotation)."""
 
     def get(self, name: str) -> Obj | None: ...
+
+
+class HyperNodeLister(Protocol):
+    """HyperNodes (cluster-scoped); `synced` once the first list is in (before it, `list` may be short)."""
+
+    def list(self) -> Iterable[Obj]: ...
+
+    def synced(self) -> bool: ...
 
 
 class MemoryQueues:
@@ -64,3 +72,16 @@ class MemoryNamespaces:
 
     def get(self, name: str) -> Obj | None:
         return self._by_name.get(name)
+
+
+class MemoryHyperNodes:
+    """A `HyperNodeLister` over a fixed set of HyperNode dicts, always synced."""
+
+    def __init__(self, hypernodes: Iterable[Obj] = ()) -> None:
+        self._items = list(hypernodes)
+
+    def list(self) -> Iterable[Obj]:
+        return list(self._items)
+
+    def synced(self) -> bool:
+        return True

@@ -3,8 +3,9 @@
 * `/pods/mutate` (CREATE): a pod of a Volcano Job (annotations `volcano.sh/job-name`, `volcano.sh/task-spec`,
   `volcano.sh/task-index`) gets what its Job's plugins give it (`lapilli.jobplugins.apply_plugins`) when it
   lacks it — pods rendered by Lapilli's controller already have it and get an empty patch. A pod whose Job is
-  unknown is admitted unchanged. (Volcano's resource-group and queue-allocation-gate mutations are not
-  implemented: the first needs its `--admission-conf`, the second scheduling gates, absent before 1.26.)
+  unknown gets no plugin change. Before that, a pod of a resource group of `--admission-conf` gets the group's
+  nodeSelector, affinity, tolerations and schedulerName (`webhook.resourcegroups`). (Volcano's
+  queue-allocation-gate mutation is not implemented: it needs scheduling gates, absent before 1.26.)
 * `/pods/validate` (CREATE), for pods whose `schedulerName` is one of ours: the job-disruption-budget
   annotations are a positive integer or a percentage strictly between 0% and 100%, and not both at once.
 """
@@ -25,7 +26,7 @@ from lapilli.api.constants import (
     TASK_SPEC_KEY,
 )
 from lapilli.jobplugins import apply_plugins
-from lapilli.meta import annotations_of
+from lapilli.meta import annotations_of, namespace_of
 from webhook.context import AdmissionContext
 from webhook.outcome import Outcome, allow, deny
 from webhook.review import AdmissionRequest
@@ -35,18 +36,21 @@ _GO_INT: Final = re.compile(r"^[+-]?\d+$")
 
 
 def mutate_pod(request: AdmissionRequest, ctx: AdmissionContext) -> Outcome:
-    """`/pods/mutate`."""
+    """`/pods/mutate`: the pod's resource group first (Volcano's mutatepod, its patch as Volcano writes it), then
+    its Job's plugins."""
     pod = request.object
     if request.operation != "CREATE" or pod is None:
         return allow()
+    group = ctx.resource_groups().group_of(pod, namespace_of(pod) or request.namespace)
+    grouping = group.patch(pod) if group is not None else []
     annotations = annotations_of(pod)
     job_name, task, index = (annotations.get(k) for k in (JOB_NAME_KEY, TASK_SPEC_KEY, TASK_INDEX_KEY))
     if not (isinstance(job_name, str) and isinstance(task, str) and isinstance(index, str) and index.isdigit()):
-        return allow()
+        return allow(grouping)
     job = ctx.jobs.get(request.namespace, job_name)
     if job is None:
-        return allow()
-    mutated = apply_plugins(job, task, int(index), pod)
+        return allow(grouping)
+    mutated = apply_plugins(job, task, int(index), jsonpatch.apply_patch(pod, grouping))
     return allow(jsonpatch.make_patch(pod, mutated).patch)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from webhook.context import AdmissionContext
+from webhook.hypernodes import validate_hypernode
 from webhook.jobs import mutate_job, validate_job
 from webhook.outcome import Outcome
 from webhook.podgroups import mutate_podgroup, validate_podgroup
@@ -51,6 +52,7 @@ JOBS: Final = Target("batch.volcano.sh", "v1alpha1", "jobs", "Job")
 QUEUES: Final = Target("scheduling.volcano.sh", "v1beta1", "queues", "Queue", cluster_scoped=True)
 PODGROUPS: Final = Target("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
 PODS: Final = Target("", "v1", "pods", "Pod")
+HYPERNODES: Final = Target("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", cluster_scoped=True)
 
 ROUTES: Final[tuple[Route, ...]] = (
     Route("/jobs/mutate", "mutatejob.volcano.sh", JOBS, ("CREATE",), mutate_job),
@@ -61,4 +63,6 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("/podgroups/validate", "validatepodgroup.volcano.sh", PODGROUPS, ("CREATE",), validate_podgroup),
     Route("/pods/mutate", "mutatepod.volcano.sh", PODS, ("CREATE",), mutate_pod),
     Route("/pods/validate", "validatepod.volcano.sh", PODS, ("CREATE",), validate_pod),
+    Route("/hypernodes/validate", "validatehypernode.volcano.sh", HYPERNODES, ("CREATE", "UPDATE"),
+          validate_hypernode),
 )

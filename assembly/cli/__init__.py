@@ -7,6 +7,7 @@ To add one, put a click command in a module of this package and name it in `_COM
 from __future__ import annotations
 
 import importlib
+import logging
 
 import click
 
@@ -40,3 +41,6 @@ class _LazyGroup(click.Group):
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """Lapilli: Volcano-style batch scheduling for stock Kubernetes."""
+    # kubernetes_asyncio logs a failed credential plugin as an error before raising it; the command says it once,
+    # in its own error line. (Where logging is configured, as in `lapilli serve`, the record still reaches it.)
+    logging.getLogger("kubernetes_asyncio").addHandler(logging.NullHandler())

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from assembly.cli.vcctl import connection_options
-from lapilli.kube import ConfigError, KubeClient, load_config
+from assembly.cli.vcctl import connect, connection_options, run_client
+from lapilli.kube import KubeClient
 
 
 @click.command()
@@ -23,24 +23,22 @@ from lapilli.kube import ConfigError, KubeClient, load_config
                    "[default: the kubeconfig context's namespace]")
 def dashboard(master: str, kubeconfig: Path | None, port: int, conf_file: Path | None, namespace: str | None) -> None:
     """Serve the dashboard with your own kubeconfig until interrupted."""
-    from assembly.dashboard.server import serve
+    from assembly.dashboard.server import DashboardError, serve
 
-    try:
-        config = load_config(kubeconfig)
-    except (ConfigError, OSError) as exc:
-        raise click.ClickException(f"cannot load kubeconfig: {exc}") from None
-    if master:
-        config.server = master.rstrip("/")
+    config = connect(kubeconfig, master)
 
-    async def main() -> None:
+    async def main(client: KubeClient) -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
-        async with KubeClient(config) as client:
-            await serve(client, port, conf_file,
-                        lambda p: click.echo(f"dashboard on http://127.0.0.1:{p}/ (Ctrl-C stops it)"), stop,
-                        namespace or config.namespace)
+        await serve(client, port, conf_file,
+                    lambda p: click.echo(f"dashboard on http://127.0.0.1:{p}/ (Ctrl-C stops it)"), stop,
+                    namespace or config.namespace)
 
-    asyncio.run(main())
+    # The first reads (the conf, then every kind) fail like any command's: one line, within the request timeout.
+    try:
+        run_client(config, main)
+    except DashboardError as exc:
+        raise click.ClickException(str(exc)) from None

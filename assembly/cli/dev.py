@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from assembly.cli.vcctl import request_timeout_option
+
 DEFAULT_STATE_DIR = Path(".lapilli") / "dev"
 
 
@@ -121,23 +123,42 @@ def down(state_dir: Path | None) -> None:
     click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
 
 
+def _api(kubeconfig: str) -> dict[str, object]:
+    """Whether the cluster's kube-apiserver answers through its kubeconfig: its version, or the one line any command
+    would fail with (within the request timeout)."""
+    from assembly.cli.vcctl import connect, run_client
+
+    try:
+        major, minor = run_client(connect(Path(kubeconfig), ""), lambda client: client.server_version())
+    except click.ClickException as exc:
+        return {"answering": False, "detail": exc.message}
+    return {"answering": True, "detail": f"v{major}.{minor}"}
+
+
 @dev.command()
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@request_timeout_option
 @_state_option
 def status(output: str, state_dir: Path | None) -> None:
-    """Tell what runs. Exit status 0 if every recorded process runs, 1 if none do, 2 if only some do."""
+    """Tell what runs, and whether the API server answers. Exit status 0 if every recorded process runs, 1 if none
+    do, 2 if only some do."""
     from assembly.dev import status as cluster_status
 
     report = cluster_status(_state_dir(state_dir))
     running = [p["running"] for p in report["processes"]]
+    info = report["cluster"]
+    if info and any(running):
+        report["api"] = _api(info["kubeconfig"])
     if output == "json":
         click.echo(json.dumps(report, indent=2))
     else:
-        info = report["cluster"]
         if info:
             click.echo(f"cluster: Kubernetes {info['kubernetes']} at {info['server']}, {info['nodes']} nodes, "
                        f"{_wiring(info['service'], info['extender'])}")
             click.echo(f"kubeconfig: {info['kubeconfig']}")
+        if "api" in report:
+            api = report["api"]
+            click.echo(f"kube-apiserver: {'answering' if api['answering'] else 'not answering'}: {api['detail']}")
         if not running:
             click.echo(f"nothing recorded in {report['state_dir']}")
         for proc in report["processes"]:

@@ -7,6 +7,7 @@ OpenQueue / CloseQueue Command for the controller; `-a update -w N` patches the 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Final
@@ -17,7 +18,8 @@ from assembly.cli.vcctl import QUEUE_COMMAND_NAMESPACE, connection_options, make
 from lapilli.api import Action
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import COMMANDS, PODGROUPS, QUEUES
-from lapilli.meta import Obj, name_of
+from lapilli.meta import Obj, annotations_of, name_of
+from lapilli.usage import shown_usage
 
 HEADER: Final = ("Name", "Weight", "State", "Inqueue", "Pending", "Running", "Unknown", "Completed")
 _PHASES: Final = ("Inqueue", "Pending", "Running", "Unknown", "Completed")
@@ -38,10 +40,12 @@ def podgroup_stats(podgroups: Iterable[Obj]) -> dict[str, dict[str, int]]:
 
 
 def format_queues(queues: Iterable[Obj], stats: Mapping[str, Mapping[str, int]],
-                  shares: Mapping[str, float] | None = None) -> str:
+                  shares: Mapping[str, float] | None = None, now: float | None = None) -> str:
     """`PrintQueues`: `%-25s%-8s...` header and one row per queue (PodGroups per phase: the queue's jobs), then
-    Lapilli's column: the queue's share (allocated / deserved) as the scheduler computes it now, `-` unknown."""
-    lines = ["".join(f"{h:<{25 if i == 0 else 8}}" for i, h in enumerate(HEADER)) + " Share"]
+    Lapilli's columns: the queue's share (allocated / deserved) as the scheduler computes it now, `-` unknown, and
+    its decayed usage as the scheduler's leader last sampled it, decayed to `now` (fairshare; `-` without)."""
+    now = time.time() if now is None else now
+    lines = ["".join(f"{h:<{25 if i == 0 else 8}}" for i, h in enumerate(HEADER)) + " Share  Usage(decayed)"]
     for queue in queues:
         name = name_of(queue)
         per = stats.get(name) or dict.fromkeys(_PHASES, 0)
@@ -49,7 +53,9 @@ def format_queues(queues: Iterable[Obj], stats: Mapping[str, Mapping[str, int]],
         state = str((queue.get("status") or {}).get("state") or "")
         counts = "".join(f"{per[p]:<8}" for p in _PHASES)
         share = (shares or {}).get(name)
-        lines.append(f"{name:<25}{weight:<8}{state:<8}{counts}  {'-' if share is None else f'{share:.2f}'}")
+        shown = "-" if share is None else f"{share:.2f}"
+        usage = shown_usage(annotations_of(queue), now)
+        lines.append(f"{name:<25}{weight:<8}{state:<8}{counts}  {shown:<5}  {usage}")
     return "\n".join(lines) + "\n"
 
 
@@ -98,7 +104,8 @@ async def _shares(client: KubeClient) -> dict[str, float]:
     from extender.engine.run import run_session
 
     view, source = await read_cluster(client), await read_conf(client, None)
-    return {name: float(q.share) for name, q in run_session(view.snapshot, source.conf).queues.items()}
+    decided = run_session(view.snapshot, source.conf, time.time())
+    return {name: float(q.share) for name, q in decided.queues.items()}
 
 
 @queue.command("list")

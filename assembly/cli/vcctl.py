@@ -11,16 +11,17 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
+import aiohttp
 import click
 
 from lapilli.api.constants import DEFAULT_QUEUE
-from lapilli.kube import ApiError, ConfigError, KubeClient, load_config
+from lapilli.kube import REQUEST_ERRORS, ApiError, ConfigError, KubeClient, KubeConfig, load_config
 from lapilli.kube.resources import COMMANDS
 from lapilli.meta import name_of, uid_of
 from lapilli.resources import QuantityError, parse_quantity
-from lapilli.times import parse_rfc3339_datetime
+from lapilli.times import parse_rfc3339_datetime, parse_seconds
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -29,36 +30,95 @@ QUEUE_COMMAND_NAMESPACE = DEFAULT_QUEUE
 """vcctl creates queue Commands in the `default` namespace (a Queue itself has none)."""
 
 
+REQUEST_TIMEOUT_S: Final = 30.0
+"""How long a command waits for one request (credentials included) unless `--request-timeout` says otherwise."""
+_TIMEOUT_KEY: Final = "lapilli.request_timeout_s"
+
+
+def _timeout_option(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    try:
+        seconds = parse_seconds(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if seconds <= 0:
+        raise click.BadParameter(f"{value!r}: a command needs a timeout above 0")
+    ctx.meta[_TIMEOUT_KEY] = seconds
+
+
+def request_timeout() -> float:
+    """The running command's `--request-timeout` (seconds)."""
+    ctx = click.get_current_context(silent=True)
+    return float(ctx.meta.get(_TIMEOUT_KEY, REQUEST_TIMEOUT_S)) if ctx is not None else REQUEST_TIMEOUT_S
+
+
+def request_timeout_option(fn: Callable[P, T]) -> Callable[P, T]:
+    """kubectl's `--request-timeout`, which bounds each request, credentials included (read back with
+    `request_timeout()`)."""
+    return click.option("--request-timeout", default=None, expose_value=False, callback=_timeout_option,
+                        help=f"how long to wait for one request, credentials included (seconds or a duration "
+                             f"such as 1m) [default: {REQUEST_TIMEOUT_S:g}s]")(fn)
+
+
 def connection_options(fn: Callable[P, T]) -> Callable[P, T]:
-    """vcctl's common flags: `-s/--master` and `-k/--kubeconfig`."""
+    """vcctl's common flags: `-s/--master` and `-k/--kubeconfig`, and `--request-timeout`."""
+    fn = request_timeout_option(fn)
     fn = click.option("-k", "--kubeconfig", type=click.Path(path_type=Path), default=None,
                       help="(optional) absolute path to the kubeconfig file [default: $KUBECONFIG, ~/.kube/config]")(fn)
     return click.option("-s", "--master", default="", help="the address of apiserver")(fn)
 
 
-def run_with_client(
-    kubeconfig: Path | None, master: str, work: Callable[[KubeClient], Awaitable[T]],
-) -> T:
-    """Run one verb against the API server; API refusals and config problems become one-line CLI errors."""
+def connect(kubeconfig: Path | None, master: str) -> KubeConfig:
+    """The connection a command uses; a kubeconfig that cannot be read is a one-line CLI error."""
     try:
         config = load_config(kubeconfig)
     except (ConfigError, OSError) as exc:
         raise click.ClickException(f"cannot load kubeconfig: {exc}") from None
     if master:
         config.override_server(master)
+    return config
+
+
+def failure(exc: BaseException, config: KubeConfig, timeout_s: float) -> click.ClickException | None:
+    """A request failure as the one line a command ends with, or None for anything else (a bug)."""
+    if isinstance(exc, ConfigError):  # credentials are loaded on first use (an exec plugin, an OIDC refresh)
+        return click.ClickException(f"no credentials for the API server: {exc}")
+    if isinstance(exc, ApiError):
+        return click.ClickException(exc.message or str(exc))
+    if isinstance(exc, TimeoutError):
+        return click.ClickException(f"the API server at {config.server} did not answer within {timeout_s:g}s")
+    if isinstance(exc, OSError) and not isinstance(exc, aiohttp.ClientError) and exc.filename:
+        return click.ClickException(f"{exc.filename}: {exc.strerror or exc}")  # a local file (--conf, a token)
+    if isinstance(exc, aiohttp.ClientError | OSError):
+        return click.ClickException(f"cannot reach the API server at {config.server}: "
+                                    f"{' '.join(str(exc).split()) or type(exc).__name__}")
+    return None
+
+
+def run_client(config: KubeConfig, work: Callable[[KubeClient], Awaitable[T]]) -> T:
+    """Run `work` with a client of `config` bounded by the request timeout; any request failure becomes one line.
+    Every command that reads the cluster goes through here (or `run_with_client`)."""
+    timeout_s = request_timeout()
 
     async def main() -> T:
-        async with KubeClient(config) as client:
+        async with KubeClient(config, request_timeout_s=timeout_s) as client:
             return await work(client)
 
     try:
         return asyncio.run(main())
-    except ConfigError as exc:  # credentials are loaded on first use (an exec plugin, an OIDC refresh)
-        raise click.ClickException(f"cannot load kubeconfig: {exc}") from None
-    except ApiError as exc:
-        raise click.ClickException(exc.message or str(exc)) from None
-    except OSError as exc:
-        raise click.ClickException(f"cannot reach the API server: {exc}") from None
+    except REQUEST_ERRORS as exc:
+        error = failure(exc, config, timeout_s)
+        if error is None:
+            raise
+        raise error from None
+
+
+def run_with_client(
+    kubeconfig: Path | None, master: str, work: Callable[[KubeClient], Awaitable[T]],
+) -> T:
+    """Run one verb against the API server; API refusals and config problems become one-line CLI errors."""
+    return run_client(connect(kubeconfig, master), work)
 
 
 def controller_ref(obj: Mapping[str, Any]) -> dict[str, Any]:

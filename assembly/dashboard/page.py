@@ -19,6 +19,7 @@ from extender.engine.explain.units import number
 from extender.engine.run import run_session
 from lapilli.meta import meta, name_of, owner_references
 from lapilli.resources.units import CPU, GPU, MEMORY, PODS
+from lapilli.usage import shown_usage
 
 
 @dataclass(slots=True)
@@ -49,6 +50,7 @@ class QueueRow:
     share: float
     bars: list[Bar] = field(default_factory=list)
     jobs: list[JobRow] = field(default_factory=list)
+    usage: str = "-"  # decayed usage as the leader last sampled it (fairshare), decayed to the page's time
 
 
 @dataclass(slots=True)
@@ -105,8 +107,8 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
     """`unreadable`: what the credentials could not read besides `view.unreadable` (the conf's ConfigMap)."""
     now = now or datetime.now(UTC)
     snap = view.snapshot
-    result = run_session(snap, conf)
-    answers = explain(snap, conf, None, Context(queue_closed_by=dict(closed_by)))
+    result = run_session(snap, conf, now.timestamp())
+    answers = explain(snap, conf, None, Context(queue_closed_by=dict(closed_by)), now.timestamp())
     dims = result.dims
     raw_queues = view.objects.get("Queue", {})
     raw_pgs = view.objects.get("PodGroup", {})
@@ -124,6 +126,7 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
         computed = result.queues.get(name)
         row = QueueRow(name, depth, record.state if record else "", record.weight if record else 0,
                        computed.share if computed else 0.0)
+        row.usage = shown_usage(meta(raw_queues.get(name)).get("annotations") or {}, now.timestamp())
         for i, resource in enumerate(dims.names):
             if resource in (PODS,) or record is None:
                 continue

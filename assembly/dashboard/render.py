@@ -61,11 +61,18 @@ def _bar(bar: Bar) -> str:
             f' / cap {_amount(bar.resource, bar.capability)}</div>')
 
 
+def _usage(usage: str) -> str:
+    """The queue's decayed usage under its share (fairshare; nothing without a record)."""
+    if usage == "-":
+        return ""
+    return f'<div class="small muted" title="decayed usage, as last sampled">used {escape(usage)}</div>'
+
+
 def _queue(row: QueueRow) -> str:
     indent = "&nbsp;" * 4 * row.depth + ("└ " if row.depth else "")
     bars = "".join(_bar(b) for b in row.bars) or '<span class="muted small">nothing allocated</span>'
     head = (f'<tr><td class="q">{indent}{escape(row.name)}</td><td>{escape(row.state)}</td><td>{row.weight}</td>'
-            f'<td>{row.share:.2f}</td><td>{bars}</td></tr>')
+            f'<td>{row.share:.2f}{_usage(row.usage)}</td><td>{bars}</td></tr>')
     return head + "".join(_job(j, row.depth + 1) for j in row.jobs)
 
 

@@ -37,6 +37,11 @@ from lapilli.kube.resources import EVENTS
 
 log = logging.getLogger("lapilli.dashboard")
 
+
+class DashboardError(Exception):
+    """The dashboard cannot be served (its port is taken); the message is the one line the command prints."""
+
+
 CLIENT: web.AppKey[KubeClient] = web.AppKey("client", KubeClient)
 RENDER: web.AppKey[Callable[[bool], str]] = web.AppKey("render", Callable[[bool], str])  # type: ignore[arg-type]
 
@@ -136,7 +141,10 @@ async def serve(client: KubeClient, port: int, conf_path: Path | None, ready: Ca
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)
     try:
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            raise DashboardError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
         sockets = getattr(site._server, "sockets", None) or []
         bound = sockets[0].getsockname()[1] if sockets else port
         ready(bound)
@@ -146,4 +154,4 @@ async def serve(client: KubeClient, port: int, conf_path: Path | None, ready: Ca
         await dashboard.stop()
 
 
-__all__ = ["ApiError", "Dashboard", "make_app", "read_queue_events", "serve"]
+__all__ = ["ApiError", "Dashboard", "DashboardError", "make_app", "read_queue_events", "serve"]

@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 from assembly.dev.nodes import SIM_SELECTOR, is_ready, make_ready, slim_node
 from assembly.dev.podsim import finished_patch, next_action, outcome, running_patch, slim_pod
-from lapilli.cluster import Event, Reflector, WorkQueue
+from lapilli.cluster import Event, RateLimiter, Reflector, WorkQueue, run_worker
+from lapilli.cluster.workqueue import Cause
 from lapilli.kube import REQUEST_ERRORS, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import NODES, PODS
 from lapilli.meta import key_of, name_of, namespace_of, revision, uid_of
@@ -111,7 +112,7 @@ class SimKubelet:
                                transform=slim_node)
         self.pods = Reflector(client, PODS, field_selector="spec.nodeName!=", handlers=[self._on_pod], name="sim-pods",
                               transform=slim_pod)
-        self.queue: WorkQueue[Item] = WorkQueue()
+        self.queue: WorkQueue[Item] = WorkQueue(RateLimiter(1.0, 30.0))  # a failed write: 1 s doubling to 30 s
         self.ready = asyncio.Event()
         self.stats = KubeletStats()
         self._ips = PodIPs()
@@ -192,23 +193,21 @@ class SimKubelet:
     # -- workers -----------------------------------------------------------------------------------------
 
     async def _worker(self) -> None:
-        while True:
-            item = await self.queue.get()
-            try:
-                if item[0] == "pod":
-                    await self._sync_pod(item[1])
-                elif item[0] == "orphan":
-                    await self._collect_orphan(item[1])
-                else:
-                    await self._sync_node(item[1])
-            except (NotFound, Conflict):
-                pass  # deleted or re-created meanwhile: its own events bring it back if there is work left
-            except REQUEST_ERRORS as exc:
-                self.stats.errors += 1
-                log.warning("sim-kubelet: %s %s: %s; retrying", item[0], item[1], exc)
-                self.queue.add_after(item, 1.0)
-            finally:
-                self.queue.done(item)
+        await run_worker(self.queue, self._process, name="sim-kubelet", retried=self._retried)
+
+    def _retried(self, _cause: Cause) -> None:
+        self.stats.errors += 1
+
+    async def _process(self, item: Item) -> None:
+        try:
+            if item[0] == "pod":
+                await self._sync_pod(item[1])
+            elif item[0] == "orphan":
+                await self._collect_orphan(item[1])
+            else:
+                await self._sync_node(item[1])
+        except (NotFound, Conflict):
+            pass  # deleted or re-created meanwhile: its own events bring it back if there is work left
 
     async def _sync_node(self, name: str) -> None:
         node = self.nodes.store.get(name)

@@ -119,7 +119,9 @@ def plan_service(
     return ServicePlan(
         argv=[*argv, *extra_args],
         ready_url=f"{webhook_base}{READY_PATH}",
-        webhook_configurations=render_webhook_configurations(url=webhook_base, ca_bundle=tls["ca.crt"].read_bytes()),
+        # Resource groups steer pods of any kind: the mutating pod webhook must then see them all.
+        webhook_configurations=render_webhook_configurations(url=webhook_base, ca_bundle=tls["ca.crt"].read_bytes(),
+                                                             all_pods="--admission-conf" in extra_args),
         extender_url=extender_url,
         extender_tls=extender_tls,
     )

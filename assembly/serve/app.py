@@ -35,6 +35,7 @@ from lapilli.cluster import LeaderGauge, LeaseElector, default_identity
 from lapilli.cluster.follower import LeaseFollower
 from lapilli.cluster.leader import IDENTITY_ENV
 from lapilli.kube import KubeClient, load_config
+from webhook import resourcegroups as resource_groups
 from webhook.context import AdmissionContext
 
 log = logging.getLogger("lapilli.serve")
@@ -93,7 +94,8 @@ def _webhook(settings: Settings, client: KubeClient, registry: CollectorRegistry
     w = settings.webhook
     caches = AdmissionCaches(client, w.cache_sync_timeout_s)
     context = AdmissionContext(settings=w.admission, queues=caches.queues, jobs=caches.jobs,
-                               namespaces=caches.namespaces)
+                               namespaces=caches.namespaces, hypernodes=caches.hypernodes,
+                               resource_groups=resource_groups.watched(w.admission.admission_conf))
     background: list[Background] = []
     if (secret := serving_cert_secret(settings, client)) is not None:
         background.append(secret.run)

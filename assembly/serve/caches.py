@@ -1,5 +1,9 @@
-"""The cluster views admission reads — Queues, Volcano Jobs, Namespaces — kept by list+watch reflectors and
-exposed through the webhook's lister `Protocol`s (`webhook.listers`)."""
+"""The cluster views admission reads — Queues, Volcano Jobs, Namespaces, HyperNodes — kept by list+watch
+reflectors and exposed through the webhook's lister `Protocol`s (`webhook.listers`).
+
+The HyperNode view is neither waited for at start nor part of readiness: a cluster still on CRDs without
+HyperNode must keep admitting Jobs. Until it has listed, HyperNode writes are refused with a retry hint
+(`webhook.hypernodes`)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from collections.abc import Iterable
 
 from lapilli.cluster import Reflector
 from lapilli.kube import KubeClient
-from lapilli.kube.resources import NAMESPACES, QUEUES, VC_JOBS
+from lapilli.kube.resources import HYPERNODES, NAMESPACES, QUEUES, VC_JOBS
 from lapilli.meta import Obj
 
 log = logging.getLogger("lapilli.serve")
@@ -49,8 +53,21 @@ class ReflectorNamespaces:
         return self._reflector.store.get(name)
 
 
+class ReflectorHyperNodes:
+    """`HyperNodeLister` over a HyperNode reflector."""
+
+    def __init__(self, reflector: Reflector) -> None:
+        self._reflector = reflector
+
+    def list(self) -> Iterable[Obj]:
+        return list(self._reflector.store.values())
+
+    def synced(self) -> bool:
+        return self._reflector.synced.is_set()
+
+
 class AdmissionCaches:
-    """Component: the three reflectors. `start` waits (bounded) for their first list."""
+    """Component: the reflectors. `start` waits (bounded) for the first list of the three admission needs."""
 
     name = "caches"
 
@@ -58,15 +75,18 @@ class AdmissionCaches:
         self.queue_reflector = Reflector(client, QUEUES, name="queues")
         self.job_reflector = Reflector(client, VC_JOBS, name="vcjobs")
         self.namespace_reflector = Reflector(client, NAMESPACES, name="namespaces")
+        self.hypernode_reflector = Reflector(client, HYPERNODES, name="hypernodes")
         self.queues = ReflectorQueues(self.queue_reflector)
         self.jobs = ReflectorJobs(self.job_reflector)
         self.namespaces = ReflectorNamespaces(self.namespace_reflector)
+        self.hypernodes = ReflectorHyperNodes(self.hypernode_reflector)
         self._sync_timeout_s = sync_timeout_s
 
     def _reflectors(self) -> tuple[Reflector, ...]:
         return (self.queue_reflector, self.job_reflector, self.namespace_reflector)
 
     async def start(self) -> None:
+        self.hypernode_reflector.start()
         for reflector in self._reflectors():
             reflector.start()
         waits = [asyncio.create_task(r.synced.wait()) for r in self._reflectors()]
@@ -78,7 +98,7 @@ class AdmissionCaches:
             log.warning("caches not synced after %.0fs (%s); serving, not ready", self._sync_timeout_s, laggards)
 
     async def stop(self) -> None:
-        for reflector in self._reflectors():
+        for reflector in (*self._reflectors(), self.hypernode_reflector):
             await reflector.stop()
 
     def ready(self) -> bool:

@@ -61,6 +61,9 @@ class DefaultScheduler:
 
     name: Final = "default"
 
+    def elapse(self, cluster: Cluster, start: float, end: float) -> None:
+        """kube-scheduler keeps nothing that depends on time."""
+
     def cycle(self, cluster: Cluster, now: float) -> bool:
         used: dict[str, Units] = {name: {} for name in cluster.nodes}
         scored: dict[str, list[float]] = {name: [0.0, 0.0] for name in cluster.nodes}

@@ -16,9 +16,12 @@ from assembly.sim.workload import to_resource_list
 from extender.engine.conf import DEFAULT_CONF, SchedulerConf
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import GROUP_NAME_ANNOTATION, TASK_SPEC_KEY, build_snapshot
+from extender.engine.usage import ancestors_of, conf_args, held_by_queue
 from lapilli.api.constants import DEFAULT_QUEUE
 from lapilli.meta import name_of
+from lapilli.resources.units import Units
 from lapilli.times import rfc3339_micro
+from lapilli.usage import USAGE_ANNOTATION, UsageRecord, advance
 
 # Volcano's default configuration with GPU-aware binpack added to the second tier.
 SIM_CONF: Final = DEFAULT_CONF.rstrip() + "\n  - name: binpack\n"
@@ -90,16 +93,47 @@ def pod_document(pod: PodState, group: str) -> dict[str, Any]:
 
 
 class LapilliScheduler:
-    """One engine session per cycle; a cycle reports whether it changed anything."""
+    """One engine session per cycle; a cycle reports whether it changed anything.
+
+    With a `fairshare` entry in the conf it also does what the service's leader does: keeps each queue's decayed
+    usage record (`lapilli.usage`) and hands it to the session as the Queue's annotation. Between two events
+    nothing changes, so `elapse` advances every record exactly over the interval with what each queue (and each
+    level above it) held; `usage_history` keeps each queue's usage after every interval (Volcano units × s)."""
 
     name: Final = "lapilli"
 
     def __init__(self, conf: SchedulerConf | None = None) -> None:
         self.conf = conf if conf is not None else sim_conf()
+        self.fairshare = conf_args((p.name, p.arguments) for t in self.conf.tiers for p in t.plugins)
+        self.records: dict[str, UsageRecord] = {}
+        self.usage_history: list[tuple[float, dict[str, Units]]] = []
+
+    def elapse(self, cluster: Cluster, start: float, end: float) -> None:
+        args = self.fairshare
+        if args is None or end <= start:
+            return
+        queues = cluster.workload.queues
+        ancestors = ancestors_of({name_of(q): str((q.get("spec") or {}).get("parent") or "") for q in queues})
+        pairs = [(cluster.jobs[p.job].job.queue, p.request) for p in cluster.pods.values() if p.node is not None]
+        held = held_by_queue(pairs, ancestors)
+        for name in ancestors:
+            record = self.records.get(name)
+            usage = advance(record.usage if record else {}, held.get(name, {}), end - start, args.half_life)
+            self.records[name] = UsageRecord(EPOCH.timestamp() + end, args.half_life, usage)
+        self.usage_history.append((end, {name: dict(r.usage) for name, r in self.records.items()}))
+
+    def _queue_document(self, queue: dict[str, Any]) -> dict[str, Any]:
+        record = self.records.get(name_of(queue))
+        if record is None:
+            return queue
+        meta = dict(queue.get("metadata") or {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), USAGE_ANNOTATION: record.to_annotation()}
+        return {**queue, "metadata": meta}
 
     def documents(self, cluster: Cluster) -> list[dict[str, Any]]:
         work = cluster.workload
-        docs: list[dict[str, Any]] = [*work.nodes, *work.priority_classes, *work.queues]
+        queues = [self._queue_document(q) for q in work.queues]
+        docs: list[dict[str, Any]] = [*work.nodes, *work.priority_classes, *queues]
         if all(name_of(q) != DEFAULT_QUEUE for q in work.queues):
             docs.append(_default_queue())
         for state in cluster.jobs.values():
@@ -110,7 +144,7 @@ class LapilliScheduler:
         return docs
 
     def cycle(self, cluster: Cluster, now: float) -> bool:
-        result = run_session(build_snapshot(self.documents(cluster)), self.conf, now)
+        result = run_session(build_snapshot(self.documents(cluster)), self.conf, EPOCH.timestamp() + now)
         changed = False
         for key, node in sorted(result.binds.items()):
             pod = cluster.pods.get(key)

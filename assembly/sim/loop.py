@@ -30,6 +30,9 @@ class Scheduler(Protocol):
 
     def cycle(self, cluster: Cluster, now: float) -> bool: ...
 
+    def elapse(self, cluster: Cluster, start: float, end: float) -> None:
+        """Simulated time passes from `start` to `end` with the cluster as it is (what decays with time)."""
+
 
 def _number(value: float | None, digits: int = 3) -> float | int | None:
     if value is None:
@@ -135,9 +138,11 @@ def simulate(workload: Workload, scheduler: Scheduler, until: float | None = Non
         if until is not None and at > until:
             stuck = False
             _advance(cluster, result, now, until)
+            scheduler.elapse(cluster, now, until)
             now = until
             break
         _advance(cluster, result, now, at)
+        scheduler.elapse(cluster, now, at)
         now = at
         while events and events[0][0] == at:
             _, kind, key = heapq.heappop(events)

@@ -5,6 +5,7 @@ Pure over what `gather` read: the CLI and the dashboard both call these.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,16 +38,20 @@ def podgroup_of_job(view: ClusterView, namespace: str, job: Mapping[str, Any]) -
                    "(is the Lapilli service running?)")
 
 
-def why(view: ClusterView, conf: SchedulerConf, key: str, closed_by: Mapping[str, str] | None = None) -> Explanation:
+def why(view: ClusterView, conf: SchedulerConf, key: str, closed_by: Mapping[str, str] | None = None,
+        now: float | None = None) -> Explanation:
+    """`now`: the session's clock (default the wall clock, as the service's sessions run)."""
     if key not in view.snapshot.podgroups:
         unread = [str(u) for u in view.unreadable if u.kind == "PodGroup"]
         raise WhyError(f"PodGroup {key} not found" + (f" (could not read {'; '.join(unread)})" if unread else ""))
-    return explain(view.snapshot, conf, [key], Context(queue_closed_by=dict(closed_by or {})))[key]
+    context = Context(queue_closed_by=dict(closed_by or {}))
+    return explain(view.snapshot, conf, [key], context, time.time() if now is None else now)[key]
 
 
 def why_all(view: ClusterView, conf: SchedulerConf, closed_by: Mapping[str, str] | None = None,
-            ) -> dict[str, Explanation]:
-    return explain(view.snapshot, conf, None, Context(queue_closed_by=dict(closed_by or {})))
+            now: float | None = None) -> dict[str, Explanation]:
+    context = Context(queue_closed_by=dict(closed_by or {}))
+    return explain(view.snapshot, conf, None, context, time.time() if now is None else now)
 
 
 def service_condition(podgroup: Obj | None) -> dict[str, JSON] | None:

@@ -12,7 +12,6 @@ object its parsers refuse is left out, as the live scheduler leaves it out.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from lapilli.api.constants import QUEUE_KIND
 from lapilli.kube import ApiError, KubeClient, NotFound
 from lapilli.kube.resources import CONFIG_MAPS, EVENTS, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
 from lapilli.meta import JSON, key_of
+from lapilli.tasks import gather_or_cancel
 
 SCHEDULER_INPUTS: Final[tuple[Resource, ...]] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
 # Where an installed Lapilli keeps its scheduler conf (Volcano's format), and the key inside the ConfigMap.
@@ -35,6 +35,7 @@ CONF_KEY: Final = "lapilli-scheduler.conf"
 CONF_ENV: Final = "LAPILLI_SCHEDULER_CONF"
 # The conf `lapilli dev up` hands to `lapilli serve --scheduler-conf` (a source checkout).
 SHIPPED_CONF: Final = Path(__file__).resolve().parents[2] / "manifests" / "scheduler" / "lapilli-scheduler.conf"
+UNAUTHORIZED: Final = 401  # credentials refused outright: a failure, not a gap to report
 QUEUE_EVENTS_SCOPE: Final = "default (about Queues)"  # where Events about (cluster-scoped) Queues are listed
 
 
@@ -106,6 +107,8 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
         try:
             return res.kind, (await client.list(res)).items
         except ApiError as exc:
+            if exc.status == UNAUTHORIZED:
+                raise  # the credentials themselves are refused: nothing will be readable
             where, gap = fallback(res, exc, namespace)
             unreadable.append(gap)
         if where is None:
@@ -116,7 +119,7 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
             unreadable.append(refused(res, exc, where))
             return res.kind, []
 
-    view = build_view(dict(await asyncio.gather(*(one(res) for res in SCHEDULER_INPUTS))))
+    view = build_view(dict(await gather_or_cancel(*(one(res) for res in SCHEDULER_INPUTS))))
     view.unreadable = sorted(unreadable, key=lambda u: (u.kind, u.scope))
     return view
 
@@ -149,6 +152,8 @@ async def read_conf(client: KubeClient, path: Path | None) -> ClusterConf:
     except NotFound:
         pass  # not an installed Lapilli (a dev cluster): the fallbacks below are what it runs
     except ApiError as exc:
+        if exc.status == UNAUTHORIZED:
+            raise
         gap = Unreadable.of("ConfigMap", f"{CONF_CONFIGMAP_NAMESPACE}/{CONF_CONFIGMAP_NAME}", exc)
     if SHIPPED_CONF.is_file():
         return ClusterConf(parse_scheduler_conf(SHIPPED_CONF.read_text()), _display(SHIPPED_CONF), gap)

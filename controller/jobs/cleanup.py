@@ -17,7 +17,6 @@ from controller.context import Context
 from controller.jobs.podgroup import podgroup_name
 from controller.jobs.requests import job_owner
 from controller.jobs.resources import PVCS, PluginResources, plugin_object_names
-from lapilli.api import Job
 from lapilli.kube import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS, Resource
 from lapilli.meta import Obj, name_of, namespace_of, uid_of
@@ -38,18 +37,21 @@ class Cleanup:
 
     async def job_deleted(self, job_doc: Obj) -> None:
         """The Job is gone: delete its pods, its PodGroup, its plugin objects and the PVCs it made."""
-        job = Job.from_wire(job_doc)
-        uid = job.metadata.uid or ""
-        key = f"{job.namespace}/{job.name}"
+        # Read from the raw object, not the Job model: a Job the model refuses (stored while no webhook checked it)
+        # still leaves children behind, and its deletion is retried until they are gone.
+        name, namespace, uid = name_of(job_doc), namespace_of(job_doc), uid_of(job_doc)
+        key = f"{namespace}/{name}"
         pods = [p for p in self.ctx.pods.by_index("job", key) if (job_owner(p) or {}).get("uid") == uid]
         await asyncio.gather(*(self._delete(PODS, p, linger=True) for p in pods))
-        pg = self.ctx.podgroups.get(f"{job.namespace}/{podgroup_name(job.name, uid)}")
-        stub = {"metadata": {"name": podgroup_name(job.name, uid), "namespace": job.namespace, "uid": ""}}
+        pg = self.ctx.podgroups.get(f"{namespace}/{podgroup_name(name, uid)}")
+        stub = {"metadata": {"name": podgroup_name(name, uid), "namespace": namespace, "uid": ""}}
         await self._delete(PODGROUPS, pg or stub, linger=False)
-        for res, name, _plugin in plugin_object_names(job.name):
-            await self.plugins.delete_owned(res, name, job.namespace, uid)
-        for claim in (v for k, v in job.status.controlled_resources.items() if k.startswith("volume-pvc-")):
-            await self.plugins.delete_owned(PVCS, claim, job.namespace, uid)
+        for res, obj_name, _plugin in plugin_object_names(name):
+            await self.plugins.delete_owned(res, obj_name, namespace, uid)
+        controlled = (job_doc.get("status") or {}).get("controlledResources")
+        claims = controlled.items() if isinstance(controlled, dict) else ()
+        for claim in (v for k, v in claims if str(k).startswith("volume-pvc-") and isinstance(v, str)):
+            await self.plugins.delete_owned(PVCS, claim, namespace, uid)
         log.info("job %s: deleted %d pods and the objects it owned", key, len(pods))
 
     async def _delete(self, res: Resource, obj: Obj, *, linger: bool) -> None:

@@ -33,7 +33,7 @@ from controller.jobs.sync import Target, pod_task
 from lapilli.api import Action, Event, Job, JobEvent
 from lapilli.api.constants import JOB_NAME_KEY
 from lapilli.cluster import Event as WatchEvent
-from lapilli.cluster import RateLimiter, WorkQueue
+from lapilli.cluster import RateLimiter, WorkQueue, run_worker
 from lapilli.kube import REQUEST_ERRORS
 from lapilli.meta import Obj, annotations_of, key_of, name_of, namespace_of, owner_references, resource_version, uid_of
 
@@ -143,14 +143,7 @@ class JobController:
     # -- workers -----------------------------------------------------------------------------------------------
 
     async def run_worker(self) -> None:
-        while True:
-            key = await self.queue.get()
-            try:
-                await self._process(key)
-            except Exception:
-                log.exception("job %s: unexpected error", key)
-            finally:
-                self.queue.done(key)
+        await run_worker(self.queue, self._process, name="job", retried=self.ctx.metrics.retried("jobs"))
 
     def _job(self, key: str) -> tuple[Obj, Job] | None:
         doc = self.ctx.jobs.get(key)
@@ -170,13 +163,30 @@ class JobController:
         return doc, job
 
     async def _process(self, key: str) -> None:
-        for gone in self._deleted.pop(key, []):
-            await self._cleanup(gone)
-        requests = self._requests.pop(key, [])
+        gone = self._deleted.pop(key, [])
+        pending = self._requests.pop(key, [])
+        try:
+            while gone:
+                await self._cleanup(gone[0])
+                gone.pop(0)
+            await self._handle(key, pending)
+        except Exception:
+            # What was not done goes back ahead of anything queued since: the worker's retry starts where this stopped.
+            if gone:
+                self._deleted[key] = [*gone, *self._deleted.get(key, [])]
+            if pending:
+                later = self._requests.get(key, [])
+                self._requests[key] = [*pending, *(r for r in later if r not in pending)]
+            raise
+
+    async def _handle(self, key: str, pending: list[Request]) -> None:
+        """Apply the policies to each request in order, taking each out of `pending` once handled; consecutive
+        syncs collapse into one, run after the rest."""
         sync: Request | None = None
-        for req in requests:
+        for req in list(pending):
             found = self._job(key)
             if found is None:
+                pending.clear()
                 return
             doc, job = found
             decision = self._heal_first(key, job, req, apply_policies(job, req))
@@ -184,15 +194,18 @@ class JobController:
                 if self.delays.schedule(req, decision.action, decision.delay_s):
                     message = f"Execute action {decision.action} after {decision.delay_s:g}s"
                     self.ctx.recorder.record(doc, "Normal", JobEvent.EXECUTE_ACTION.value, message)
-                if req.event in LOSS_EVENTS:
-                    sync = sync or req  # make the lost member again: its running again is what cancels the delay
-                continue
-            if decision.action == Action.SYNC_JOB:
-                sync = sync or req
-                continue
-            await self._run(key, req, decision.action)
+                if req.event in LOSS_EVENTS and sync is None:
+                    sync = req  # make the lost member again: its running again is what cancels the delay
+                    continue  # stays pending until it runs
+            elif decision.action != Action.SYNC_JOB:
+                await self._run(key, req, decision.action)
+            elif sync is None:
+                sync = req
+                continue  # stays pending until it runs
+            pending.remove(req)
         if sync is not None:
             await self._run(key, sync, Action.SYNC_JOB)
+            pending.remove(sync)
 
     def _heal_first(self, key: str, job: Job, req: Request, decision: Decision) -> Decision:
         """A lost member's policy may wait for the gang to heal (heal.py); a loss no policy acts on is checked

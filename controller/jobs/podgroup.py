@@ -2,7 +2,10 @@
 
 Mirrors `createOrUpdatePodGroup` and `calcPGMinResources` in `job_controller_actions.go` (reference §3.3):
 name `<job>-<uid>`, owned by the Job, the Job's labels and annotations, `minMember = spec.minAvailable`,
-`minTaskMember` per task, queue, priority class, network topology, one sub-group policy per partitioned task
+`minTaskMember` per task, queue, priority class, network topology (its mode and one bound: `highestTierAllowed`
+when set, else `highestTierName`), one sub-group policy per partitioned task (`getSubGroupPolicy`: named after
+the task, `subGroupSize` = `partitionSize`, `minSubGroups` = `minPartitions`, pods selected by
+`volcano.sh/task-spec=<task>` and grouped by `volcano.sh/partition-id`, the partition's networkTopology as given)
 and `minResources` — the quota usage of the first `minAvailable` pods, tasks taken by their pod template's
 PriorityClass value, highest first (only the names a scheduler reads: see `quota.scheduler_view`).
 """
@@ -13,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.quota import Usage, pod_quota_usage, same_resources, scaled, scheduler_view, to_resource_list, total
-from lapilli.api import Job, TaskSpec
+from lapilli.api import Job, NetworkTopologySpec, TaskSpec
 from lapilli.api.constants import PARTITION_ID_KEY, PODGROUP_KIND, SCHEDULING_API_VERSION, TASK_SPEC_KEY
 from lapilli.jobplugins.naming import job_shape, owner_reference
 
@@ -92,6 +95,16 @@ def _sub_group_policies(job: Job) -> list[dict[str, Any]]:
     return out
 
 
+def job_topology(topology: NetworkTopologySpec) -> dict[str, Any]:
+    """The Job's networkTopology as the PodGroup gets it: the mode and one tier bound, the number winning."""
+    out: dict[str, Any] = {"mode": str(topology.mode)}
+    if topology.highest_tier_allowed is not None:
+        out["highestTierAllowed"] = topology.highest_tier_allowed
+    elif topology.highest_tier_name:
+        out["highestTierName"] = topology.highest_tier_name
+    return out
+
+
 def desired_spec(job: Job, priorities: Mapping[str, int]) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "minMember": job.spec.min_available,
@@ -102,7 +115,7 @@ def desired_spec(job: Job, priorities: Mapping[str, int]) -> dict[str, Any]:
     if job.spec.priority_class_name:
         spec["priorityClassName"] = job.spec.priority_class_name
     if job.spec.network_topology is not None:
-        spec["networkTopology"] = job.spec.network_topology.to_wire()
+        spec["networkTopology"] = job_topology(job.spec.network_topology)
     if policies := _sub_group_policies(job):
         spec["subGroupPolicy"] = policies
     return spec

@@ -95,7 +95,8 @@ def _keys(pod: dict[str, Any], job: Job, task: TaskSpec, index: int, forwarding:
     if forwarding:
         notes[JOB_FORWARDING_KEY] = labels[JOB_FORWARDING_KEY] = "true"
     if task.partition_policy is not None:
-        labels[PARTITION_ID_KEY] = str(index // task.partition_policy.partition_size)
+        size = task.partition_policy.partition_size
+        labels[PARTITION_ID_KEY] = str(index // size if size > 0 else 0)
 
 
 def render_pod(

@@ -11,20 +11,25 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from controller.context import Context
-from controller.podgroups.plain import build_podgroup, controller_owner, owner_plural, wants_podgroup
+from controller.podgroups.plain import (
+    build_podgroup,
+    controller_owner,
+    network_topology,
+    owner_plural,
+    wants_podgroup,
+)
 from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Event as WatchEvent
-from lapilli.cluster import RateLimiter, WorkQueue
-from lapilli.kube import REQUEST_ERRORS, AlreadyExists, ApiError, Conflict, NotFound
+from lapilli.cluster import RateLimiter, WorkQueue, run_worker
+from lapilli.kube import AlreadyExists, ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, Resource
 from lapilli.meta import annotations_of, key_of, name_of, namespace_of, owner_references, uid_of
 
 log = logging.getLogger(__name__)
 
-_RETRYABLE: Final = REQUEST_ERRORS
 
 
 class PodGroupController:
@@ -44,21 +49,13 @@ class PodGroupController:
             self.queue.add(("pod", key_of(pod)))
 
     async def run_worker(self) -> None:
-        while True:
-            item = await self.queue.get()
-            try:
-                if item[0] == "pod":
-                    await self._sync(item[1])
-                else:
-                    await self._collect(item[1])
-                self.queue.forget(item)
-            except _RETRYABLE as exc:
-                delay = self.queue.add_rate_limited(item)
-                log.info("podgroup for %s: %s; retry %d in %.1fs", item[1], exc, self.queue.num_requeues(item), delay)
-            except Exception:
-                log.exception("podgroup for %s: unexpected error", item[1])
-            finally:
-                self.queue.done(item)
+        await run_worker(self.queue, self._process, name="podgroup for", retried=self.ctx.metrics.retried("podgroups"))
+
+    async def _process(self, item: tuple[str, str]) -> None:
+        if item[0] == "pod":
+            await self._sync(item[1])
+        else:
+            await self._collect(item[1])
 
     async def _sync(self, key: str) -> None:
         pod = self.ctx.pods.get(key)
@@ -69,6 +66,9 @@ class PodGroupController:
                                  inherit=self.ctx.settings.inherit_owner_annotations)
         name = name_of(desired)
         if f"{namespace}/{name}" not in self.ctx.podgroups:
+            for problem in network_topology(pod)[1]:
+                log.warning("pod %s/%s: %s", namespace, name_of(pod), problem)
+                self.ctx.recorder.record(pod, "Warning", "InvalidNetworkTopology", problem)
             try:
                 self.ctx.podgroups.wrote(await self.ctx.client.create(PODGROUPS, desired))
                 self.ctx.metrics.podgroups_created.labels("pod").inc()

@@ -20,7 +20,7 @@ from controller.queues.state import needs_root_parent, next_state, status_patch
 from lapilli.api import Action
 from lapilli.api.constants import DEFAULT_QUEUE, QUEUE_KIND, ROOT_QUEUE, SCHEDULING_API_VERSION
 from lapilli.cluster import Event as WatchEvent
-from lapilli.cluster import RateLimiter, WorkQueue
+from lapilli.cluster import RateLimiter, WorkQueue, run_worker
 from lapilli.kube import REQUEST_ERRORS, AlreadyExists, NotFound
 from lapilli.kube.resources import QUEUES
 from lapilli.meta import name_of
@@ -67,26 +67,20 @@ class QueueController:
                 self.submit(name)
 
     async def run_worker(self) -> None:
-        while True:
-            name = await self.queue.get()
-            actions = self._actions.pop(name, [])
-            done = 0
-            try:
-                for action in actions:
-                    await self._execute(name, action)
-                    done += 1
-                self.queue.forget(name)
-            except _RETRYABLE as exc:
-                # The failed action and those after it wait for the retry, ahead of anything queued since.
-                later = self._actions.get(name, [])
-                self._actions[name] = [*actions[done:], *(a for a in later if a not in actions[done:])]
-                delay = self.queue.add_rate_limited(name)
-                log.info("queue %s: %s failed (%s); retry %d in %.1fs", name, actions[done], exc,
-                         self.queue.num_requeues(name), delay)
-            except Exception:
-                log.exception("queue %s: unexpected error", name)
-            finally:
-                self.queue.done(name)
+        await run_worker(self.queue, self._process, name="queue", retried=self.ctx.metrics.retried("queues"))
+
+    async def _process(self, name: str) -> None:
+        actions = self._actions.pop(name, [])
+        done = 0
+        try:
+            for action in actions:
+                await self._execute(name, action)
+                done += 1
+        except Exception:
+            # The failed action and those after it wait for the retry, ahead of anything queued since.
+            later = self._actions.get(name, [])
+            self._actions[name] = [*actions[done:], *(a for a in later if a not in actions[done:])]
+            raise
 
     async def _execute(self, name: str, action: Action) -> None:
         queue = self.ctx.queues.get(name)

@@ -27,6 +27,7 @@ from extender.engine.interface import (
     JobVoteFn,
     KeyedOrder,
     KeyValue,
+    NodeLocal,
     OrderFn,
     Plugin,
     Predicate,
@@ -135,6 +136,8 @@ class Callbacks:
         self.preemptives: Slot[QueueTaskFn] = Slot("enablePreemptive")
         self.predicates: Slot[Predicate] = Slot("enablePredicate")
         self.node_orders: Slot[Scorer] = Slot("enableNodeOrder")
+        # Its plugin reads enablePredicate / enableNodeOrder itself: one callback both filters and scores.
+        self.node_locals: Slot[NodeLocal] = Slot(None)
         self._on_allocate: list[TaskEventFn] = []
         self._on_deallocate: list[TaskEventFn] = []
         self.plugins: list[tuple[int, PluginOption, Plugin]] = []
@@ -214,6 +217,9 @@ class Callbacks:
 
     def add_node_order(self, fn: Scorer) -> None:
         self._add(self.node_orders, fn)
+
+    def add_node_local(self, fn: NodeLocal) -> None:
+        self._add(self.node_locals, fn)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         if handler.allocate is not None:

@@ -11,7 +11,7 @@ so plugins, callbacks, explain and the session depend on this module and not on 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from typing import Final, Generic, Protocol, TypeVar
@@ -22,6 +22,8 @@ import numpy.typing as npt
 from extender.engine.model import Job, Node, NodeArrays, Queue, Task
 from extender.engine.rowmath import NodeRows, Num, Ops
 from extender.engine.status import SUCCESS, Code, Status
+from lapilli.devices.assign import PodDevices
+from lapilli.devices.config import DeviceConfig
 from lapilli.resources.vector import Dims, Vec
 
 Mask = npt.NDArray[np.bool_]
@@ -177,7 +179,10 @@ class Predicate(Protocol):
     """A node filter (Volcano's PredicateFn over all nodes at once). `static_mask` depends only on
     `task.predicate_key` (cached per key) and what it refuses no eviction can fix (UnschedulableAndUnresolvable);
     `dynamic_mask` depends on what is placed and is evaluated per task (None when it does not constrain this task);
-    `explain` gives the reasons one node refuses a task, for the fit error."""
+    `explain` gives the reasons one node refuses a task, for the fit error. It is asked only about nodes one of the
+    predicates' masks refuses, and must say nothing about a node its own masks accept; when no dynamic mask
+    constrains the task, its answer may depend only on the task's `predicate_key` and the node (it is kept per
+    template for the session)."""
 
     def static_mask(self, task: Task, idx: Index) -> Mask: ...
 
@@ -199,6 +204,25 @@ class Scorer(Protocol):
     def normalizes(self, task: Task) -> bool: ...
 
 
+class NodeLocal(Protocol):
+    """A filter and score that read a node's own state beyond its resource row (its vGPU cards: which pods hold
+    which card). The session caches its answers per task class like a row-local scorer's, refreshing a node when
+    the node's row changes (every placement on a node touches its row) and sharing one evaluation between nodes
+    whose row and `key` are equal.
+
+    `applies(task)` depends only on the task's class (request, template, `device_ask`); `evaluate(task, row)` is
+    (fits if allocated now, fits if pipelined onto room being released, score); `explain` gives the reasons one
+    node refuses the task, for the fit error."""
+
+    def applies(self, task: Task) -> bool: ...
+
+    def key(self, task: Task, row: int) -> Hashable: ...
+
+    def evaluate(self, task: Task, row: int) -> tuple[bool, bool, float]: ...
+
+    def explain(self, task: Task, node: Node) -> list[str]: ...
+
+
 # ---- what a plugin sees ---------------------------------------------------------------------------------------
 class SessionView(Protocol):
     """The part of a session a plugin uses: read its data, ask its combined orders, register callbacks (only from
@@ -209,6 +233,11 @@ class SessionView(Protocol):
     total: Vec
     arrays: NodeArrays
     queue_reports: dict[str, QueueReport]
+    # Each task's card assignment (task uid -> cards), kept by the device plugin as it places and undoes.
+    assignments: dict[str, PodDevices]
+
+    @property
+    def device_configs(self) -> Mapping[str, DeviceConfig]: ...
 
     @property
     def jobs(self) -> Mapping[str, Job]: ...
@@ -272,6 +301,8 @@ class SessionView(Protocol):
     def add_predicate(self, fn: Predicate) -> None: ...
 
     def add_node_order(self, fn: Scorer) -> None: ...
+
+    def add_node_local(self, fn: NodeLocal) -> None: ...
 
     def add_event_handler(self, handler: EventHandler) -> None: ...
 
@@ -362,6 +393,7 @@ __all__ = [
     "Index",
     "KeyedOrder",
     "Mask",
+    "NodeLocal",
     "Plugin",
     "PluginBuilder",
     "PluginLoader",

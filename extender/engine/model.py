@@ -16,6 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.status import Status
+from lapilli.devices.asks import DeviceAsk
+from lapilli.devices.facts import PodDeviceFacts
+from lapilli.devices.register import Card
 from lapilli.meta import JSON, as_json
 from lapilli.nodematch import PodPlacement, Taint
 from lapilli.resources.vector import Vec
@@ -113,7 +116,11 @@ class Task:
     host_ports: tuple[tuple[str, str, int], ...] = ()
     # The static predicates (selector, affinity, tolerations) depend only on this key.
     predicate_key: str = ""
+    devices: PodDeviceFacts | None = None  # extended-resource asks, device annotations and card assignment
     index: int | None = None  # see replica_index
+    # The pod's card asks, read by the deviceshare plugin at session open (None: it asks for no card, or vGPU is off).
+    # Tasks with equal asks share one object; placement keeps a class per ask.
+    device_ask: DeviceAsk | None = None
 
     def __post_init__(self) -> None:
         self.index = replica_index(self.name)
@@ -289,6 +296,11 @@ class Queue:
     annotations: dict[str, str] = field(default_factory=dict)
     has_capability: dict[str, bool] = field(default_factory=dict)
     has_deserved: dict[str, bool] = field(default_factory=dict)
+    # With a `fairshare` entry in the conf (extender/engine/usage.py): the decayed usage at the session's `now`
+    # (Volcano units × seconds), and what the share plugins add to the queue's allocation when they compute its
+    # share (shareWeight × the usage's average rate; None when shareWeight is 0). Both None without fairshare.
+    usage: Vec | None = None
+    share_bias: Vec | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -300,6 +312,7 @@ class Node:
     unschedulable: bool
     tasks: dict[str, Task] = field(default_factory=dict)
     used_ports: set[tuple[str, str, int]] = field(default_factory=set)
+    cards: tuple[Card, ...] = ()  # registered vGPU cards (none when its register annotation could not be read)
 
 
 @dataclass(slots=True)

@@ -5,6 +5,10 @@ scores depend only on each node's row, so a class keeps them for all nodes and r
 since it last looked (every change appends its row to a log). A refresh of a few rows evaluates the formulas over
 Python floats (`rowmath.SCALAR`); a first build or a large refresh runs the same formulas over numpy columns.
 
+A class whose tasks ask for node-local state (vGPU cards: `interface.NodeLocal`, registered by deviceshare) folds
+that state's fit and score into the same caches, evaluated row by row with the node's local key in the memo, so a
+card-sharing pod takes the same `argmax` path; tasks without such asks never pay for it.
+
 Each class also keeps two *pick arrays*: its score where the task passes the static predicates and fits the
 node's future idle (`pick_future`) and, in addition, its idle (`pick_idle`), and -inf elsewhere. Allocate's choice
 — the best node with idle room, else the best node whose room is still being released — is then one `argmax`
@@ -15,13 +19,14 @@ straightforward path: masks over all nodes, then the best candidate.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.engine.interface import Code, Index, Mask, Predicate, Scorer, Scores, Status
+from extender.engine.interface import Code, Index, Mask, NodeLocal, Predicate, Scorer, Scores, Status
 from extender.engine.model import Node, NodeArrays, Task
 from extender.engine.rowmath import SCALAR, VECTOR, Bool, NodeRows, Num, Ops, ScalarRow, VectorRows
 from lapilli.resources.vector import TOLERANCE, Dims
@@ -57,7 +62,8 @@ class _ClassEntry:
     score: Scores
     pick_idle: Scores
     pick_future: Scores
-    memo: dict[bytes, tuple[Bool, Bool, Num]]  # node state → (fit idle, fit future, score)
+    memo: dict[Hashable, tuple[Bool, Bool, Num]]  # node state → (fit idle, fit future, score)
+    local: tuple[NodeLocal, ...] = ()  # node-local filters and scores that apply to this class
 
 
 class Placement:
@@ -69,17 +75,22 @@ class Placement:
         self.dims = dims
         self._predicates: list[Predicate] = []
         self._scorers: list[Scorer] = []
+        self._locals: list[NodeLocal] = []
         self._log: list[int] = []
-        self._classes: dict[tuple[bytes, str], _ClassEntry] = {}
+        self._classes: dict[tuple[bytes, str, object], _ClassEntry] = {}
         self._static: dict[str, Mask] = {}
         self.scalar_refresh_max = SCALAR_REFRESH_MAX
-        self._last: tuple[npt.NDArray[np.float64], str, _ClassEntry] | None = None
+        self._last: tuple[npt.NDArray[np.float64], str, object, _ClassEntry] | None = None
+        self._fit_errors: dict[tuple[bytes, str], tuple[int, Status]] = {}  # class -> (log length, its fit error)
+        self._static_reasons: dict[str, dict[str, int]] = {}  # pod template -> predicate reasons where static refuses
 
-    def plug(self, predicates: list[Predicate], scorers: list[Scorer]) -> None:
-        """The plugins' predicates and scorers, once they have registered."""
-        self._predicates, self._scorers = predicates, scorers
+    def plug(self, predicates: list[Predicate], scorers: list[Scorer], locals_: list[NodeLocal] | None = None) -> None:
+        """The plugins' predicates, scorers and node-local callbacks, once they have registered."""
+        self._predicates, self._scorers, self._locals = predicates, scorers, list(locals_ or ())
         self._classes.clear()
         self._static.clear()
+        self._fit_errors.clear()
+        self._static_reasons.clear()
         self._last = None
 
     def touch(self, row: int) -> None:
@@ -116,11 +127,16 @@ class Placement:
         # The formulas see only the row's numbers, so nodes in the same state (one node pool, the same pods) share
         # one evaluation.
         state = self.arrays.state[row]
-        key = state.tobytes()
+        key: Hashable = state.tobytes()
+        if entry.local:
+            key = (key, *(local.key(task, row) for local in entry.local))
         values = entry.memo.get(key)
         if values is None:
             rows = ScalarRow(state.tolist(), self.dims.size)
-            values = entry.memo[key] = self._evaluate(task, SCALAR, rows, entry.request)
+            values = self._evaluate(task, SCALAR, rows, entry.request)
+            if entry.local:
+                values = _with_local(values, [local.evaluate(task, row) for local in entry.local])
+            entry.memo[key] = values
         fit_idle, fit_future, score = values
         entry.fit_idle[row] = fit_idle
         entry.fit_future[row] = fit_future
@@ -143,22 +159,26 @@ class Placement:
             pick_idle=np.zeros(n),
             pick_future=np.zeros(n),
             memo={},
+            local=tuple(local for local in self._locals if local.applies(task)),
         )
         self._store(entry, slice(None), *self._evaluate(task, VECTOR, VectorRows(self.arrays, None), request))
+        if entry.local:
+            for row in range(n):  # the node-local part, row by row (shared between equal nodes by the memo)
+                self._store_row(task, entry, row)
         return entry
 
     def entry(self, task: Task) -> _ClassEntry:
         """The task's class entry, brought up to date with every row changed since it was last used."""
         last = self._last
-        if last is not None and task.resreq is last[0] and task.predicate_key == last[1]:
-            entry = last[2]  # the previous task's class: siblings share their request vector
+        if last is not None and task.resreq is last[0] and task.predicate_key == last[1] and task.device_ask is last[2]:
+            entry = last[3]  # the previous task's class: siblings share their request vector (and card ask)
         else:
-            key = (task.resreq.tobytes(), task.predicate_key)
+            key = (task.resreq.tobytes(), task.predicate_key, task.device_ask)
             found = self._classes.get(key)
             if found is None:
                 found = self._classes[key] = self._build(task)
             entry = found
-            self._last = (task.resreq, task.predicate_key, entry)
+            self._last = (task.resreq, task.predicate_key, task.device_ask, entry)
         log = self._log
         if entry.seen < len(log):
             changed = log[entry.seen :]
@@ -236,28 +256,77 @@ class Placement:
         return None
 
     def predicate_node(self, task: Task, node: Node) -> bool:
-        """Plugin predicates only (no resource fit), for one node."""
+        """Plugin predicates only (no resource fit), for one node; node-local filters as for a pipelined task
+        (room being released counts as free: preempt and reclaim ask before evicting)."""
         dynamic = self._dynamic_mask(task, np.array([node.idx]))
-        return bool(self.static_mask(task)[node.idx]) and (dynamic is None or bool(dynamic[0]))
+        if not (bool(self.static_mask(task)[node.idx]) and (dynamic is None or bool(dynamic[0]))):
+            return False
+        return all(local.evaluate(task, node.idx)[1] for local in self._locals if local.applies(task))
 
     def fit_error(self, task: Task) -> Status:
         """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,
         UnschedulableAndUnresolvable when the static predicates refuse every node (kube-scheduler's code for
-        what no eviction fixes)."""
+        what no eviction fixes).
+
+        A histogram over nodes, each node counted once per reason: resources short of future idle (one numpy pass),
+        then the predicates' reasons, asked only of the nodes some predicate refuses (`Predicate.explain`'s
+        contract) and, when no predicate's dynamic mask constrains the task, kept per pod template. The same class
+        asking again before any node changed (gangs of identical pods that all found nowhere) gets the same Status."""
+        dynamic = self._dynamic_mask(task, np.arange(len(self.nodes))) if self.nodes else None
+        key = (task.resreq.tobytes(), task.predicate_key)
+        known = self._fit_errors.get(key) if dynamic is None and not task.device_ask else None
+        if known is not None and known[0] == len(self._log):
+            return known[1]  # kept only where no dynamic mask applied: the same for every task of the class
         reasons: dict[str, int] = {}
-        future = self.arrays.future_idle()
-        for node in self.nodes:
-            node_reasons: list[str] = []
-            short = np.flatnonzero(task.resreq >= future[node.idx] + TOLERANCE)
-            node_reasons.extend(f"Insufficient {self.dims.names[int(d)]}" for d in short)
-            for pred in self._predicates:
-                node_reasons.extend(pred.explain(task, node))
-            for reason in dict.fromkeys(node_reasons):
-                reasons[reason] = reasons.get(reason, 0) + 1
+        short = task.resreq >= self.arrays.future_idle() + TOLERANCE
+        for dim, count in zip(self.dims.names, short.sum(axis=0).tolist(), strict=True):
+            if count:
+                reasons[f"Insufficient {dim}"] = count
+        static = self.static_mask(task)
+        locals_ = [local for local in self._locals if local.applies(task)]
+        if locals_:  # node-local state (vGPU cards) may refuse any node: ask about each
+            refused = self._explain(task, np.arange(len(self.nodes)), locals_)
+        elif dynamic is None:
+            kept = self._static_reasons.get(task.predicate_key)
+            if kept is None:
+                kept = self._static_reasons[task.predicate_key] = self._explain(task, np.flatnonzero(~static))
+            refused = kept
+        else:
+            refused = self._explain(task, np.flatnonzero(~(static & dynamic)))
+        for reason, count in refused.items():
+            reasons[reason] = reasons.get(reason, 0) + count
         histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
         text = f"0/{len(self.nodes)} nodes are unavailable"
-        code = Code.UNSCHEDULABLE if self.static_mask(task).any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        return Status(code, f"{text}: {histogram}." if histogram else text)
+        code = Code.UNSCHEDULABLE if static.any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        status = Status(code, f"{text}: {histogram}." if histogram else text)
+        if dynamic is None and not locals_:
+            self._fit_errors[key] = (len(self._log), status)
+        return status
+
+    def _explain(self, task: Task, rows: Index, locals_: Sequence[NodeLocal] = ()) -> dict[str, int]:
+        """How many of the nodes `rows` each predicate (and node-local) reason refuses, a node counted once per
+        reason."""
+        reasons: dict[str, int] = {}
+        for row in rows.tolist():
+            node = self.nodes[row]
+            found: dict[str, None] = {}
+            for pred in self._predicates:
+                found.update(dict.fromkeys(pred.explain(task, node)))
+            for local in locals_:
+                found.update(dict.fromkeys(local.explain(task, node)))
+            for reason in found:
+                reasons[reason] = reasons.get(reason, 0) + 1
+        return reasons
+
+
+def _with_local(values: tuple[Bool, Bool, Num], local: list[tuple[bool, bool, float]]) -> tuple[Bool, Bool, Num]:
+    """A row's resource fit and score with the node-local fits and scores folded in."""
+    fit_idle, fit_future, score = values
+    for now, future, extra in local:
+        fit_idle = fit_idle and now
+        fit_future = fit_future and future
+        score = score + extra
+    return fit_idle, fit_future, score
 
 
 __all__ = ["Index", "Mask", "Placement", "Scores", "fits"]

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Condition, Job, TaskStatus
 from extender.engine.session import EvictionNote, Session
 from extender.engine.status import SUCCESS, Status
+from lapilli.devices.assign import PodDevices, encode_pod_devices
 from lapilli.meta import JSON
 from lapilli.resources.quantity import format_quantity
 from lapilli.resources.units import MEMORY, PODS
@@ -106,10 +107,17 @@ class Decisions:
     nodes: NodeRoom | None = None
     evicted_by: dict[str, str] = field(default_factory=dict)  # pod -> the action that evicted it (run_session)
     eviction_notes: dict[str, EvictionNote] = field(default_factory=dict)  # pod -> why (who the room is for)
+    # bound or pipelined pod -> the vGPU cards it was given (deviceshare), per asking container
+    devices: dict[str, PodDevices] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, JSON]:
-        """The `lapilli schedule -o json` document (DESIGN.md)."""
+        """The `lapilli schedule -o json` document (DESIGN.md); `devices` (each placed pod's cards, as the
+        `volcano.sh/vgpu-ids-new` annotation writes them) only when some pod was given cards."""
+        extra: dict[str, JSON] = {}
+        if self.devices:
+            extra["devices"] = {k: encode_pod_devices(v) for k, v in sorted(self.devices.items())}
         return {
+            **extra,
             "binds": dict(sorted(self.binds.items())),
             "evictions": sorted(self.evictions),
             "pipelined": dict(sorted(self.pipelined.items())),
@@ -251,6 +259,11 @@ def decisions(ssn: Session) -> Decisions:
                 if task.status is TaskStatus.PIPELINED and task.node:
                     out.pipelined[task.key] = task.node
         out.podgroups[job.uid] = podgroup_result(ssn, job)
+    if ssn.assignments:
+        for uid, devices in ssn.assignments.items():
+            placed = ssn.tasks.get(uid)
+            if placed is not None and (placed.key in out.binds or placed.key in out.pipelined):
+                out.devices[placed.key] = devices
     out.queues = queue_results(ssn)
     out.nodes = NodeRoom(
         names=tuple(n.name for n in ssn.nodes), allocatable=ssn.arrays.allocatable.copy(), idle=ssn.arrays.idle()

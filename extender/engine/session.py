@@ -31,7 +31,11 @@ from extender.engine.model import (
 )
 from extender.engine.placement import Index, Mask, Placement, Scores
 from extender.engine.snapshot import PodRecord, Snapshot
+from extender.engine.usage import FairShareArgs, conf_args, decayed
+from lapilli.devices.assign import PodDevices
+from lapilli.devices.config import DeviceConfig
 from lapilli.resources.vector import TOLERANCE, Dims, Vec
+from lapilli.usage import mean_life
 
 
 class PodGroupEvent(NamedTuple):
@@ -108,14 +112,17 @@ class Session(Callbacks):
         self._build_jobs(snap)
         self.queue_reports: dict[str, QueueReport] = {}
         self.conditions: dict[str, tuple[str, str, str]] = {}
+        self._device_configs = dict(snap.device_configs)
+        self.assignments: dict[str, PodDevices] = {}
         self._open_plugins(self)
-        self.placement.plug(self.predicates.all(), self.node_orders.all())
+        self.placement.plug(self.predicates.all(), self.node_orders.all(), self.node_locals.all())
 
     # ---- building -------------------------------------------------------------------------------------------
     def _build_nodes(self, snap: Snapshot) -> None:
         ready = sorted((n for n in snap.nodes.values() if n.ready), key=lambda n: n.name)
         self.nodes: list[Node] = [
-            Node(name=n.name, idx=i, labels=dict(n.labels), taints=list(n.taints), unschedulable=n.unschedulable)
+            Node(name=n.name, idx=i, labels=dict(n.labels), taints=list(n.taints), unschedulable=n.unschedulable,
+                 cards=n.cards.cards)
             for i, n in enumerate(ready)
         ]
         self.node_by_name: dict[str, Node] = {n.name: n for n in self.nodes}
@@ -147,6 +154,18 @@ class Session(Callbacks):
                 has_capability={k: True for k in q.capability},
                 has_deserved={k: True for k in (q.deserved or {})},
             )
+        args = conf_args((p.name, p.arguments) for t in self.conf.tiers for p in t.plugins)
+        if args is not None:
+            self._add_usage(snap, args)
+
+    def _add_usage(self, snap: Snapshot, args: FairShareArgs) -> None:
+        """Each queue's decayed usage at `now` (and the share plugins' bias): data the snapshot carried."""
+        tau = mean_life(args.half_life)
+        for name, units in decayed(snap, args.half_life, self.now).items():
+            queue = self.queues[name]
+            queue.usage = self.dims.vector({k: v for k, v in units.items() if k in self.dims.index})
+            if args.share_weight > 0:
+                queue.share_bias = queue.usage * (args.share_weight / tau)
 
     def _vector(self, units: Mapping[str, float]) -> Vec:
         """`dims.vector(units)`, shared between equal resource lists (read-only, so sharing is safe): a snapshot's
@@ -210,6 +229,7 @@ class Session(Callbacks):
                 pod.preemption_never,  # preemption_never
                 pod.host_ports,  # host_ports
                 pod.predicate_key,  # predicate_key
+                pod.devices,  # devices
             )
             if task.node is not None and task.status in ON_NODE_STATUS:
                 node = self.node_by_name.get(task.node)
@@ -321,6 +341,11 @@ class Session(Callbacks):
         return self.placement.fit_error(task)
 
     # ---- helpers for actions --------------------------------------------------------------------------------
+    @property
+    def device_configs(self) -> Mapping[str, DeviceConfig]:
+        """vGPU device configs of the snapshot, by "namespace/name" of their ConfigMap."""
+        return self._device_configs
+
     def queue_of(self, job: Job) -> Queue:
         return self.queues[job.queue]
 

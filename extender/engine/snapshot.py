@@ -1,8 +1,10 @@
 """A snapshot of the cluster as plain records, built once from Kubernetes objects.
 
 Input is what the API server holds: `v1 Node`, `v1 Pod`, `scheduling.volcano.sh/v1beta1 PodGroup` and `Queue`,
-`scheduling.k8s.io/v1 PriorityClass`. Quantities are parsed here, once, into Volcano's units; the session turns the
-records into vectors. Bad input raises `SnapshotError` whose text names the document, the field and the problem.
+`scheduling.k8s.io/v1 PriorityClass`, and the vGPU device config's `v1 ConfigMap` (other ConfigMaps are passed
+over). A node's vGPU register annotation that cannot be read is kept as a problem beside the node (its cards are
+ignored), never a reason to refuse the node. Quantities are parsed here, once, into Volcano's units; the session turns
+the records into vectors. Bad input raises `SnapshotError` whose text names the document, the field and the problem.
 """
 
 from __future__ import annotations
@@ -20,10 +22,14 @@ from lapilli.api.constants import (
     TASK_PRIORITY_ANNOTATION,
     TASK_SPEC_KEY,
 )
+from lapilli.devices.config import DeviceConfig, config_from_configmap
+from lapilli.devices.facts import NO_CARDS, NodeCardFacts, PodDeviceFacts, node_card_facts, pod_device_facts
+from lapilli.devices.names import CONFIG_KEY
 from lapilli.meta import Obj, describe, name_of, namespace_of, section, uid_of
 from lapilli.nodematch import PodPlacement, Taint, taints_of
 from lapilli.resources.units import Units, pod_request, resource_list_units
 from lapilli.times import parse_rfc3339
+from lapilli.usage import UsageRecord, record_of
 
 
 class SnapshotError(ValueError):
@@ -38,6 +44,7 @@ class NodeRecord:
     taints: tuple[Taint, ...]
     unschedulable: bool
     ready: bool
+    cards: NodeCardFacts = NO_CARDS  # vGPU cards the device plugin registered (volcano.sh/node-vgpu-register)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +68,7 @@ class PodRecord:
     placement: PodPlacement
     predicate_key: str
     host_ports: tuple[tuple[str, str, int], ...]
+    devices: PodDeviceFacts | None = None  # extended-resource asks, device annotations, card assignment
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +108,10 @@ class QueueRecord:
     priority: int
     creation: float
     annotations: Mapping[str, str]
+    # The decayed usage the scheduler's leader last persisted (`lapilli.usage`); a record that cannot be read is
+    # None with the reason in `usage_error` (the queue then counts as having used nothing, never refused).
+    usage: UsageRecord | None = None
+    usage_error: str = ""
 
 
 @dataclass(slots=True)
@@ -110,6 +122,8 @@ class Snapshot:
     queues: dict[str, QueueRecord] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
     default_priority: int | None = None
+    # vGPU device configs by "namespace/name" of their ConfigMap (those holding `device-config.yaml`)
+    device_configs: dict[str, DeviceConfig] = field(default_factory=dict)
 
 
 def timestamp(value: object) -> float:
@@ -167,6 +181,7 @@ def _node(doc: Obj) -> NodeRecord:
         taints=taints_of(spec),
         unschedulable=bool(spec.get("unschedulable")),
         ready=ready,
+        cards=node_card_facts(meta.get("annotations") or {}),
     )
 
 
@@ -230,6 +245,7 @@ def _pod(doc: Obj) -> PodRecord:
         placement=_placement(key, spec),
         predicate_key=key,
         host_ports=_host_ports(spec),
+        devices=pod_device_facts(spec, annotations, labels),
     )
 
 
@@ -283,6 +299,8 @@ def _queue(doc: Obj) -> QueueRecord:
             field_name = "guarantee.resource" if name == "guarantee" else name
             raise ValueError(f"spec.{field_name}.{exc}") from exc
     reclaimable = spec.get("reclaimable")
+    annotations = dict(meta.get("annotations") or {})
+    usage, usage_error = record_of(annotations)
     weight = _int(spec.get("weight", 1) or 1, "spec.weight")
     return QueueRecord(
         name=name_of(doc),
@@ -297,7 +315,9 @@ def _queue(doc: Obj) -> QueueRecord:
         parent=str(spec.get("parent") or ""),
         priority=_int(spec.get("priority", 0) or 0, "spec.priority"),
         creation=timestamp(meta.get("creationTimestamp")),
-        annotations=dict(meta.get("annotations") or {}),
+        annotations=annotations,
+        usage=usage,
+        usage_error=usage_error,
     )
 
 
@@ -311,6 +331,7 @@ _KINDS: Final = {
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("v1", "ConfigMap"),  # only a vGPU device config (key device-config.yaml) is kept
 }
 
 
@@ -338,11 +359,25 @@ def add_object(snap: Snapshot, doc: Obj) -> None:
     elif kind == "Queue":
         queue = _queue(doc)
         snap.queues[queue.name] = queue
+    elif kind == "ConfigMap":
+        _configmap(snap, doc)
     else:
         value = _int(doc.get("value", 0), "value")
         snap.priority_classes[name_of(doc)] = value
         if doc.get("globalDefault"):
             snap.default_priority = value
+
+
+def _configmap(snap: Snapshot, doc: Obj) -> None:
+    key = f"{namespace_of(doc) or 'default'}/{name_of(doc)}"
+    data = doc.get("data") or {}
+    if CONFIG_KEY not in data:
+        snap.device_configs.pop(key, None)
+        return
+    try:
+        snap.device_configs[key] = config_from_configmap(data)
+    except ValueError as exc:
+        raise ValueError(f"data.{exc}") from exc
 
 
 def remove_object(snap: Snapshot, doc: Obj) -> None:
@@ -359,6 +394,8 @@ def remove_object(snap: Snapshot, doc: Obj) -> None:
         snap.queues.pop(name, None)
     elif kind == "PriorityClass":
         snap.priority_classes.pop(name, None)
+    elif kind == "ConfigMap":
+        snap.device_configs.pop(f"{namespace}/{name}", None)
 
 
 def copy_snapshot(snap: Snapshot) -> Snapshot:
@@ -370,6 +407,7 @@ def copy_snapshot(snap: Snapshot) -> Snapshot:
         queues=dict(snap.queues),
         priority_classes=dict(snap.priority_classes),
         default_priority=snap.default_priority,
+        device_configs=dict(snap.device_configs),
     )
 
 

@@ -21,6 +21,7 @@ from extender.service.plan import Plan
 from extender.service.runner import ProcessRunner
 from extender.service.settings import ExtenderSettings
 from extender.service.state import ClusterState
+from extender.service.usage import UsageLoop, UsageMetrics
 from extender.service.why import WhyLoop
 from lapilli.cluster.leader import LeaseElector
 from lapilli.kube import KubeClient
@@ -69,6 +70,8 @@ class ExtenderComponent:
         self.why = WhyLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
                            lambda: self.state.store("PodGroup"), writer, queues=lambda: self.state.store("Queue"),
                            interval_s=settings.why_interval_s or 1.0, is_leader=self.is_leader)
+        self.usage = UsageLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
+                               writer, UsageMetrics(registry), is_leader=self.is_leader)
         self.runner = ProcessRunner(kubeconfig) if settings.session_process else None
         if self.runner is not None:
             self.loop.runner = self.runner
@@ -113,6 +116,7 @@ class ExtenderComponent:
         self._tasks.append(asyncio.create_task(self.loop.run_forever(), name="session-loop"))
         if self.settings.why_interval_s > 0:
             self._tasks.append(asyncio.create_task(self.why.run_forever(), name="why"))
+        self._tasks.append(asyncio.create_task(self.usage.run_forever(), name="usage"))
         app = make_app(self.extender, self.is_leader, self.answering)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()

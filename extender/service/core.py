@@ -77,11 +77,12 @@ def _failure(exc: BaseException) -> str:
     return _one_line(exc) if isinstance(exc, ApiError) else f"{type(exc).__name__}: {_one_line(exc)}"
 
 
-def _same_room(a: Outcome, b: Outcome) -> bool:
-    """Two session outcomes leave every node the same room, so prioritize's tables carry over (a settled
-    cluster: sessions keep coming, the answer does not change, and rebuilding a table costs a verb's tail)."""
+def _same_room(a: Outcome, a_idle: np.ndarray, b: Outcome) -> bool:
+    """Room `a_idle` over outcome `a`'s nodes is what session outcome `b` leaves, so prioritize's tables carry
+    over (a settled cluster: sessions keep coming, the answer does not change, and rebuilding a table costs a
+    verb's tail)."""
     return (a.dims.index == b.dims.index and (a.node_index is b.node_index or a.node_index == b.node_index)
-            and np.array_equal(a.idle, b.idle) and np.array_equal(a.allocatable, b.allocatable))
+            and np.array_equal(a_idle, b.idle) and np.array_equal(a.allocatable, b.allocatable))
 
 
 class Extender:
@@ -103,6 +104,10 @@ class Extender:
         self._tables_for: Outcome | None = None
         self._tables: dict[bytes, tuple[dict[str, dict[str, Any]], int]] = {}
         self._names: list[str] = []
+        # Each node's room as the verbs see it: the latest outcome's, less what filter's re-plans moved since. The
+        # outcome itself is never changed (the next outcome is compared with it): the first move copies its room.
+        self._moved_for: Outcome | None = None
+        self._moved = np.zeros((0, 0))
         self._inflight: dict[str, str] = {}  # pod key -> node of a single pod's bind on its way to the API server
 
     # ---- filter ---------------------------------------------------------------------------------------------
@@ -208,18 +213,24 @@ class Extender:
         if not candidates:
             return None
         idx = np.array([latest.node_index[n] for n in candidates])
-        fits = np.all(req < latest.idle[idx] + TOLERANCE, axis=1)
+        fits = np.all(req < self._room(latest)[idx] + TOLERANCE, axis=1)
         if not fits.any():
             return None
         scores = self._binpack(req, idx)
         scores[~fits] = -1
         best = candidates[int(np.argmax(scores))]
-        latest.idle[latest.node_index[best]] -= req
+        if self._moved_for is not latest:
+            self._moved_for, self._moved = latest, latest.idle.copy()
+        self._moved[latest.node_index[best]] -= req
         if planned in latest.node_index:
-            latest.idle[latest.node_index[planned]] += req
+            self._moved[latest.node_index[planned]] += req
         self._tables_for = None  # the room it counted has moved
         self.plan.move(key, best)
         return best
+
+    def _room(self, latest: Outcome) -> np.ndarray:
+        """Each node's idle room over `latest`'s rows, with filter's re-plans since it counted."""
+        return self._moved if self._moved_for is latest else latest.idle
 
     # ---- prioritize -----------------------------------------------------------------------------------------
     def _binpack(self, req: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -231,7 +242,7 @@ class Extender:
         if terms is None:
             return np.zeros(len(idx))
         alloc = latest.allocatable[idx]
-        rows = MatrixRows(alloc, alloc - latest.idle[idx])
+        rows = MatrixRows(alloc, alloc - self._room(latest)[idx])
         return np.asarray(binpack_score(VECTOR, rows, terms), dtype=np.float64) / 100.0
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
@@ -265,7 +276,8 @@ class Extender:
         if latest is None or request is None or not latest.node_index:
             return {}, 0
         if self._tables_for is not latest:
-            if self._tables_for is None or not _same_room(self._tables_for, latest):
+            before = self._tables_for
+            if before is None or not _same_room(before, self._room(before), latest):
                 self._tables = {}
                 self._names = [""] * len(latest.node_index)
                 for node, row in latest.node_index.items():
@@ -381,13 +393,14 @@ class Extender:
         if gang is not None:
             # Gangs are preempted for by the session (preempt/reclaim actions), whole, never pod by pod.
             return ExtenderPreemptionResult()
+        queue = str(annotations_of(args.pod).get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE)  # its PodGroup's, soon
         kept: dict[str, MetaVictims] = {}
         for node, uids in args.victims().items():
-            if uids and self._acceptable(uids):
+            if uids and self._acceptable(uids, queue):
                 kept[node] = MetaVictims(Pods=[MetaPod(UID=u) for u in uids])
         return ExtenderPreemptionResult(NodeNameToMetaVictims=kept)
 
-    def _acceptable(self, uids: list[str]) -> bool:
+    def _acceptable(self, uids: list[str], preemptor_queue: str) -> bool:
         snap = self.state.snapshot
         latest = self.loop.latest
         lost: dict[str, int] = {}
@@ -402,6 +415,10 @@ class Extender:
                 gang = f"{pod.namespace}/{pod.group}"
                 lost[gang] = lost.get(gang, 0) + 1
                 podgroup = snap.podgroups.get(gang)
+                if podgroup is not None and podgroup.queue != preemptor_queue:
+                    record = snap.queues.get(podgroup.queue)
+                    if record is not None and not record.reclaimable:
+                        return False  # across queues this is reclaim, which Volcano never does from such a queue
                 if podgroup is not None and latest is not None:
                     queue = latest.queues.get(podgroup.queue)
                     if queue is not None and queue.deserved is not None and queue.share <= 1.0:

@@ -16,13 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from extender.engine.conf import ConfError, SchedulerConf
+from extender.engine.conf import SchedulerConf
 from extender.engine.run import parse_scheduler_conf
 from extender.service.metrics import ExtenderMetrics
 from extender.service.plan import Plan
 from extender.service.runner import SessionRunner, ThreadRunner
 from extender.service.session import Eviction, Outcome
-from extender.service.state import ClusterState
+from extender.service.state import WATCHED, ClusterState
 from lapilli.api.constants import EVICTED_BY_ANNOTATION
 from lapilli.cluster import RateLimiter
 from lapilli.kube import KubeClient
@@ -30,6 +30,7 @@ from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.events import EventRecorder
 from lapilli.kube.resources import PODGROUPS, PODS, QUEUES
 from lapilli.meta import uid_of
+from lapilli.reload import ReloadingFile
 
 log = logging.getLogger("lapilli.extender")
 
@@ -45,65 +46,41 @@ _SESSION = "session"  # the session loop's one item in its rate limiter
 # Volcano's scheduler records its events as its scheduler name (`--scheduler-name`, default `volcano`), which is
 # what `kubectl describe podgroup` users of Volcano look for under From.
 EVENT_SOURCE = "volcano"
+# The Warning Event on an object the scheduler cannot read (a malformed quantity, minMember not a number…).
+IGNORED_REASON = "InvalidObject"
+WATCHED_KINDS = tuple(res.kind for res in WATCHED)
 # Each PodGroup's last Unschedulable and Scheduled events, so a paced repeat bumps its Event in place; past this
 # many a repeat creates a new Event (and old ones pile up until the API server's event TTL).
 REMEMBERED_EVENTS = 65_536
 
 
 class ConfSource:
-    """The scheduler configuration file, re-read when its modification time changes.
-
-    A reload that cannot be used — a parse error, an empty file, the file gone or unreadable — keeps the last good
-    configuration running and is reported once per distinct problem: one log line, `on_error` (the service counts
-    it in `lapilli_scheduler_conf_reload_errors_total`), and `error` stays set (`lapilli_scheduler_conf_stale` is 1)
-    until a good file is loaded again. At start a bad file is refused outright (settings check), never replaced."""
+    """The scheduler configuration file (`lapilli.reload.ReloadingFile`): a reload that cannot be used keeps the
+    last good configuration running, reported once per distinct problem (the service counts it in
+    `lapilli_scheduler_conf_reload_errors_total`; `lapilli_scheduler_conf_stale` is 1 while `error` is set). At start
+    a bad file is refused outright (settings check), never replaced. Without a file: Volcano's default conf."""
 
     def __init__(self, path: Path | None, on_error: Callable[[str], None] | None = None) -> None:
         self.path = path
-        self._mtime: float | None = None
-        self.conf: SchedulerConf = parse_scheduler_conf(path.read_text() if path else None)
-        self.error = ""  # why the file on disk is not what runs ("" when it is)
-        self._on_error = on_error
-        self._warn(self.conf)
-        if path is not None:
-            self._mtime = path.stat().st_mtime
+        self._file = (ReloadingFile(path, parse_scheduler_conf, "scheduler configuration", on_error, self._warn)
+                      if path is not None else None)
+        self._default = parse_scheduler_conf(None)
 
     def _warn(self, conf: SchedulerConf) -> None:
         """Each load reports what it left out once (unknown action or plugin names), as Volcano logs them."""
         for warning in conf.warnings:
             log.warning("scheduler configuration %s: %s", self.path or "(default)", warning)
 
-    def _failed(self, error: str) -> None:
-        if error != self.error:
-            self.error = error
-            log.error("scheduler configuration %s: %s; keeping the last good configuration", self.path, error)
-            if self._on_error is not None:
-                self._on_error(error)
+    @property
+    def conf(self) -> SchedulerConf:
+        return self._file.value if self._file is not None else self._default
+
+    @property
+    def error(self) -> str:
+        return self._file.error if self._file is not None else ""
 
     def refresh(self) -> SchedulerConf:
-        if self.path is None:
-            return self.conf
-        try:
-            mtime = self.path.stat().st_mtime
-        except OSError as exc:
-            self._mtime = None  # whatever comes back in its place is read
-            self._failed(f"cannot be read ({exc.strerror or exc})")
-            return self.conf
-        if mtime == self._mtime:
-            return self.conf
-        self._mtime = mtime
-        try:
-            conf = parse_scheduler_conf(self.path.read_text())
-        except ConfError as exc:
-            self._failed(str(exc))
-        except (OSError, UnicodeDecodeError) as exc:
-            self._mtime = None
-            self._failed(f"cannot be read ({exc})")
-        else:
-            self.conf, self.error = conf, ""
-            log.info("scheduler configuration %s reloaded", self.path)
-            self._warn(conf)
-        return self.conf
+        return self._file.refresh() if self._file is not None else self._default
 
 
 class SessionLoop:
@@ -131,6 +108,7 @@ class SessionLoop:
         self._recent_evictions: dict[str, float] = {}
         self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
         self.recorder = EventRecorder(client, EVENT_SOURCE, remembered=REMEMBERED_EVENTS)
+        self._reported: dict[str, str] = {}  # ignored object -> the reason this term's Event gave
 
     def poke(self) -> None:
         """Ask for a session soon (a change was seen, or a verb needs a plan)."""
@@ -167,10 +145,12 @@ class SessionLoop:
             if self._leading:
                 # A follower's counts would go stale beside the new leader's: it exports none.
                 self.metrics.queue_jobs.clear()
+                self.metrics.ignored.clear()
             self._leading = False
             return False
         if not self._leading:
             self._leading = True
+            self._reported.clear()  # a new term tells again what it leaves out
             self.requeue_pending()
         return True
 
@@ -184,6 +164,7 @@ class SessionLoop:
         return self.failures < FAILING_AFTER
 
     async def run_once(self) -> Outcome | None:
+        self.report_ignored()
         now = time.monotonic()
         for gang in self.plan.expire(now):
             log.info("gang %s: plan expired before it bound; re-planning", gang)
@@ -198,6 +179,22 @@ class SessionLoop:
         # reports already stored.
         self._record_events(outcome)
         return outcome
+
+    def report_ignored(self) -> None:
+        """Objects the cluster state leaves out (it cannot read them) vanish from scheduling silently unless told:
+        each gets a Warning Event once per reason and term, and `lapilli_extender_ignored_objects` counts them."""
+        ignored = self.state.ignored
+        counts = dict.fromkeys(WATCHED_KINDS, 0)
+        for ident, (kind, ref, error) in ignored.items():
+            counts[kind] = counts.get(kind, 0) + 1
+            if self._reported.get(ident) != error:
+                self._reported[ident] = error
+                message = f"the scheduler leaves this {kind} out until it can be read: {error}"
+                self.recorder.record(ref, "Warning", IGNORED_REASON, message)
+        for ident in [i for i in self._reported if i not in ignored]:
+            del self._reported[ident]
+        for kind, count in counts.items():
+            self.metrics.ignored.labels(kind).set(count)
 
     def _adopt(self, outcome: Outcome, now: float) -> None:
         for gang, (min_member, nodes) in outcome.new_plans.items():

@@ -109,6 +109,11 @@ class ExtenderMetrics:
             "lapilli_session_duration_seconds", "Scheduling session duration.", buckets=_LATENCY_BUCKETS,
             registry=registry,
         )
+        self.ignored = Gauge(
+            "lapilli_extender_ignored_objects", "Objects the scheduler leaves out because it cannot read them (each "
+            "has a Warning Event InvalidObject saying why), by kind, as the leader last counted.", ["kind"],
+            registry=registry,
+        )
         self.session_failures = Counter(
             "lapilli_session_failures_total", "Scheduling sessions that failed.", registry=registry
         )

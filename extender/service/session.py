@@ -132,7 +132,8 @@ def run(
     """`pacer` remembers earlier sessions' writes; `now` is its clock (monotonic seconds)."""
     start = time.perf_counter()
     now = time.monotonic() if now is None else now
-    result = run_session(snap, conf)
+    # The session's clock is the wall clock: what decays with time (fairshare's usage records) is stamped with it.
+    result = run_session(snap, conf, time.time())
     evicted_by: dict[str, Eviction] = {}
     for key, action in result.evicted_by.items():  # which action evicted it, and its queue: the metrics' labels
         pod = snap.pods.get(key)

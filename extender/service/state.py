@@ -2,8 +2,9 @@
 event by event (never rebuilt per request).
 
 Watch objects arrive without `kind`; each reflector's handler stamps it before handing the object to the
-snapshot's parsers. An object the parsers reject (a malformed quantity, say) is logged, counted and left out; it
-never stops the stream.
+snapshot's parsers. An object the parsers reject (a malformed quantity, say) is left out and kept in `ignored` with
+the reason until it parses again or goes away: the leader's session loop reports each one (a Warning Event on the
+object, `lapilli_extender_ignored_objects{kind}`); it never stops the stream.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from extender.engine.snapshot import Snapshot, add_object, copy_snapshot, remove_object
 from lapilli.api.constants import GROUP_NAME_ANNOTATION
@@ -24,6 +25,20 @@ from lapilli.meta import annotations_of, is_deleting, name_of, namespace_of, uid
 log = logging.getLogger("lapilli.extender")
 
 WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
+
+
+class Ignored(NamedTuple):
+    """An object the scheduler leaves out because it cannot be read: a reference to it (for an Event) and why."""
+
+    kind: str
+    ref: dict[str, Any]
+    error: str
+
+
+def _reference(obj: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = obj.get("metadata") or {}
+    kept = {k: metadata[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in metadata}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
 
 
 def _pod_matters(event_type: str, pod: Mapping[str, Any]) -> bool:
@@ -51,7 +66,7 @@ class ClusterState:
         on_pod_settled: Callable[[str], None] | None = None,
     ) -> None:
         self.snapshot = Snapshot()
-        self.rejected = 0
+        self.ignored: dict[str, Ignored] = {}  # "Kind ns/name" -> an object left out, until it parses or goes
         self.pod_keys_by_uid: dict[str, str] = {}
         self.gang_members: dict[str, set[str]] = {}  # "ns/pg" -> pod keys naming it
         self._node_of: dict[str, str] = {}  # pod key -> spec.nodeName, for bound pods
@@ -73,14 +88,18 @@ class ClusterState:
 
     def apply(self, event_type: str, obj: dict[str, Any]) -> None:
         """Fold one watch event into the snapshot."""
+        ident = f"{obj.get('kind')} {namespace_of(obj)}/{name_of(obj)}"
         try:
             if event_type == "DELETED":
                 remove_object(self.snapshot, obj)
             else:
                 add_object(self.snapshot, obj)
+            self.ignored.pop(ident, None)
         except (ValueError, KeyError, TypeError) as exc:
-            self.rejected += 1
-            log.warning("ignoring %s %s/%s: %s", obj.get("kind"), namespace_of(obj), name_of(obj), exc)
+            error = " ".join(str(exc).split())[:500] or type(exc).__name__
+            if self.ignored.get(ident, Ignored("", {}, "")).error != error:
+                log.warning("ignoring %s: %s", ident, error)
+            self.ignored[ident] = Ignored(str(obj.get("kind")), _reference(obj), error)
             remove_object(self.snapshot, obj)
         relevant = True
         if obj.get("kind") == "Pod":

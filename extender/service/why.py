@@ -130,7 +130,7 @@ class WhyLoop:
         if not keys:
             return 0
         context = Context(queue_closed_by=await self.closed_by())
-        explanations = await asyncio.to_thread(explain, snap, self.conf(), keys, context)
+        explanations = await asyncio.to_thread(explain, snap, self.conf(), keys, context, time.time())
         stamp = rfc3339(time.time())
         now = time.monotonic()
         stored = self.stored()

@@ -1,5 +1,6 @@
 """Volcano's API as pydantic models: Queue and PodGroup (scheduling.volcano.sh/v1beta1), Job
-(batch.volcano.sh/v1alpha1), Command (bus.volcano.sh/v1alpha1), their enums, and every annotation/label key.
+(batch.volcano.sh/v1alpha1), Command (bus.volcano.sh/v1alpha1), HyperNode (topology.volcano.sh/v1alpha1), their
+enums, and every annotation/label key.
 
 `parse_object(doc)` picks the model from apiVersion/kind; `obj.to_wire()` gives the document back unchanged.
 Constants live in `lapilli.api.constants`.
@@ -16,6 +17,18 @@ from lapilli.api.common import (
     ResourceList,
     TopLevelModel,
     VolcanoModel,
+)
+from lapilli.api.hypernode import (
+    Condition,
+    ConditionStatus,
+    ExactMatch,
+    HyperNode,
+    HyperNodeSpec,
+    HyperNodeStatus,
+    MemberSelector,
+    MemberSpec,
+    MemberType,
+    RegexMatch,
 )
 from lapilli.api.job import (
     DependsOn,
@@ -66,10 +79,16 @@ __all__ = [
     "Affinity",
     "Cluster",
     "Command",
+    "Condition",
+    "ConditionStatus",
     "DependsOn",
     "DequeueStrategy",
     "Event",
+    "ExactMatch",
     "Guarantee",
+    "HyperNode",
+    "HyperNodeSpec",
+    "HyperNodeStatus",
     "Iteration",
     "Job",
     "JobCondition",
@@ -81,6 +100,9 @@ __all__ = [
     "LabelSelector",
     "LabelSelectorRequirement",
     "LifecyclePolicy",
+    "MemberSelector",
+    "MemberSpec",
+    "MemberType",
     "NetworkTopologyMode",
     "NetworkTopologySpec",
     "NodeGroupAffinity",
@@ -101,6 +123,7 @@ __all__ = [
     "QueueSpec",
     "QueueState",
     "QueueStatus",
+    "RegexMatch",
     "Reservation",
     "ResourceList",
     "SubGroupPolicySpec",

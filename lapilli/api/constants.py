@@ -1,9 +1,10 @@
 """Every Volcano API name Lapilli writes or reads: groups, versions, kinds, plurals, default queues, and all
 annotation and label keys.
 
-Counterparts: `register.go` and `labels.go` of `volcano.sh/apis/pkg/apis/{batch,bus,scheduling}`, the constants in
-`scheduling/v1beta1/types.go`, and the key constants scattered over `pkg/controllers` and `pkg/scheduler`
-(reference §1.6 lists them with who sets each one). Keep one name per key here so a typo cannot split a key in two.
+Counterparts: `register.go` and `labels.go` of `volcano.sh/apis/pkg/apis/{batch,bus,scheduling,topology}`, the
+constants in `scheduling/v1beta1/types.go`, and the key constants scattered over `pkg/controllers` and
+`pkg/scheduler` (reference §1.6 lists them with who sets each one). Keep one name per key here so a typo cannot
+split a key in two.
 """
 
 from typing import Final
@@ -40,6 +41,15 @@ JOB_SHORT_NAMES: Final = ("vcjob", "vj")
 COMMAND_KIND: Final = "Command"
 COMMAND_PLURAL: Final = "commands"
 COMMAND_SINGULAR: Final = "command"
+
+TOPOLOGY_GROUP: Final = "topology.volcano.sh"
+TOPOLOGY_VERSION: Final = "v1alpha1"
+TOPOLOGY_API_VERSION: Final = "topology.volcano.sh/v1alpha1"
+
+HYPERNODE_KIND: Final = "HyperNode"
+HYPERNODE_PLURAL: Final = "hypernodes"
+HYPERNODE_SINGULAR: Final = "hypernode"
+HYPERNODE_SHORT_NAMES: Final = ("hn",)
 
 # --- Well-known names and defaults -----------------------------------------------------------------------------
 
@@ -115,6 +125,15 @@ TASK_TOPOLOGY_ANNOTATION: Final = "volcano.sh/task-topology"
 TASK_TOPOLOGY_AFFINITY_ANNOTATION: Final = "volcano.sh/task-topology-affinity"
 TASK_TOPOLOGY_ANTI_AFFINITY_ANNOTATION: Final = "volcano.sh/task-topology-anti-affinity"
 TASK_TOPOLOGY_TASK_ORDER_ANNOTATION: Final = "volcano.sh/task-topology-task-order"
+
+# --- Network topology (topology.volcano.sh) -------------------------------------------------------------------
+
+NETWORK_TOPOLOGY_MODE_ANNOTATION: Final = "volcano.sh/network-topology-mode"
+"""Pod annotation (`hard`/`soft`): networkTopology mode of the PodGroup the PodGroup controller makes for it."""
+NETWORK_TOPOLOGY_HIGHEST_TIER_ANNOTATION: Final = "volcano.sh/network-topology-highest-tier"
+"""Pod annotation (an integer): `highestTierAllowed` of the PodGroup the PodGroup controller makes for it."""
+NETWORK_TOPOLOGY_SOURCE_LABEL: Final = "volcano.sh/network-topology-source"
+"""HyperNode label: the discovery source that made it (`label`); discovery touches only HyperNodes it labelled."""
 
 # --- Lapilli's own marks --------------------------------------------------------------------------------------
 

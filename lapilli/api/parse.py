@@ -11,15 +11,16 @@ from typing import Any, Final, cast
 
 from lapilli.api.command import Command
 from lapilli.api.common import TopLevelModel
+from lapilli.api.hypernode import HyperNode
 from lapilli.api.job import Job
 from lapilli.api.podgroup import PodGroup
 from lapilli.api.queue import Queue
 
-VolcanoObject = Queue | PodGroup | Job | Command
+VolcanoObject = Queue | PodGroup | Job | Command | HyperNode
 
 MODELS: Final[Mapping[tuple[str, str], type[TopLevelModel]]] = {
     (model.model_fields["api_version"].default, model.model_fields["kind"].default): model
-    for model in (Queue, PodGroup, Job, Command)
+    for model in (Queue, PodGroup, Job, Command, HyperNode)
 }
 """(apiVersion, kind) → model class, for every kind Lapilli understands."""
 
@@ -32,8 +33,9 @@ def model_for(api_version: str, kind: str) -> type[TopLevelModel] | None:
 def parse_object(doc: Mapping[str, Any]) -> VolcanoObject:
     """Validate a Volcano object given as a dict (one YAML/JSON document) into its model.
 
-    Raises ValueError naming the apiVersion and kind when the document is not a Volcano Queue, PodGroup, Job or
-    Command, and pydantic's ValidationError (also a ValueError) listing each bad field by its wire path otherwise.
+    Raises ValueError naming the apiVersion and kind when the document is not a Volcano Queue, PodGroup, Job,
+    Command or HyperNode, and pydantic's ValidationError (also a ValueError) listing each bad field by its wire
+    path otherwise.
     """
     if not isinstance(doc, Mapping):
         raise ValueError(f"expected a Kubernetes object (a mapping), got {type(doc).__name__}")
@@ -44,5 +46,5 @@ def parse_object(doc: Mapping[str, Any]) -> VolcanoObject:
     if model is None:
         known = ", ".join(f"{k} ({v})" for v, k in sorted(MODELS))
         raise ValueError(f"unknown kind {kind!r} in apiVersion {api_version!r}; Lapilli models {known}")
-    # MODELS holds exactly the four classes of VolcanoObject.
+    # MODELS holds exactly the classes of VolcanoObject.
     return cast(VolcanoObject, model.from_wire(doc))

@@ -3,7 +3,7 @@ election that decides which replica acts on it (kernel)."""
 
 from lapilli.cluster.leader import LeaderGauge, LeaseElector, default_identity
 from lapilli.cluster.reflector import Event, EventHandler, Reflector, diff, watch_timeout
-from lapilli.cluster.workqueue import RateLimiter, WorkQueue
+from lapilli.cluster.workqueue import RateLimiter, WorkQueue, run_worker
 
 __all__ = [
     "Event",
@@ -15,5 +15,6 @@ __all__ = [
     "WorkQueue",
     "default_identity",
     "diff",
+    "run_worker",
     "watch_timeout",
 ]

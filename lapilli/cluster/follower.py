@@ -60,13 +60,13 @@ class LeaseFollower(LeaseElector):
             renewed = self._seen and self._observed_at != before
             self._seen = True
             if not (spec.get("holderIdentity") or "").startswith(self.prefix):
-                self._renewed_at = None
+                self._lapses_at = None
             elif renewed:
-                self._renewed_at = self._observed_at
+                self._lapses_at = self._observed_at + self.renew_deadline_s
         self.attempted.set()
         return self._announce()
 
     async def release(self) -> None:
         """Nothing to give up (the Lease is kube-scheduler's); only stop counting as leader."""
-        self._renewed_at = None
+        self._lapses_at = None
         self._announce()

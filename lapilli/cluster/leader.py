@@ -67,7 +67,10 @@ class LeaseElector:
         self.identity = identity or default_identity()
         self.duration_s, self.renew_deadline_s, self.retry_s = duration_s, renew_deadline_s, retry_s
         self._clock = clock
-        self._renewed_at: float | None = None  # clock time at the start of the last successful acquire/renew
+        # Clock time at which leadership lapses: the start of the last successful acquire/renew plus the renew
+        # deadline. Kept as one sum so `is_leader` and `wait_until` compare the same number (computed two ways, a
+        # float rounding could leave one leading at the instant the other has run out, and never wake again).
+        self._lapses_at: float | None = None
         self._observed: tuple[Any, ...] | None = None  # the Lease record as last read
         self._observed_at = 0.0  # clock time at which that record was first seen
         self._announced = False
@@ -79,7 +82,7 @@ class LeaseElector:
         return f"{self.namespace}/{self.name}"
 
     def is_leader(self) -> bool:
-        return self._renewed_at is not None and self._clock() - self._renewed_at < self.renew_deadline_s
+        return self._lapses_at is not None and self._clock() < self._lapses_at
 
     def fence(self, client: KubeClient, holder: str) -> KubeClient:
         """`client` with its writes refused while this replica does not hold the Lease (`holder` names whose
@@ -103,9 +106,9 @@ class LeaseElector:
             log.warning("Lease %s: %s", self.lease, exc or type(exc).__name__)
             held = None
         if held:
-            self._renewed_at = started
+            self._lapses_at = started + self.renew_deadline_s
         elif held is False:
-            self._renewed_at = None
+            self._lapses_at = None
         self.attempted.set()
         return self._announce()
 
@@ -115,8 +118,8 @@ class LeaseElector:
         while self._announce() != leading:
             changed = self._changed
             deadline = None  # leadership begins only with a try, which announces it; it may end by the clock
-            if not leading and self._renewed_at is not None:
-                left = self._renewed_at + self.renew_deadline_s - self._clock()
+            if not leading and self._lapses_at is not None:
+                left = self._lapses_at - self._clock()
                 deadline = asyncio.get_running_loop().time() + left
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout_at(deadline):
@@ -151,7 +154,7 @@ class LeaseElector:
         `run_forever` is no longer running, so nothing renews it again."""
         if not self.is_leader():
             return
-        self._renewed_at = None
+        self._lapses_at = None
         self._announce()
         try:
             async with asyncio.timeout(self.renew_deadline_s):

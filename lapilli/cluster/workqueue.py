@@ -5,18 +5,30 @@ Handlers add keys; workers take a key, look at the *latest* object in a reflecto
 `done`. Many events for one object thus collapse into one unit of work. A worker that failed calls
 `add_rate_limited(key)` (the key comes back after the queue's `RateLimiter` says) and one that succeeded calls
 `forget(key)`: the queue owns every retry's backoff, so workers keep no attempt counters of their own.
+
+`run_worker` is that worker, the one loop every controller (and the simulated kubelet) runs: a key whose work
+raises — a refused request or a bug alike — is queued again with the queue's back-off and counted, never dropped
+(client-go's `processNextWorkItem` with `handleErr`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Final, Generic, Literal, NoReturn, TypeVar
+
+from lapilli.kube.client import REQUEST_ERRORS
 
 K = TypeVar("K", bound=Hashable)
 
-__all__ = ["RateLimiter", "WorkQueue"]
+__all__ = ["RateLimiter", "WorkQueue", "run_worker"]
+
+log = logging.getLogger(__name__)
+
+Cause = Literal["request", "unexpected"]
+CAUSES: Final[tuple[Cause, ...]] = ("request", "unexpected")
 
 
 class RateLimiter(Generic[K]):
@@ -106,3 +118,34 @@ class WorkQueue(Generic[K]):
     @property
     def busy(self) -> int:
         return len(self._processing)
+
+
+def _ignore(_cause: Cause) -> None:
+    return None
+
+
+async def run_worker(
+    queue: WorkQueue[K], process: Callable[[K], Awaitable[object]], *, name: str,
+    retried: Callable[[Cause], None] = _ignore, expected: tuple[type[BaseException], ...] = REQUEST_ERRORS,
+) -> NoReturn:
+    """Take keys from `queue` forever and `process` each. Success forgets the key's failures; any exception queues
+    the key again after the queue's back-off and calls `retried` with its cause: "request" for the `expected`
+    failures (an API server's refusal, a dropped connection: logged in one line), "unexpected" for anything else
+    (a bug: logged with its traceback). `process` must leave what it took for the key where the retry finds it."""
+    while True:
+        key = await queue.get()
+        try:
+            await process(key)
+        except expected as exc:
+            delay = queue.add_rate_limited(key)
+            retried("request")
+            log.info("%s %s: %s: %s; retry %d in %.2fs", name, key, type(exc).__name__, exc,
+                     queue.num_requeues(key), delay)
+        except Exception:
+            delay = queue.add_rate_limited(key)
+            retried("unexpected")
+            log.exception("%s %s: unexpected error; retry %d in %.2fs", name, key, queue.num_requeues(key), delay)
+        else:
+            queue.forget(key)
+        finally:
+            queue.done(key)

@@ -7,6 +7,7 @@ client; open it with `async with KubeClient(config)` or `KubeClient.from_kubecon
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -99,9 +100,17 @@ class KubeClient:
 
     async def _auth(self, content_type: str | None, *, renew: bool = False) -> dict[str, str]:
         """Headers of one request: the credentials (refreshed when due, or at once when `renew`) and its type."""
-        await self.config.prepare()
+        limit = self._timeout.total
+        try:
+            # The request timeout bounds the credentials too: an exec plugin that never returns (one waiting for an
+            # interactive login) must not hold a request forever.
+            async with asyncio.timeout(limit):
+                await self.config.prepare()
+                authorization = await self.config.authorization(force=renew)
+        except TimeoutError:
+            raise ConfigError(f"the kubeconfig's credential source (an exec plugin, a token refresh) gave none within "
+                              f"{limit:g}s") from None
         headers: dict[str, str] = {}
-        authorization = await self.config.authorization(force=renew)
         if authorization:
             headers["Authorization"] = authorization
         if content_type:
@@ -292,18 +301,24 @@ class KubeClient:
         }
         # No total deadline on a stream; a silent connection is declared dead a while after the server's own.
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30)
-        headers = await self._auth(None)
-        async with self._http().get(
-            res.path(namespace), params=_clean(params), headers=headers, timeout=timeout, **self._route(),
-        ) as resp:
-            if resp.status >= 400:
-                raise error_from_response(resp.status, await resp.read())
-            if on_open is not None:
-                on_open()
-            splitter = LineSplitter()
-            async for chunk in resp.content.iter_any():
-                for line in splitter.feed(chunk):
-                    yield decode_event(line)
+        renew = False
+        while True:
+            headers = await self._auth(None, renew=renew)
+            async with self._http().get(
+                res.path(namespace), params=_clean(params), headers=headers, timeout=timeout, **self._route(),
+            ) as resp:
+                if resp.status == 401 and not renew and self.config.source is not None:
+                    renew = True  # as `request` does: ask the credential source once more, then watch again
+                    continue
+                if resp.status >= 400:
+                    raise error_from_response(resp.status, await resp.read())
+                if on_open is not None:
+                    on_open()
+                splitter = LineSplitter()
+                async for chunk in resp.content.iter_any():
+                    for line in splitter.feed(chunk):
+                        yield decode_event(line)
+                return
 
 
 class _FencedClient(KubeClient):

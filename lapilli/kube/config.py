@@ -134,6 +134,8 @@ class KubeConfig:
     _cert_files: tuple[str, str] | None = field(default=None, repr=False)
     _ssl: ssl.SSLContext | None = field(default=None, repr=False)
     _lock: asyncio.Lock | None = field(default=None, repr=False)
+    _attempts: int = field(default=0, repr=False)  # loads of the source finished so far
+    _failure: str | None = field(default=None, repr=False)  # why the last one failed
     _clock: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     def override_server(self, server: str) -> None:
@@ -156,10 +158,23 @@ class KubeConfig:
             return self._header
         if self._lock is None:
             self._lock = asyncio.Lock()
-        loaded_at = self._loaded_at
+        attempt = self._attempts
         async with self._lock:
-            if self._loaded_at == loaded_at:  # nobody refreshed while this waited
+            if self._attempts != attempt:
+                # Another request asked the source while this one waited: share its answer. A failure is shared
+                # too, so a burst of requests runs a failing exec plugin once, not once each.
+                if self._failure is not None:
+                    raise ConfigError(self._failure)
+                return self._header
+            try:
                 self._apply(await self.source.load())
+            except ConfigError as exc:
+                self._failure = str(exc)
+                raise
+            else:
+                self._failure = None
+            finally:
+                self._attempts += 1
         return self._header
 
     def _apply(self, loaded: _Loaded) -> None:

@@ -81,13 +81,14 @@ VC_JOBS: Final = Resource("batch.volcano.sh/v1alpha1", "jobs", "Job")
 PODGROUPS: Final = Resource("scheduling.volcano.sh/v1beta1", "podgroups", "PodGroup")
 QUEUES: Final = Resource("scheduling.volcano.sh/v1beta1", "queues", "Queue", namespaced=False)
 COMMANDS: Final = Resource("bus.volcano.sh/v1alpha1", "commands", "Command")
+HYPERNODES: Final = Resource("topology.volcano.sh/v1alpha1", "hypernodes", "HyperNode", namespaced=False)
 
 _BY_KIND: Final[dict[tuple[str, str], Resource]] = {
     (r.api_version, r.kind): r
     for r in (
         NAMESPACES, NODES, PODS, SERVICES, SERVICE_ACCOUNTS, CONFIG_MAPS, SECRETS, EVENTS, POD_TEMPLATES, LEASES,
         PRIORITY_CLASSES, CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, ROLES, ROLE_BINDINGS, CRDS, MUTATING_WEBHOOKS,
-        VALIDATING_WEBHOOKS, FLOW_SCHEMAS, VC_JOBS, PODGROUPS, QUEUES, COMMANDS,
+        VALIDATING_WEBHOOKS, FLOW_SCHEMAS, VC_JOBS, PODGROUPS, QUEUES, COMMANDS, HYPERNODES,
     )
 }
 

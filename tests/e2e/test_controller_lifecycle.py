@@ -3,13 +3,14 @@ scaling by editing replicas, dependsOn, PVCs, cleanup of everything it owns, and
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Awaitable
 
 import pytest
 
 from assembly.dev import DevCluster
 from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import COMMANDS, CONFIG_MAPS, PODGROUPS, SECRETS, SERVICES, Resource
+from tests.e2e.metrics import service_metric, sessions_run
 from tests.e2e.test_controller_helpers import (
     apply,
     controllers_cluster,
@@ -212,6 +213,10 @@ async def test_a_gang_that_cannot_fit_stays_pending_with_the_reason(cluster, api
         await remove_job(api, NS, "too-big")
 
 
+async def _at_least(value: Awaitable[float | None], floor: float) -> bool:
+    return (await value or 0.0) >= floor
+
+
 async def test_no_pod_is_created_before_the_podgroup_is_admitted(cluster, api, tmp_path):
     """The gate: a gang its queue's capability can never admit keeps its PodGroup Pending, and the controller
     creates no pod at all (Volcano creates pods only once the PodGroup is Inqueue)."""
@@ -227,7 +232,13 @@ async def test_no_pod_is_created_before_the_podgroup_is_admitted(cluster, api, t
         pg = await podgroup_of(api, job)
         assert pg["spec"]["minResources"]["cpu"] == "2"
 
-        await asyncio.sleep(3)  # several scheduling sessions (one a second) look at it and turn it away
+        # The leader's sessions count the PodGroup as a pending (not admitted) job of its queue: wait for that, then
+        # for a few more sessions, which turn it away too.
+        pending = {"queue": "e2e-tiny", "phase": "pending"}
+        await eventually(lambda: _at_least(service_metric(cluster, "lapilli_queue_jobs", pending), 1), 30,
+                         "a session to judge the PodGroup pending")
+        seen = await sessions_run(cluster)
+        await eventually(lambda: _at_least(sessions_run(cluster), seen + 3), 30, "three more sessions")
         current = await podgroup_of(api, job)
         assert (current.get("status") or {}).get("phase") in (None, "Pending"), current.get("status")
         assert await job_pods(api, NS, "gated") == []

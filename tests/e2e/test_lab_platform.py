@@ -21,7 +21,9 @@ import yaml
 from assembly.dev import ClusterSpec, DevCluster, NodeShape, find_binaries
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import PODS
+from tests.e2e.gangs import never_partly_bound
 from tests.e2e.test_controller_helpers import apply, eventually, get_job, job_pods, phase
+from tests.e2e.timing import timing
 
 LAB = Path(__file__).resolve().parents[2] / "examples" / "lab-platform"
 USERS = {"lab-a": ("alice", "bob"), "lab-b": ("carol", "dave")}
@@ -78,28 +80,18 @@ async def test_a_lab_borrows_idle_gpus_and_gives_them_back_by_reclaim_gangs_whol
     await eventually(all_borrowing, timeout_s=120, what="lab-b runs 4 jobs on all 8 GPUs while lab-a is idle")
     assert [await _bound(client, "lab-b", n) for n in borrowers] == [2, 2, 2, 2]
 
-    apply(lab, LAB / "job-alice-ddp.yaml", tmp_path)  # alice's example, unchanged
-    await eventually(lambda: get_job(client, "lab-a", "alice-ddp"), timeout_s=30, what="alice's job created")
-    apply(lab, _user_job("bob", "lab-a", 1), tmp_path)
     owners = ["alice-ddp", "bob-ddp-1"]
 
-    # Kubernetes binds pod by pod, so a gang whose members the permit cache releases together shows one member bound
-    # for the moment between the two Binding calls; what must never happen is a gang that stays bound in part.
-    partial_since: dict[str, float] = {}
-    longest: dict[str, float] = {}
-
     async def owners_back() -> bool:
-        now = time.monotonic()
-        for name in owners:
-            if await _bound(client, "lab-a", name) == 1:
-                partial_since.setdefault(name, now)
-                longest[name] = max(longest.get(name, 0.0), now - partial_since[name])
-            else:
-                partial_since.pop(name, None)
         return len(await _running_jobs(client, "lab-a", owners)) == 2
 
-    await eventually(owners_back, timeout_s=180, what="lab-a's two jobs run on GPUs reclaimed from lab-b")
-    assert all(seconds < 2.0 for seconds in longest.values()), f"lab-a gangs bound in part for a while: {longest}"
+    async with never_partly_bound(lab, "lab-a"):  # lab-a's gangs bind whole, by the one rule
+        apply(lab, LAB / "job-alice-ddp.yaml", tmp_path)  # alice's example, unchanged
+        await eventually(lambda: get_job(client, "lab-a", "alice-ddp"), timeout_s=30, what="alice's job created")
+        apply(lab, _user_job("bob", "lab-a", 1), tmp_path)
+        began = time.monotonic()
+        await eventually(owners_back, timeout_s=180, what="lab-a's two jobs run on GPUs reclaimed from lab-b")
+        timing("lab.owners_running_after_reclaim_s", time.monotonic() - began)
 
     async def settled() -> list[int] | None:
         counts = [await _bound(client, "lab-b", n) for n in borrowers]

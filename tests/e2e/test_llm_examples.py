@@ -10,6 +10,7 @@ import pytest
 from assembly.dev import DevCluster
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import CONFIG_MAPS, SERVICES
+from tests.e2e.gangs import never_partly_bound
 from tests.e2e.test_controller_helpers import (
     EXAMPLES,
     apply,
@@ -20,7 +21,7 @@ from tests.e2e.test_controller_helpers import (
     running_pods,
     wait_phase,
 )
-from tests.e2e.workload_helpers import bound_together, schedule_offline
+from tests.e2e.workload_helpers import schedule_offline
 
 NS = "ml"
 
@@ -43,14 +44,14 @@ def _gpus(pod: dict) -> str:
 async def test_vllm_multinode_serves_as_one_gang(cluster, api, tmp_path):
     name = "vllm-llama-405b"
     await remove_job(api, NS, name)
-    applied = apply(cluster, EXAMPLES / "vcjob-vllm-multinode.yaml", tmp_path)  # unchanged
-    assert "service/vllm-llama-405b-api" in applied
     try:
-        job = await wait_phase(api, NS, name, "Running", timeout_s=90)
+        async with never_partly_bound(cluster, NS):
+            applied = apply(cluster, EXAMPLES / "vcjob-vllm-multinode.yaml", tmp_path)  # unchanged
+            job = await wait_phase(api, NS, name, "Running", timeout_s=90)
+            pods = await running_pods(api, NS, name, 2)
+        assert "service/vllm-llama-405b-api" in applied
         pg = await podgroup_of(api, job)
         assert (pg["spec"]["minMember"], pg["spec"]["minTaskMember"]) == (2, {"head": 1, "worker": 1})
-        pods = await running_pods(api, NS, name, 2)
-        assert bound_together(pods)
         assert len({p["spec"]["nodeName"] for p in pods}) == 2, "8 GPUs each: one pod per node"
         assert [_gpus(p) for p in pods] == ["8", "8"]
         head = next(p for p in pods if p["metadata"]["name"] == f"{name}-head-0")
@@ -77,15 +78,15 @@ async def test_vllm_multinode_serves_as_one_gang(cluster, api, tmp_path):
 async def test_llamafactory_fine_tuning_runs_torchrun_as_one_gang(cluster, api, tmp_path):
     name = "llamafactory-qwen2-5-sft"
     await remove_job(api, NS, name)
-    applied = apply(cluster, EXAMPLES / "vcjob-llamafactory-sft.yaml", tmp_path)  # unchanged
-    assert f"configmap/{name}" in applied
     try:
-        job = await wait_phase(api, NS, name, "Running", timeout_s=90)
+        async with never_partly_bound(cluster, NS):
+            applied = apply(cluster, EXAMPLES / "vcjob-llamafactory-sft.yaml", tmp_path)  # unchanged
+            job = await wait_phase(api, NS, name, "Running", timeout_s=90)
+            pods = await running_pods(api, NS, name, 2)
+        assert f"configmap/{name}" in applied
         assert set(job["spec"]["plugins"]) == {"pytorch", "svc"}  # the webhook adds svc for pytorch
         pg = await podgroup_of(api, job)
         assert (pg["spec"]["minMember"], pg["spec"]["minTaskMember"]) == (2, {"master": 1, "worker": 1})
-        pods = await running_pods(api, NS, name, 2)
-        assert bound_together(pods)
         assert len({p["spec"]["nodeName"] for p in pods}) == 2
         by_name = {p["metadata"]["name"]: env_of(p) for p in pods}
         for pod, rank in ((f"{name}-master-0", "0"), (f"{name}-worker-0", "1")):

@@ -14,9 +14,9 @@ from assembly.dev import DevCluster
 from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import PODGROUPS, PODS, QUEUES
 from lapilli.resources import parse_quantity
+from tests.e2e.gangs import never_partly_bound
 from tests.e2e.operator_objects import pytorchjob, raycluster, spark_app, total
 from tests.e2e.test_controller_helpers import eventually, remove_example_jobs
-from tests.e2e.workload_helpers import bound_together
 
 NS = "operators"
 
@@ -109,7 +109,7 @@ async def remove(api: KubeClient, pods: list[dict], podgroups: list[str], queue:
             await api.delete(QUEUES, queue)
 
 
-async def test_kubeflow_pytorchjob_gang(api):
+async def test_kubeflow_pytorchjob_gang(api, control_plane):
     await make_queue(api, "kubeflow-training", {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "16"})
     pg, pods = pytorchjob("mnist-ddp", NS, "kubeflow-training", workers=2, gpus=4)
     pg2, pods2 = pytorchjob("mnist-ddp-2", NS, "kubeflow-training", workers=2, gpus=4)
@@ -117,10 +117,10 @@ async def test_kubeflow_pytorchjob_gang(api):
         await api.create(PODGROUPS, pg, NS)
         # the operator creates pods only once the PodGroup left Pending (DelayPodCreationDueToPodGroup)
         await wait_pg(api, "mnist-ddp", "Inqueue")
-        for p in pods:
-            await api.create(PODS, p, NS)
-        live = await running(api, pods)
-        assert bound_together(live), "the gang of master + 2 workers binds together"
+        async with never_partly_bound(control_plane, NS):  # the gang of master + 2 workers binds together
+            for p in pods:
+                await api.create(PODS, p, NS)
+            await running(api, pods)
         await wait_pg(api, "mnist-ddp", "Running")
         await allocated_is(api, "kubeflow-training", total(pods))  # 12 cpu, 48Gi, 12 GPUs
         # a second job of 12 GPUs exceeds the queue's 16: its PodGroup is not admitted, so no pods are made
@@ -129,9 +129,10 @@ async def test_kubeflow_pytorchjob_gang(api):
         # the first job ends: the second is admitted and runs whole
         await remove(api, pods, ["mnist-ddp"])
         await wait_pg(api, "mnist-ddp-2", "Inqueue", timeout_s=60)
-        for p in pods2:
-            await api.create(PODS, p, NS)
-        assert bound_together(await running(api, pods2))
+        async with never_partly_bound(control_plane, NS):
+            for p in pods2:
+                await api.create(PODS, p, NS)
+            await running(api, pods2)
         await allocated_is(api, "kubeflow-training", total(pods2))
     finally:
         await remove(api, pods + pods2, ["mnist-ddp", "mnist-ddp-2"], "kubeflow-training")
@@ -182,17 +183,17 @@ async def test_spark_driver_first_then_executors(api):
         await remove(api, [driver, *execs, driver2], [pg_name, pg2_name], "spark")
 
 
-async def test_kuberay_cluster_gang_and_queue(api):
+async def test_kuberay_cluster_gang_and_queue(api, control_plane):
     await make_queue(api, "ray", {"cpu": "96", "memory": "512Gi", "nvidia.com/gpu": "16"})
     pg, pods = raycluster("llm", NS, "ray", workers=2, gpus=8)
     pg2, pods2 = raycluster("llm-small", NS, "ray", workers=1, gpus=8)
     try:
         # KubeRay makes the PodGroup and every pod at once, without waiting for admission
-        await api.create(PODGROUPS, pg, NS)
-        for p in pods:
-            await api.create(PODS, p, NS)
-        live = await running(api, pods)
-        assert bound_together(live)
+        async with never_partly_bound(control_plane, NS):
+            await api.create(PODGROUPS, pg, NS)
+            for p in pods:
+                await api.create(PODS, p, NS)
+            live = await running(api, pods)
         assert len({p["spec"]["nodeName"] for p in live if "worker" in p["metadata"]["name"]}) == 2
         await wait_pg(api, "ray-llm-pg", "Running")
         await allocated_is(api, "ray", total(pods))  # 40 cpu, 160Gi, 16 GPUs
@@ -205,8 +206,9 @@ async def test_kuberay_cluster_gang_and_queue(api):
             assert not (await api.get(PODS, p["metadata"]["name"], NS))["spec"].get("nodeName")
         await allocated_is(api, "ray", total(pods))
         # the first cluster goes away: the second binds whole
-        await remove(api, pods, ["ray-llm-pg"])
-        assert bound_together(await running(api, pods2, timeout_s=90))
+        async with never_partly_bound(control_plane, NS):
+            await remove(api, pods, ["ray-llm-pg"])
+            await running(api, pods2, timeout_s=90)
         await allocated_is(api, "ray", total(pods2))
     finally:
         await remove(api, pods + pods2, ["ray-llm-pg", "ray-llm-small-pg"], "ray")

@@ -4,8 +4,8 @@ unchanged) on the real control plane: applied with kubectl as
 written, each Job reaches Running (its gang bound, its pods running), each Queue is Open; Volcano's
 `invalid_jobs` are refused.
 
-Volcano's files are not committed here (they are upstream's text, and CI reaches no Git host), so that half runs
-where a developer points the variable at a checkout: left out on purpose are `cronjob/` and `jobflow/` (kinds
+Volcano's files are not committed here (they are upstream's text); CI lays them out beside the checkout, so there
+that half always runs, and a missing `example/` under a present ../shared fails rather than skips. Left out on purpose are `cronjob/` and `jobflow/` (kinds
 Lapilli does not serve), `deployment/deployment.yaml` and the kubecon-2019-china nginx ReplicaSets (plain pods,
 tested in test_controller_queues.py), `kubecon-2019-china/spark-sample/` (the retired
 scheduling.incubator.k8s.io API) and `kubecon-2019-china/task-priority/*-priority.yaml` (PriorityClasses) and the sharding ConfigMap."""
@@ -26,7 +26,6 @@ from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import QUEUES
 from tests.e2e.test_controller_helpers import (
     EXAMPLES,
-    ROOT,
     eventually,
     get_job,
     job_pods,
@@ -35,15 +34,16 @@ from tests.e2e.test_controller_helpers import (
     remove_example_jobs,
     remove_job,
 )
+from tests.shared import SHARED
 
 VOLCANO_ENV = "LAPILLI_VOLCANO_EXAMPLES"
-SHARED_VOLCANO = ROOT.parent / "shared" / "reference" / "volcano"
+SHARED_VOLCANO = SHARED / "reference" / "volcano"
 
 
 def _volcano_checkout() -> Path | None:
     if os.environ.get(VOLCANO_ENV):
         return Path(os.environ[VOLCANO_ENV])
-    return SHARED_VOLCANO if (SHARED_VOLCANO / "example").is_dir() else None
+    return SHARED_VOLCANO if SHARED.is_dir() else None
 
 
 VOLCANO = _volcano_checkout()
@@ -162,6 +162,13 @@ async def apply_and_run(cluster: DevCluster, path: Path) -> None:
 
 # Volcano's MindSpore GPU example (a BestEffort master, GPU workers, per-role minimums) needs the gang plugin to
 # count a role's pending BestEffort tasks, as Volcano's CheckTaskReady does.
+def test_volcano_examples_are_found():
+    if VOLCANO is None:
+        pytest.skip(NO_CHECKOUT)
+    assert (VOLCANO / "example").is_dir(), f"no example/ under {VOLCANO}"
+    assert len(SHIPPED) >= 10 and INVALID, f"{len(SHIPPED)} runnable and {len(INVALID)} invalid examples under {VOLCANO}"
+
+
 @pytest.mark.parametrize("path", params(SHIPPED))
 async def test_volcano_example_runs_unchanged(cluster, path):
     await apply_and_run(cluster, path)

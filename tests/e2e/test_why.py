@@ -163,6 +163,30 @@ async def test_closed_queue(pool: Pool) -> None:
     await runs_and_says_so(pool, "--podgroup", "held", podgroup="held")
 
 
+async def test_a_job_asking_its_resource_only_as_a_limit_can_never_run_in_a_small_queue(pool: Pool) -> None:
+    """The most common GPU manifest gives the GPU as a limit only. The job controller's minResources (from the
+    template, which the API server does not default) holds none, so enqueue admits the gang into a queue of
+    capability 1 while its pods (defaulted: request = limit) need 2: the answer is that it can never run there."""
+    await pool.add_nodes(1, gpus=0, extra={SLOT: "4"})
+    queue = await make_queue(pool, "q", capability={SLOT: "1"})
+    spec = pool.pod_spec({"cpu": "100m"})
+    spec["containers"][0]["resources"]["limits"] = {SLOT: "1"}
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": "limits", "namespace": pool.namespace},
+           "spec": {"schedulerName": "volcano", "queue": queue, "minAvailable": 2,
+                    "tasks": [{"name": "w", "replicas": 2, "template": {"spec": spec}}]}}
+    await api(pool).create(VC_JOBS, job, pool.namespace)
+    try:
+        result = await answer(pool, "limits", kind="Unresolvable")
+        assert (f"needs {SLOT} 2; queue {queue} may never hold more than 1 (its PodGroup's minResources counts no "
+                f"{SLOT})") in result["headline"], result
+        await api(pool).patch(QUEUES, queue, {"spec": {"capability": {SLOT: "2"}}})
+        podgroup = result["podgroup"].split("/", 1)[1]
+        await runs_and_says_so(pool, "limits", podgroup=podgroup)
+    finally:
+        await remove_job(api(pool), pool.namespace, "limits")
+
+
 async def test_over_capability_for_a_volcano_job(pool: Pool) -> None:
     await pool.add_nodes(2, gpus=0, extra={SLOT: "4"})
     queue = await make_queue(pool, "q", capability={SLOT: "4"})

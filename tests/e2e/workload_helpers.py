@@ -1,9 +1,8 @@
-"""Helpers for the workload e2e tests: gang timing and `lapilli schedule` over the objects a cluster made."""
+"""Helpers for the workload e2e tests: `lapilli schedule` over the objects a cluster made."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,17 +10,6 @@ import yaml
 
 from assembly.dev import DevCluster
 from tests.e2e.test_controller_helpers import lapilli
-
-
-def scheduled_at(pod: dict[str, Any]) -> float:
-    cond = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
-    return datetime.fromisoformat(cond["lastTransitionTime"].replace("Z", "+00:00")).timestamp()
-
-
-def bound_together(pods: list[dict[str, Any]], within_s: float = 1.0) -> bool:
-    """Every pod bound, all within `within_s` of each other (the permit cache releases a gang at once)."""
-    times = [scheduled_at(p) for p in pods]
-    return all(p["spec"].get("nodeName") for p in pods) and max(times) - min(times) <= within_s
 
 
 def _node(name: str, cpu: str, memory: str, gpus: int) -> dict[str, Any]:

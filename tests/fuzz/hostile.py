@@ -29,12 +29,12 @@ from aiohttp import web
 
 from extender.service.http import make_app as extender_app
 from tests.service.extender_state import make_extender, volcano_pod
-from tests.service.reviews import job, pod, podgroup, queue, review, task, training_job
+from tests.service.reviews import hypernode, job, pod, podgroup, queue, review, task, training_job
 from tests.unit.extender.engine.builders import node
 from tests.unit.extender.engine.builders import podgroup as engine_podgroup
 from tests.unit.extender.engine.builders import queue as engine_queue
 from webhook.context import AdmissionContext
-from webhook.listers import MemoryJobs, MemoryNamespaces, MemoryQueues
+from webhook.listers import MemoryHyperNodes, MemoryJobs, MemoryNamespaces, MemoryQueues
 from webhook.metrics import WebhookMetrics
 from webhook.routes import ROUTES
 from webhook.server import INTERNAL_ERROR
@@ -105,14 +105,17 @@ def _admission_context() -> AdmissionContext:
               queue("closed", state="Closed")]
     jobs = [training_job(), job("pt", task("master", 1), task("worker", 2), plugins={"pytorch": [], "svc": []})]
     namespaces = [{"metadata": {"name": "ml", "annotations": {"scheduling.volcano.sh/queue-name": "eng"}}}]
-    return AdmissionContext(queues=MemoryQueues(queues), jobs=MemoryJobs(jobs), namespaces=MemoryNamespaces(namespaces))
+    hypernodes = [hypernode("leaf-0", 1, ("Node", "n0")), hypernode("spine-0", 2, ("HyperNode", "leaf-0"))]
+    return AdmissionContext(queues=MemoryQueues(queues), jobs=MemoryJobs(jobs), namespaces=MemoryNamespaces(namespaces),
+                            hypernodes=MemoryHyperNodes(hypernodes))
 
 
 def webhook_seeds() -> list[tuple[str, dict[str, Any]]]:
     job_pod = pod("train-worker-1", "ml", annotations={"volcano.sh/job-name": "train",
                                                         "volcano.sh/task-spec": "worker", "volcano.sh/task-index": "1"})
     objects = {"Job": training_job(), "Queue": queue("eng-b", parent="eng", deserved={"cpu": "2"}),
-               "PodGroup": podgroup(), "Pod": job_pod}
+               "PodGroup": podgroup(), "Pod": job_pod,
+               "HyperNode": hypernode("spine-1", 2, ("HyperNode", "leaf-1"), ("Node", "n1"))}
     seeds = []
     for route in ROUTES:
         obj = objects[route.target.kind]

@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import click
+import jsonpatch
 import jsonschema
 import pytest
 import yaml
 
 from assembly.cli import main as cli
 from tests.install.kvalidate import NO_SCHEMA, outcomes
-from tests.install.manifests import INSTALL, TREES, containers, find, kustomizations, render, render_text
+from tests.install.manifests import INSTALL, ROOT, TREES, containers, find, kustomizations, render, render_text
 
 
 @pytest.mark.parametrize("tree", kustomizations())
@@ -130,3 +131,37 @@ def test_install_has_no_manual_certificate_step():
     assert "caBundle" not in text
     args = containers(find(objects, "Deployment", "lapilli"))["lapilli"]["args"]
     assert any(a.startswith("--tls-secret=") for a in args) and any(a.startswith("--ca-bundle-file=") for a in args)
+
+
+_SELECTOR = ("spec", "versions", 0, "schema", "openAPIV3Schema", "properties", "spec", "properties", "members",
+             "items", "properties", "selector")
+
+
+def _selector_rules(tree: str) -> list[str]:
+    node: Any = find(render(tree), "CustomResourceDefinition", "hypernodes.topology.volcano.sh")
+    for key in _SELECTOR:
+        node = node[key]
+    return [rule["rule"] for rule in node.get("x-kubernetes-validations", [])]
+
+
+@pytest.mark.parametrize("tree", [*TREES, "overlays/kind"])
+def test_hypernode_selector_cel_rules_ship_where_the_cluster_serves_them(tree):
+    """Volcano's two rules on a member's selector (one of the three, at most one) where CRD validation rules exist
+    (Kubernetes >= 1.25); the trees for older clusters go without, as the base CRD `lapilli dev up` installs."""
+    rules = _selector_rules(tree)
+    if tree in ("overlays/k8s-1.20", "overlays/k8s-1.23"):
+        assert rules == []
+    else:
+        assert len(rules) == 2 and "has(self.exactMatch) || has(self.regexMatch)" in rules[0] and "<= 1" in rules[1]
+
+
+
+def test_readmes_resource_group_patch_removes_the_pod_mutation_selector():
+    """README's overlay patch for resource groups names the mutating pod webhook by index: keep them in step."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("target: {kind: MutatingWebhookConfiguration, name: lapilli-mutating}"):]
+    path = block[block.index("path: ") + len("path: "):].split()[0]
+    config = find(render("install"), "MutatingWebhookConfiguration", "lapilli-mutating")
+    patched = jsonpatch.apply_patch(config, [{"op": "remove", "path": path}])
+    hook = next(h for h in patched["webhooks"] if h["name"] == "mutatepod.volcano.sh")
+    assert "objectSelector" not in hook

@@ -42,6 +42,8 @@ _TABLE: dict[str, list[tuple]] = {
         ("scheduling.volcano.sh", ("queues",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, QUEUES"),
         ("batch.volcano.sh", ("jobs",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, VC_JOBS"),
         ("", ("namespaces",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, NAMESPACES"),
+        ("topology.volcano.sh", ("hypernodes",), ("list", "watch"), "assembly/serve/caches.py",
+         r"Reflector\(client, HYPERNODES"),
         ("admissionregistration.k8s.io", ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
          ("get", "patch"), "assembly/serve/cabundle.py",
          r"client\.get\(resource, name\)[\s\S]*client\.patch\(resource, name",
@@ -106,6 +108,7 @@ _TABLE: dict[str, list[tuple]] = {
         ("scheduling.volcano.sh", ("podgroups/status", "queues/status"), ("patch",), "extender/service/loop.py",
          r'kinds = \{"PodGroup": PODGROUPS, "Queue": QUEUES\}[\s\S]*client\.patch_status\(res'),
         ("", ("events",), ("create", "patch"), "extender/service/loop.py", r"EventRecorder"),
+        ("scheduling.volcano.sh", ("queues",), ("patch",), "extender/service/usage.py", r"client\.patch\(QUEUES"),
     ],
     # The webhook's serving certificate: its one Secret read and renewed by name, created once (no list).
     "Role/lapilli-webhook-tls": [

@@ -3,7 +3,8 @@ validates against skaffold's published JSON schema for its apiVersion, and what 
 
 The schema is skaffold's own file (docs-v2/content/en/schemas/<version>.json in GoogleContainerTools/skaffold), so
 it is not committed here and no package ships it: the check reads it from $LAPILLI_SKAFFOLD_SCHEMAS or from
-../shared/reference/schemas/ beside the checkout, and skips with one line where neither holds it."""
+../shared/reference/schemas/ beside the checkout (as CI lays it out: there a missing schema fails), and skips with
+one line where neither is there."""
 
 from __future__ import annotations
 
@@ -18,8 +19,19 @@ import pytest
 import yaml
 
 from tests.install.manifests import MANIFESTS, ROOT, render
+from tests.shared import shared_path
 
-SCHEMAS = Path(os.environ.get("LAPILLI_SKAFFOLD_SCHEMAS") or ROOT.parent / "shared" / "reference" / "schemas")
+SCHEMAS_ENV = "LAPILLI_SKAFFOLD_SCHEMAS"
+
+
+def _schema_file(version: str) -> Path:
+    name = f"skaffold-{version}.json"
+    if not os.environ.get(SCHEMAS_ENV):
+        return shared_path("reference", "schemas", name)
+    path = Path(os.environ[SCHEMAS_ENV]) / name
+    if not path.is_file():
+        pytest.skip(f"skaffold's published schema {name} is not in ${SCHEMAS_ENV}")
+    return path
 
 
 def _config() -> dict[str, Any]:
@@ -30,9 +42,7 @@ def _config() -> dict[str, Any]:
 
 def _errors(config: dict[str, Any]) -> list[str]:
     version = config["apiVersion"].removeprefix("skaffold/")
-    schema_file = SCHEMAS / f"skaffold-{version}.json"
-    if not schema_file.is_file():
-        pytest.skip(f"skaffold's published schema {schema_file.name} is not on this machine (set LAPILLI_SKAFFOLD_SCHEMAS)")
+    schema_file = _schema_file(version)
     validator = jsonschema.Draft7Validator(json.loads(schema_file.read_text()))
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(config)]
 

@@ -13,6 +13,7 @@ KINDS = {
     "Queue": ("scheduling.volcano.sh", "v1beta1", "queues"),
     "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups"),
     "Pod": ("", "v1", "pods"),
+    "HyperNode": ("topology.volcano.sh", "v1alpha1", "hypernodes"),
 }
 
 
@@ -157,3 +158,13 @@ def review(
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
         },
     }
+
+
+def hypernode(name: str, tier: int, *members: tuple[str, str], **selector: Any) -> dict[str, Any]:
+    """A HyperNode whose `members` are (type, exact name); `selector` replaces the first member's selector."""
+    entries: list[dict[str, Any]] = [{"type": kind, "selector": {"exactMatch": {"name": member}}}
+                                     for kind, member in members]
+    if selector:
+        entries[0]["selector"] = selector
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+            "spec": {"tier": tier, "members": entries}}

@@ -231,3 +231,41 @@ async def test_a_pending_gang_of_one_waits_on_its_podgroups_min_resources_not_it
     body = dict(extender.filter(ExtenderArgs.model_validate(_args(driver, ["n0", "n1"]))))
     # 3 cpu used + 6 reserved > 8, though 3 + the driver's 1 would fit: enqueue, not the pod, decides.
     assert body["NodeNames"] == [] and set(body["FailedNodes"]) == {"n0", "n1"}, body
+
+
+async def test_filter_replan_moves_room_in_its_own_view_and_leaves_the_session_result_alone(served):
+    _, extender, _ = served
+    latest = extender.loop.latest
+    planned = {extender.plan.node_for(f"ml/fits-w-{i}") for i in range(2)}
+    free = next(n for n in ("n0", "n1", "n2") if n not in planned)
+    before = latest.idle.copy()
+    first = volcano_pod({"name": "ml/fits-w-0", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    assert extender.filter(ExtenderArgs.model_validate(_args(first, [free])))["NodeNames"] == [free]
+    assert extender.plan.node_for("ml/fits-w-0") == free
+    assert (latest.idle == before).all(), "the session's result, which other verbs and comparisons read, is unchanged"
+    second = volcano_pod({"name": "ml/fits-w-1", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    refused = extender.filter(ExtenderArgs.model_validate(_args(second, [free])))
+    assert refused["NodeNames"] == [], "the GPU the first move took is counted: no second pod moves onto it"
+
+
+@pytest.mark.parametrize("reclaimable", [False, True])
+async def test_preempt_takes_no_victim_from_a_queue_that_may_not_be_reclaimed(aiohttp_client, reclaimable):
+    """A pod of queue default preempting pods of another queue is reclaim: Volcano never reclaims from a queue with
+    `reclaimable: false`, however far over its deserved share that queue is (here 4 GPUs against 2 deserved)."""
+    gpu = {"cpu": "1", "nvidia.com/gpu": "1"}
+    docs = [node({"name": "n0", "alloc": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "4"}}),
+            queue({"name": "default"}), queue({"name": "lab", "reclaimable": reclaimable}),
+            podgroup({"name": "ml/held", "min": 1, "queue": "lab", "phase": "Running"}),
+            podgroup({"name": "ml/wants", "min": 4, "queue": "default", "phase": "Inqueue"})]
+    docs += [volcano_pod({"name": f"ml/held-w-{i}", "group": "held", "req": gpu, "node": "n0", "phase": "Running"})
+             for i in range(4)]
+    docs += [volcano_pod({"name": f"ml/wants-w-{i}", "group": "wants", "req": gpu}) for i in range(4)]
+    extender = make_extender(docs, RecordingClient())
+    await extender.loop.run_once()
+    assert extender.loop.latest is not None and extender.loop.latest.queues["lab"].share > 1.0
+    http = await aiohttp_client(make_app(extender, lambda: True, lambda: extender.state.synced))
+    asking = volcano_pod({"name": "ml/solo", "req": gpu})
+    victims = {"n0": {"Pods": [{"UID": "ml-held-w-0"}], "NumPDBViolations": 0}}
+    body = await (await http.post("/extender/preempt", json={"Pod": asking, "NodeNameToMetaVictims": victims})).json()
+    assert body == ({"NodeNameToMetaVictims": {"n0": {"Pods": [{"UID": "ml-held-w-0"}], "NumPDBViolations": 0}}}
+                    if reclaimable else {"NodeNameToMetaVictims": {}})

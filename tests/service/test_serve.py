@@ -26,6 +26,17 @@ def client_tls(ca_pem: bytes) -> ssl.SSLContext:
     return ssl.create_default_context(cadata=ca_pem.decode())
 
 
+async def served_certificate(port: int, ca_pem: bytes) -> x509.Certificate:
+    """The certificate a new TLS connection is handed (read from the handshake, before anything is sent)."""
+    _, writer = await asyncio.open_connection("localhost", port, ssl=client_tls(ca_pem))
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    return x509.load_der_x509_certificate(der)
+
+
 class NotReady:
     name = "caches"
 
@@ -117,12 +128,7 @@ async def test_rotation_keeps_open_connections_and_serves_the_new_certificate(se
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_tls(new.ca_cert))) as fresh:
         resp = await fresh.post(f"{base}/queues/mutate", data=body, headers=headers)
         assert resp.status == 200
-        der = (
-            resp.connection.transport.get_extra_info("ssl_object").getpeercert(binary_form=True)
-            if resp.connection
-            else None
-        )
-        assert der is None or x509.load_der_x509_certificate(der) == x509.load_pem_x509_certificate(new.cert)
+    assert await served_certificate(server.port, new.ca_cert) == x509.load_pem_x509_certificate(new.cert)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_tls(old.ca_cert))) as stale:
         with pytest.raises(aiohttp.ClientConnectorCertificateError):
             await stale.get(f"{base}/healthz")

@@ -1,7 +1,7 @@
 """Property: whatever arrives at an admission path, the service answers well-formed JSON, never a 5xx, and
 echoes the request's uid when one was given; no rule ever fails (which would show as an internal-error denial).
 
-Valid reviews of every kind (Job, Queue, PodGroup, Pod; CREATE/UPDATE/DELETE) are mutated by hypothesis: a
+Valid reviews of every kind (Job, Queue, PodGroup, Pod, HyperNode; CREATE/UPDATE/DELETE) are mutated by hypothesis: a
 field replaced by arbitrary JSON, a field deleted, the body truncated or spliced, the content type changed.
 """
 
@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from tests.service.reviews import job, pod, podgroup, queue, review, task, training_job
+from tests.service.reviews import hypernode, job, pod, podgroup, queue, review, task, training_job
 from webhook.context import AdmissionContext
-from webhook.listers import MemoryJobs, MemoryNamespaces, MemoryQueues
+from webhook.listers import MemoryHyperNodes, MemoryJobs, MemoryNamespaces, MemoryQueues
 from webhook.metrics import WebhookMetrics
 from webhook.routes import ROUTES
 from webhook.server import INTERNAL_ERROR, make_app
@@ -40,7 +40,13 @@ CTX = AdmissionContext(
     namespaces=MemoryNamespaces(
         [{"metadata": {"name": "ns1", "annotations": {"scheduling.volcano.sh/queue-name": "eng-a"}}}]
     ),
+    hypernodes=MemoryHyperNodes([hypernode("leaf-0", 1, ("Node", "n0")), hypernode("leaf-1", 1, ("Node", "n1")),
+                                 hypernode("spine-0", 2, ("HyperNode", "leaf-0"))]),
 )
+SPINE = hypernode("spine-1", 2, ("HyperNode", "leaf-1"), ("HyperNode", "leaf-2"))
+SPINE["spec"]["members"].append({"type": "Node", "selector": {"labelMatch": {
+    "matchLabels": {"rack": "r1"}, "matchExpressions": [{"key": "gpu", "operator": "In", "values": ["a100"]}]}}})
+SPINE["spec"]["members"].append({"type": "Node", "selector": {"regexMatch": {"pattern": "^gpu-[0-9]+$"}}})
 JOB_POD = pod(
     "train-worker-1",
     "ml",
@@ -55,6 +61,7 @@ for _route in ROUTES:
         "Queue": queue("eng-b", parent="eng", deserved={"cpu": "2"}),
         "PodGroup": podgroup(),
         "Pod": JOB_POD,
+        "HyperNode": SPINE,
     }[_kind]
     for _op in _route.operations:
         old = copy.deepcopy(_obj) if _op != "CREATE" else None

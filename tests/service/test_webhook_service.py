@@ -7,7 +7,7 @@ import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
-from tests.service.reviews import job, pod, podgroup, queue, review, task
+from tests.service.reviews import hypernode, job, pod, podgroup, queue, review, task
 from webhook.context import AdmissionContext
 from webhook.listers import MemoryJobs, MemoryNamespaces, MemoryQueues
 from webhook.metrics import WebhookMetrics
@@ -51,6 +51,7 @@ ALLOWED = [
     ("/podgroups/validate", podgroup("pg", "team")),
     ("/pods/mutate", JOB_POD),
     ("/pods/validate", pod()),
+    ("/hypernodes/validate", hypernode("leaf-0", 1, ("Node", "node-0"))),
 ]
 
 

@@ -23,9 +23,12 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain.admission import (
     cluster_shortage,
+    gang_floor,
     never_admissible,
     queue_shortage,
     would_fit_at_open,
@@ -41,6 +44,7 @@ from extender.engine.explain.probe import (
 from extender.engine.explain.report import WHY_CONDITION, Explanation, Kind, Reason
 from extender.engine.explain.unblock import preempt, reclaim, request_text
 from extender.engine.explain.units import amount, number
+from extender.engine.explain.usage import usage_order
 from extender.engine.interface import ExplainView
 from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Job, TaskStatus
 from extender.engine.results import Decisions
@@ -215,6 +219,9 @@ def _admitted(run: _Run, job: Job) -> list[Reason]:
         return [Reason(Kind.WAITING_PODS, f"waiting for pods: {len(job.tasks)} exist, minMember is "
                        f"{job.min_member} ({invalid.message or invalid.reason})",
                        {"pods": len(job.tasks), "minMember": job.min_member})]
+    never = _never_runs(run, job)
+    if never is not None:
+        return [never]
     reasons: list[Reason] = []
     share = _fair_share(run, job)
     now_fit = run.recorded.fit_after.get(job.uid) or gang_fit(run.before, run.before.jobs[job.uid])
@@ -239,6 +246,30 @@ def _admitted(run: _Run, job: Job) -> list[Reason]:
     if not open_fit.fits and all(r.kind is not Kind.UNRESOLVABLE for r in reasons):
         reasons.extend(_unblock(run, before_job))
     return reasons
+
+
+def _never_runs(run: _Run, job: Job) -> Reason | None:
+    """An admitted gang whose pods together ask more than its queue may ever hold: admission judged its
+    minResources, which may not count what the pods really ask (a GPU given only as a limit). A gang larger than
+    the whole cluster is left to the empty-cluster fit, which names the nodes."""
+    ssn = run.ssn
+    need = gang_floor([task.resreq for task in job.tasks.values()], job.min_member, ssn.dims)
+    quotas = quota_views(run.before, job.queue)
+    limit = quotas[0].real_capability if quotas else ssn.queues[job.queue].capability
+    limit = np.where(limit < ssn.total, limit, np.inf)  # a queue bound only by the whole cluster: not this reason
+    never = never_admissible(ssn.dims, job.queue, need, limit, np.full(ssn.dims.size, np.inf),
+                             lead=f"this gang can never run as its queue is set up (from what its {job.min_member} "
+                                  "pods ask)")
+    if never is None:
+        return None
+    counted = job.min_resources if job.min_resources is not None else ssn.dims.zeros()
+    short = never.data["resources"]
+    missed: list[JSON] = [name for name in ssn.dims.names
+                          if isinstance(short, dict) and name in short and counted[ssn.dims.index[name]] <= 0]
+    if missed:  # why admission let it through
+        never.message += f" (its PodGroup's minResources counts no {', '.join(map(str, missed))})"
+        never.data["minResourcesMissing"] = missed
+    return never
 
 
 def _fit_data(fit: GangFit) -> dict[str, JSON]:
@@ -312,9 +343,11 @@ def _ahead(run: _Run, job: Job, *, admitted_now: bool, placed_only: bool = False
             ssn.jobs[u].queue == e.uid for u in took)]
         if qahead:
             first = qahead[0]
-            cause = (f"queue {job.queue} is behind {len(qahead)} queue(s): {first.uid} goes first "
-                     f"({_why_first(first.key, qmine.key)})",
-                     {"queuesAhead": [e.uid for e in qahead], "firstKey": first.key})
+            used = usage_order(ssn, first.uid, job.queue)
+            cause = (f"queue {job.queue} is behind {len(qahead)} queue(s): " + (used[0] if used else
+                     f"{first.uid} goes first ({_why_first(first.key, qmine.key)})"),
+                     {"queuesAhead": [e.uid for e in qahead], "firstKey": first.key,
+                      **({"usage": used[1]} if used else {})})
     if cause is None:
         return None
     text, data = cause

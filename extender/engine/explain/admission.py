@@ -72,8 +72,12 @@ def cluster_shortage(dims: Dims, need: Vec, view: ClusterView, total: Vec) -> Re
     return Reason(Kind.CLUSTER_FULL, "not admitted: " + "; ".join(parts), {"factor": view.factor, "resources": data})
 
 
-def never_admissible(dims: Dims, queue: str, need: Vec, limit: Vec, total: Vec) -> Reason | None:
-    """Unresolvable: minResources above the queue's capability or the whole cluster, on some resource."""
+def never_admissible(
+    dims: Dims, queue: str, need: Vec, limit: Vec, total: Vec,
+    lead: str = "this gang can never be admitted as the cluster and queue are set up",
+) -> Reason | None:
+    """Unresolvable: `need` (minResources, or what the gang's pods ask) above the queue's capability or the whole
+    cluster, on some resource."""
     parts, data = [], {}
     for name, i in _dims_of(dims, need):
         if need[i] > total[i] + TOLERANCE:
@@ -86,9 +90,18 @@ def never_admissible(dims: Dims, queue: str, need: Vec, limit: Vec, total: Vec) 
             data[name] = {"need": number(name, float(need[i])), "limit": number(name, float(limit[i]))}
     if not parts:
         return None
-    return Reason(Kind.UNRESOLVABLE, "this gang can never be admitted as the cluster and queue are set up: "
-                  + "; ".join(parts),
+    return Reason(Kind.UNRESOLVABLE, f"{lead}: " + "; ".join(parts),
                   {"resources": data})
+
+
+def gang_floor(requests: list[Vec], min_member: int, dims: Dims) -> Vec:
+    """The least any `min_member` of these pods ask together, per resource (the smallest requests of each): what
+    the gang needs to run at all, from its pods' effective requests — a PodGroup's minResources can leave out what
+    only a container's limit asks (a Job template is not defaulted the way a pod is)."""
+    if not requests or min_member <= 0:
+        return dims.zeros()
+    stacked = np.sort(np.stack(requests), axis=0)
+    return stacked[:min_member].sum(axis=0)
 
 
 def would_fit_at_open(need: Vec, quota: QuotaView | None, cluster: ClusterView | None) -> bool:

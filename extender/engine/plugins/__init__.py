@@ -14,5 +14,7 @@ for _name in (
     "nodeorder",
     "binpack",
     "task_topology",
+    "deviceshare",
+    "fairshare",
 ):
     import_module(f"{__name__}.{_name}")  # a missing or broken module fails the import, loudly

@@ -7,7 +7,8 @@ deserved = max(min(spec.deserved, realCapability), guarantee). Hierarchical: eve
 its parent, its realCapability is min(ExceededPart(parent.realCapability, Σ sibling guarantees) + guarantee,
 capability), its deserved is max(deserved, guarantee); root's deserved and guarantee are the sums of its children's.
 Volcano's controller always creates `root`; a snapshot without it gets a virtual one here instead of refusing to
-schedule.
+schedule. With fairshare's `shareWeight` the share counts allocated + `Queue.share_bias` (that weight × the decayed
+average usage; every level has its own).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class QueueAttr:
     inqueue: Vec
     share: float = 0.0
     ancestors: list[str] = field(default_factory=list)  # root first, parent last
+    bias: Vec | None = None  # fairshare's shareWeight × average decayed usage, counted into the share only
     children: list[str] = field(default_factory=list)
 
     @property
@@ -52,7 +54,8 @@ def update_share(attr: QueueAttr, pods: int) -> None:
         attr.share = 1.0
         return
     dims = attr.deserved >= TOLERANCE
-    attr.share = float(np.max(attr.allocated[dims] / attr.deserved[dims]))
+    held = attr.allocated if attr.bias is None else attr.allocated + attr.bias
+    attr.share = float(np.max(held[dims] / attr.deserved[dims]))
 
 
 def _new_attr(ssn: SessionView, queue: Queue | None, name: str) -> QueueAttr:
@@ -80,6 +83,7 @@ def _new_attr(ssn: SessionView, queue: Queue | None, name: str) -> QueueAttr:
         request=zeros.copy(),
         elastic=zeros.copy(),
         inqueue=zeros.copy(),
+        bias=queue.share_bias if queue is not None else None,
     )
 
 

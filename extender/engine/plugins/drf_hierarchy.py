@@ -5,7 +5,8 @@ Queues sit in a tree given by their `volcano.sh/hierarchy` annotation (`root/eng
 queue's node. Bottom-up, a node's allocation is the sum of its non-empty children's allocations, each
 non-saturated child scaled to the smallest dominant share among them (saturated children count as they are); its
 share is the dominant share of that sum. Queues are ordered by comparing their paths level by level:
-non-saturated before saturated, then the smaller share/weight.
+non-saturated before saturated, then the smaller share/weight. With fairshare's `shareWeight`, a queue's node has
+one more child holding that weight × its decayed average usage (`Queue.share_bias`), saturated, so it counts whole.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from lapilli.resources.vector import Vec
 
 HIERARCHY = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
+USAGE_CHILD = "usage:"  # fairshare's share bias under a queue's node
 
 
 def dominant_share(allocated: Vec, total: Vec) -> float:
@@ -86,6 +88,11 @@ class Hierarchy:
             allocated = sum((t.resreq for t in job.tasks.values() if t.status in ALLOCATED_STATUS),
                             start=np.zeros_like(self.total))
             parent.children[f"job:{job.uid}"] = HNode(job.uid, 1.0, allocated, allocated + request)
+        for queue in queues.values():
+            # fairshare's shareWeight: the queue's decayed average usage counts as one more, saturated, child.
+            if queue.share_bias is not None and queue.name in self.leaf_of_queue:
+                bias = queue.share_bias.copy()
+                self.leaf_of_queue[queue.name].children[USAGE_CHILD] = HNode(USAGE_CHILD, 1.0, bias, bias)
 
     def job_leaf(self, job: Job) -> HNode | None:
         parent = self.leaf_of_queue.get(job.queue)

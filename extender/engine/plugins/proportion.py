@@ -1,5 +1,8 @@
 """proportion: weighted fair share between queues (Volcano's `plugins/proportion/proportion.go`).
 
+With fairshare's `shareWeight` a queue's share counts its allocation plus that weight × its decayed average usage
+(`Queue.share_bias`); deserved, overused, allocatable and reclaim keep the allocation alone.
+
 Each queue with jobs gets a `deserved` share by water-filling the cluster total by weight, capped by its real
 capability (capability, and what the other queues' guarantees leave) and by what it requests, floored at its
 guarantee. A queue is overused once its allocation reaches deserved; a task is allocatable while the queue stays
@@ -42,10 +45,15 @@ class QueueAttr:
     share: float = 0.0
     stale: bool = False  # allocated changed since share was computed (it is recomputed when next read)
     deserved_list: list[float] = field(default_factory=list)  # deserved as floats, once water-filling is done
+    bias: Vec | None = None  # fairshare's shareWeight × average decayed usage, counted into the share only
+
+    def share_of(self, deserved: Vec) -> float:
+        held = self.allocated if self.bias is None else self.allocated + self.bias
+        return queue_share(held, deserved)
 
     def current_share(self) -> float:
         if self.stale:
-            self.share = queue_share(self.allocated, self.deserved)
+            self.share = self.share_of(self.deserved)
             self.stale = False
         return self.share
 
@@ -77,7 +85,7 @@ def water_fill(attrs: list[QueueAttr], total: Vec, dims: Dims) -> None:
             deserved = np.minimum(deserved, attr.request)
             deserved = np.maximum(deserved, attr.guarantee)
             attr.deserved = deserved
-            attr.share = queue_share(attr.allocated, deserved)
+            attr.share = attr.share_of(deserved)
             if less_equal(attr.request, deserved) or np.array_equal(deserved, old):
                 meet.add(attr.name)
             increased += np.maximum(deserved - old, 0.0)
@@ -118,6 +126,7 @@ class ProportionPlugin:
                     guarantee=queue.guarantee.copy(),
                     real_capability=np.minimum(free + queue.guarantee, queue.capability),
                     deserved=dims.zeros(),
+                    bias=queue.share_bias,
                 )
                 self.attrs[queue.name] = attr
             for task in job.tasks.values():
@@ -133,7 +142,7 @@ class ProportionPlugin:
         ordered = [self.attrs[name] for name in sorted(self.attrs)]
         water_fill(ordered, total, dims)
         for attr in ordered:
-            attr.share = queue_share(attr.allocated, attr.deserved)
+            attr.share = attr.share_of(attr.deserved)
             attr.deserved_list = attr.deserved.tolist()
 
     def on_session_open(self, ssn: SessionView) -> None:

@@ -1,9 +1,9 @@
-"""The fault tests' rule for "a gang partly bound" (`helpers.partly_bound`) over synthetic samples: it catches a
+"""The fault tests' rule for "a gang partly bound" (`tests/e2e/gangs.partly_bound`) over synthetic samples: it catches a
 gang really left partly bound, and excuses only a single sighting while a release is under way. No cluster."""
 
 from __future__ import annotations
 
-from tests.e2e.faults.helpers import Sample, partly_bound
+from tests.e2e.gangs import Sample, partly_bound
 
 
 def _samples(*looks: tuple[set[str], bool | None]) -> list[Sample]:

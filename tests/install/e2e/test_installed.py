@@ -41,9 +41,9 @@ import yaml
 from assembly.dev import ClusterSpec, DevCluster, NodeShape, find_binaries
 from assembly.dev.nodes import node_name
 from assembly.dev.ports import free_ports
-from lapilli.kube import KubeClient
+from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import LEASES, MUTATING_WEBHOOKS, PODGROUPS, PODS, VALIDATING_WEBHOOKS, VC_JOBS
-from tests.e2e.faults.helpers import Sample, overlapped, partly_bound, release_counts_at
+from tests.e2e.gangs import Sample, overlapped, partly_bound, release_counts_at
 from tests.install.containers import IMAGE, PodFiles, build_image, container_argv, expand, podman
 from tests.install.manifests import containers, find, render
 
@@ -119,7 +119,7 @@ class Installed:
             config = copy.deepcopy(find(self.objects, kind, f"lapilli-{kind[:-len('WebhookConfiguration')].lower()}"))
             try:
                 current = await self.client.get(res, config["metadata"]["name"])
-            except Exception:
+            except NotFound:
                 current = None
             for hook in config["webhooks"]:
                 path = hook["clientConfig"].pop("service")["path"]
@@ -275,7 +275,7 @@ async def sample_until_whole(
 async def holder(client: KubeClient, name: str) -> str:
     try:
         lease = await client.get(LEASES, name, NS)
-    except Exception:
+    except NotFound:
         return ""
     return (lease.get("spec") or {}).get("holderIdentity") or ""
 

@@ -52,6 +52,15 @@ def test_failure_policies_and_selectors():
             assert "objectSelector" not in hook
 
 
+def test_with_resource_groups_the_mutating_pod_webhook_sees_every_pod():
+    mutating, validating = render(url="https://127.0.0.1:9443", all_pods=True)
+    pods = {hook["name"]: hook for config in (mutating, validating) for hook in config["webhooks"]
+            if "pod." in hook["name"]}
+    assert "objectSelector" not in pods["mutatepod.volcano.sh"]
+    assert pods["validatepod.volcano.sh"]["objectSelector"]  # the budget check stays on Job pods
+    assert pods["mutatepod.volcano.sh"]["failurePolicy"] == "Ignore"
+
+
 def test_only_https_urls():
     with pytest.raises(ValueError, match="https"):
         render(url="http://127.0.0.1:9443")

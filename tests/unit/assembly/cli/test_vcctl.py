@@ -19,10 +19,14 @@ def test_queue_table_counts_podgroups_per_phase():
               {"metadata": {"name": "q2"}, "spec": {"weight": 4}, "status": {"state": "Closing"}}]
     stats = podgroup_stats([{"spec": {"queue": "q2"}, "status": {"phase": "Running"}}, {"spec": {}},
                             {"spec": {"queue": "q2"}, "status": {"phase": "Inqueue"}}])
-    lines = format_queues(queues, stats, {"q2": 0.5}).splitlines()
-    assert lines[0] == "Name                     Weight  State   Inqueue Pending Running Unknown Completed Share"
-    assert lines[1] == "default                  1       Open    0       1       0       0       0         -"
-    assert lines[2] == "q2                       4       Closing 1       0       1       0       0         0.50"
+    queues[1]["metadata"]["annotations"] = {  # the leader's last sample, a half-life (7d) before `now`
+        "lapilli.io/decayed-usage": '{"at":"2026-01-01T00:00:00Z","halfLife":"168h","usage":{"nvidia.com/gpu":13680000}}'}
+    now = datetime(2026, 1, 8, tzinfo=UTC).timestamp()
+    lines = format_queues(queues, stats, {"q2": 0.5}, now).splitlines()
+    assert lines[0] == ("Name                     Weight  State   Inqueue Pending Running Unknown Completed Share  "
+                        "Usage(decayed)")
+    assert lines[1] == "default                  1       Open    0       1       0       0       0         -      -"
+    assert lines[2] == "q2                       4       Closing 1       0       1       0       0         0.50   1,900 GPU·h"
 
 
 def _job(name, ns="default", **status):

@@ -189,6 +189,9 @@ class _EvictOnce:
     def __init__(self) -> None:
         self.evicted = False
 
+    def elapse(self, cluster: Cluster, start: float, end: float) -> None:
+        pass
+
     def cycle(self, cluster: Cluster, now: float) -> bool:
         victim = cluster.pods.get("ml/a-w-0")
         if now >= 100 and not self.evicted and victim is not None:

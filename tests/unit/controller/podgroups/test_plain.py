@@ -1,6 +1,12 @@
 """The PodGroup of a plain pod (reference §3.8): which pods want one, its name, gang size and minResources."""
 
-from controller.podgroups.plain import build_podgroup, min_member, podgroup_name_for, wants_podgroup
+from controller.podgroups.plain import (
+    build_podgroup,
+    min_member,
+    network_topology,
+    podgroup_name_for,
+    wants_podgroup,
+)
 from tests.unit.controller.builders import container
 
 
@@ -40,3 +46,28 @@ def test_min_member_of_an_owner():
     assert [min_member(a) for a in ({}, {"scheduling.volcano.sh/group-min-member": "4"},
                                     {"scheduling.volcano.sh/group-min-member": "-2"},
                                     {"scheduling.volcano.sh/group-min-member": "x"})] == [1, 4, 1, 1]
+
+
+MODE, TIER = "volcano.sh/network-topology-mode", "volcano.sh/network-topology-highest-tier"
+
+
+def test_network_topology_from_the_pods_annotations():
+    """`parseNetworkTopologyFromPod`: either key makes a networkTopology, hard unless it says soft (any case)."""
+    def topology(notes):
+        return build_podgroup(bare_pod(annotations=notes), {}, inherit=True)["spec"].get("networkTopology")
+
+    assert topology({}) is None
+    assert topology({MODE: "soft", TIER: "2"}) == {"mode": "soft", "highestTierAllowed": 2}
+    assert topology({MODE: "SOFT"}) == {"mode": "soft"}
+    assert topology({TIER: "+1"}) == {"mode": "hard", "highestTierAllowed": 1}
+    assert topology({TIER: "0"}) == {"mode": "hard", "highestTierAllowed": 0}
+
+
+def test_network_topology_annotations_that_do_not_parse_are_reported_and_left_out():
+    pod = bare_pod(annotations={MODE: "strict", TIER: "two"})
+    assert network_topology(pod) == ({"mode": "hard"}, [
+        "volcano.sh/network-topology-mode 'strict' is neither hard nor soft: hard is used",
+        "volcano.sh/network-topology-highest-tier 'two' is not a tier (an integer >= 0): no tier limit is set"])
+    for bad in ("-1", " 1", "1.0", ""):
+        spec, problems = network_topology(bare_pod(annotations={TIER: bad}))
+        assert spec == {"mode": "hard"} and len(problems) == 1, bad

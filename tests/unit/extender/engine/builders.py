@@ -19,7 +19,7 @@ def node(spec: dict[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": spec["name"], "labels": spec.get("labels", {})},
+        "metadata": {"name": spec["name"], "labels": spec.get("labels", {}), "annotations": spec.get("annotations", {})},
         "spec": {},
         "status": {"allocatable": {"pods": "10", **spec.get("alloc", {})}},
     }
@@ -41,9 +41,14 @@ def pod(spec: dict[str, Any]) -> dict[str, Any]:
     if "role" in spec:
         labels["volcano.sh/task-spec"] = spec["role"]
     container: dict[str, Any] = {"name": "c", "resources": {"requests": spec.get("req", {})}}
+    if "limits" in spec:
+        container["resources"]["limits"] = spec["limits"]
     if "ports" in spec:
         container["ports"] = [{"containerPort": p, "hostPort": p} for p in spec["ports"]]
-    pod_spec: dict[str, Any] = {"containers": [container]}
+    containers = [container]
+    for i, limits in enumerate(spec.get("more_containers", [])):  # further containers, given by their limits
+        containers.append({"name": f"c{i + 1}", "resources": {"limits": limits}})
+    pod_spec: dict[str, Any] = {"containers": containers}
     for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName", "priority", "preemptionPolicy"):
         if key in spec:
             pod_spec[key] = spec[key]
@@ -105,8 +110,14 @@ def priority_class(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def configmap(spec: dict[str, Any]) -> dict[str, Any]:
+    ns, name = spec["name"].split("/")
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": spec["data"]}
+
+
 def documents(scenario: dict[str, Any]) -> list[dict[str, Any]]:
     docs = [node(n) for n in scenario.get("nodes", [])]
+    docs += [configmap(c) for c in scenario.get("configmaps", [])]
     docs += [queue(q) for q in scenario.get("queues", [])]
     docs += [priority_class(p) for p in scenario.get("priorityClasses", [])]
     docs += [podgroup(g) for g in scenario.get("podgroups", [])]
@@ -134,4 +145,5 @@ def registry_with_fakes() -> Registry:
 def run(scenario: dict[str, Any]) -> Decisions:
     raw = go_tiers(scenario["conf"]) if scenario.get("flags") == "go" else scenario["conf"]
     conf = parse_conf(raw, registry_with_fakes())
-    return run_session(build_snapshot(documents(scenario)), conf)
+    # `now` (epoch seconds) matters only to what decays with time (fairshare's usage records).
+    return run_session(build_snapshot(documents(scenario)), conf, float(scenario.get("now", 0.0)))

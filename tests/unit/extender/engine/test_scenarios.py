@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from lapilli.devices.assign import encode_pod_devices
 from tests.unit.extender.engine.builders import run
 
 SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
@@ -46,5 +47,7 @@ def test_scenario(scenario: dict[str, Any]) -> None:
     for key, counts in (expect.get("counts") or {}).items():  # the typed result's ready/pending/task counts
         pg = result.podgroups[key]
         assert {k: getattr(pg, k) for k in counts} == counts, key
+    if "devices" in expect:  # each placed pod's cards, as volcano.sh/vgpu-ids-new writes them
+        assert {k: encode_pod_devices(v) for k, v in result.devices.items()} == (expect["devices"] or {})
     for name, deserved in (expect.get("deserved") or {}).items():
         assert result.to_json()["queues"][name]["deserved"] == deserved, name

@@ -16,7 +16,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[4]
 EXAMPLES_DIR = REPO / "examples"
 CRD_DIR = REPO / "manifests" / "crds"
-VOLCANO_GROUPS = ("scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh")
+VOLCANO_GROUPS = ("scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh", "topology.volcano.sh")
 
 
 def example_documents() -> list[tuple[str, dict[str, Any]]]:
@@ -243,9 +243,45 @@ FULL_COMMAND = _load(
     """
 )
 
+FULL_HYPERNODE = _load(
+    """
+    apiVersion: topology.volcano.sh/v1alpha1
+    kind: HyperNode
+    metadata:
+      name: spine-0
+      labels: {volcano.sh/network-topology-source: label}
+    spec:
+      tier: 2
+      tierName: spine
+      members:
+      - type: HyperNode
+        selector:
+          exactMatch: {name: leaf-0}
+      - type: HyperNode
+        selector:
+          regexMatch: {pattern: "^leaf-[1-3]$"}
+      - type: Node
+        selector:
+          labelMatch:
+            matchLabels: {rack: r7}
+            matchExpressions:
+            - {key: gpu, operator: In, values: [a100, h100]}
+    status:
+      nodeCount: 12
+      conditions:
+      - type: Ready
+        status: "True"
+        observedGeneration: 3
+        lastTransitionTime: "2024-05-01T12:00:00Z"
+        reason: MembersResolved
+        message: 12 nodes
+    """
+)
+
 FULL_DOCUMENTS: dict[str, dict[str, Any]] = {
     "Queue": FULL_QUEUE,
     "PodGroup": FULL_PODGROUP,
     "Job": FULL_JOB,
     "Command": FULL_COMMAND,
+    "HyperNode": FULL_HYPERNODE,
 }

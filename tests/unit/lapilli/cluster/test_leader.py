@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
+from collections.abc import Callable
 
 import aiohttp
 import pytest
@@ -203,47 +204,58 @@ def test_timing_must_leave_the_holder_time_to_stop_before_a_takeover():
         elector(Store(), "a", Clock(), retry_s=10.0)
 
 
+def loop_clock() -> Callable[[], float]:
+    """The running loop's clock: under `looptime` it is virtual, so the intervals below are exact and take no time."""
+    return asyncio.get_running_loop().time
+
+
+@pytest.mark.looptime
 async def test_the_renew_deadline_ends_leadership_without_any_try():
-    store = Store()
-    a, leases = elector(store, "a", time.monotonic, duration_s=2, renew_deadline_s=0.3, retry_s=0.1)
+    store, clock = Store(), loop_clock()
+    a, leases = elector(store, "a", clock, duration_s=2, renew_deadline_s=0.3, retry_s=0.1)
+    began = clock()
     assert await a.attempt()
     leases.fail = TimeoutError()
-    began = time.monotonic()
     await asyncio.wait_for(a.wait_until(leading=False), 2)
-    assert 0.2 <= time.monotonic() - began < 1.0
+    assert clock() - began == pytest.approx(0.3)
     assert not a.is_leader()
 
 
+@pytest.mark.looptime
 async def test_work_runs_on_the_leader_only_and_stops_before_the_next_leader_starts_it():
     """Two replicas with short timings: the leader's work runs, the standby's does not; cut the leader off
     from the server and its work is cancelled at the renew deadline, well before the standby takes over."""
-    store = Store()
+    store, clock = Store(), loop_clock()
     log: list[tuple[float, str, str]] = []
     timing = {"duration_s": 2, "renew_deadline_s": 1.0, "retry_s": 0.1}
 
     def work(who: str):
         async def run() -> None:
-            log.append((time.monotonic(), who, "start"))
+            log.append((clock(), who, "start"))
             try:
                 await asyncio.Future()
             finally:
-                log.append((time.monotonic(), who, "stop"))
+                log.append((clock(), who, "stop"))
         return run
 
-    a, leases_a = elector(store, "a", time.monotonic, **timing)
-    b, _ = elector(store, "b", time.monotonic, **timing)
+    a, leases_a = elector(store, "a", clock, **timing)
+    b, _ = elector(store, "b", clock, **timing)
     assert await a.attempt()
     tasks = [asyncio.create_task(e.run_forever()) for e in (a, b)]
     tasks += [asyncio.create_task(a.while_leading(work("a"))), asyncio.create_task(b.while_leading(work("b")))]
     try:
         await asyncio.sleep(0.5)
         assert [(who, what) for _, who, what in log] == [("a", "start")]
+        cut = clock()
         leases_a.fail = aiohttp.ClientConnectionError("partitioned")
         await asyncio.wait_for(b.wait_until(leading=True), 5)
         await asyncio.sleep(0.1)
         assert [(who, what) for _, who, what in log] == [("a", "start"), ("a", "stop"), ("b", "start")]
         a_stopped, b_started = log[1][0], log[2][0]
-        assert b_started - a_stopped >= 0.5, "the old leader stops about a lease duration minus the deadline earlier"
+        # a renewed at most retry_s before the cut: it stops by its renew deadline after that renewal, and b, which
+        # saw that renewal within retry_s of it, waits a whole lease duration from there.
+        assert cut - 0.1 - 1e-9 <= a_stopped - 1.0 <= cut + 1e-9
+        assert b_started - a_stopped >= 2 - 1.0 - 0.1, "the old leader stops a lease duration minus the deadline earlier"
         assert store.spec()["holderIdentity"] == "b"
     finally:
         for task in tasks:
@@ -251,9 +263,10 @@ async def test_work_runs_on_the_leader_only_and_stops_before_the_next_leader_sta
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+@pytest.mark.looptime
 async def test_work_that_ends_early_is_started_again():
     store = Store()
-    a, _ = elector(store, "a", time.monotonic, duration_s=2, renew_deadline_s=1.0, retry_s=0.05)
+    a, _ = elector(store, "a", loop_clock(), duration_s=2, renew_deadline_s=1.0, retry_s=0.05)
     starts = 0
 
     async def flaky() -> None:
@@ -266,7 +279,7 @@ async def test_work_that_ends_early_is_started_again():
     lead = asyncio.create_task(a.while_leading(flaky))
     try:
         await asyncio.sleep(0.3)
-        assert 2 <= starts <= 8, "started again after retry_s, not in a tight loop"
+        assert 6 <= starts <= 7, "started again every retry_s (0.05 s), not in a tight loop"
     finally:
         for task in (renew, lead):
             task.cancel()

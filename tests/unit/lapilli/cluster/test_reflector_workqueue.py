@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from lapilli.cluster import RateLimiter, WorkQueue
+from lapilli.cluster import RateLimiter, WorkQueue, run_worker
 
 
 async def test_duplicates_collapse_while_waiting():
@@ -79,3 +79,28 @@ async def test_until_retries_with_the_limiters_delays_then_forgets():
     assert attempts == [0, 1, 2, 3]
     assert limiter.delays == [0.001, 0.002, 0.002]  # doubling, capped
     assert limiter.num_requeues("root") == 0
+
+
+async def test_run_worker_requeues_a_failed_key_with_back_off_counts_its_cause_and_forgets_on_success():
+    q: WorkQueue[str] = WorkQueue(RateLimiter(0.001, 0.004))
+    causes: list[str] = []
+    tries: list[str] = []
+
+    async def process(key: str) -> None:
+        tries.append(key)
+        if len(tries) == 1:
+            raise OSError("connection refused")
+        if len(tries) == 2:
+            raise KeyError("a bug")
+
+    q.add("a")
+    worker = asyncio.create_task(run_worker(q, process, name="test", retried=causes.append))
+    try:
+        async with asyncio.timeout(5):
+            while len(tries) < 3 or q.busy:
+                await asyncio.sleep(0.001)
+    finally:
+        worker.cancel()
+        await asyncio.gather(worker, return_exceptions=True)
+    assert tries == ["a", "a", "a"] and causes == ["request", "unexpected"]
+    assert q.num_requeues("a") == 0 and len(q) == 0

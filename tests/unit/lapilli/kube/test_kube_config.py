@@ -6,6 +6,7 @@ real kube-apiserver."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
 import json
@@ -19,7 +20,7 @@ import pytest
 import yaml
 
 import lapilli.kube.config as kube_config
-from lapilli.kube.config import ConfigError, in_cluster_config, load_config, load_kubeconfig
+from lapilli.kube.config import ConfigError, KubeConfig, in_cluster_config, load_config, load_kubeconfig
 from webhook.certs import generate, generate_ca, issue_client_cert
 
 
@@ -114,6 +115,34 @@ async def test_an_expired_exec_credential_runs_the_plugin_again(tmp_path):
     (tmp_path / "token.txt").write_text("tok-2")
     assert await config.authorization() == "Bearer tok-2", "expired: run again on the next request, not due or not"
     assert runs.read_text().count("run") == 2
+
+
+class _FailingSource:
+    """A credential source that fails after a pause, counting how often it is asked."""
+
+    def __init__(self) -> None:
+        self.loads = 0
+
+    def expired(self) -> bool:
+        return False
+
+    async def load(self):
+        self.loads += 1
+        await asyncio.sleep(0.01)
+        raise ConfigError("exec: process returned 1. error: login expired")
+
+
+async def test_requests_sent_together_share_one_failed_load():
+    """A failure is answered to every request that waited for it: one exec plugin run per burst, not one each (five
+    lists at once each ran a failing plugin again, and `lapilli job why` never ended)."""
+    source = _FailingSource()
+    config = KubeConfig(server="https://127.0.0.1:6443", source=source)
+    results = await asyncio.gather(*(config.authorization() for _ in range(5)), return_exceptions=True)
+    assert all(isinstance(r, ConfigError) and "login expired" in str(r) for r in results), results
+    assert source.loads == 1
+    with pytest.raises(ConfigError):  # a later request asks the source again
+        await config.authorization()
+    assert source.loads == 2
 
 
 async def test_exec_plugin_client_certificate_is_presented(tmp_path):

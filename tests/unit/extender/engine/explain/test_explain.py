@@ -276,3 +276,25 @@ def test_preemption_the_session_carries_out_is_starting_soon() -> None:
     assert e.kind is Kind.STARTING, e.render()
     assert e.headline == "starting soon: 2 pod(s) wait for room being freed (2 pod(s) evicted this session)"
     assert all(r.kind is not Kind.PREEMPT for r in e.reasons)
+
+
+def test_a_gpu_asked_only_as_a_limit_is_counted_from_the_pods_not_min_resources() -> None:
+    """The most common GPU manifest: a Job's pods give nvidia.com/gpu only as a limit, so the job controller's
+    minResources (from the template, which the API server does not default) holds no GPU and enqueue admits the gang
+    into a queue whose capability is 1 GPU. Its pods (defaulted: request = limit) need 2: it can never run there,
+    and the answer says so, whatever minResources says (before, it blamed the fair share)."""
+    pg = {"name": "u/a", "queue": "small", "min": 2, "phase": "Inqueue", "minResources": {"pods": "2"}}
+    pods = [{"name": f"u/a-w-{i}", "group": "a", "req": {"cpu": "1", GPU: "1"}, "limits": {GPU: "1"}}
+            for i in range(2)]
+    s = scenario((pg, pods), nodes=gpu_nodes(2), queues=[{"name": "small", "capability": {GPU: "1"}}])
+    e = why(s, "u/a")
+    assert e.kind is Kind.UNRESOLVABLE, e.render()
+    assert e.headline == ("this gang can never run as its queue is set up (from what its 2 pods ask): needs "
+                          "nvidia.com/gpu 2; queue small may never hold more than 1 (its PodGroup's minResources "
+                          "counts no nvidia.com/gpu)"), e.render()
+    assert e.reasons[0].data["resources"] == {GPU: {"need": 2, "limit": 1}}
+    assert e.reasons[0].data["minResourcesMissing"] == [GPU]
+    assert len(e.reasons) == 1
+    # One pod of 1 GPU of that queue is no such case.
+    s = scenario(({**pg, "min": 1}, pods[:1]), nodes=gpu_nodes(2), queues=[{"name": "small", "capability": {GPU: "1"}}])
+    assert why(s, "u/a").kind is not Kind.UNRESOLVABLE

@@ -1,0 +1,302 @@
+"""deviceshare: pods share GPUs by memory, compute and MIG slice (Volcano's `plugins/deviceshare` with vGPU).
+
+With `deviceshare.VGPUEnable: true`, a pod whose containers ask for `volcano.sh/vgpu-number` / `vgpu-memory` /
+`vgpu-cores` / `vgpu-memory-percentage` (or the names the device config renames them to) fits a node only where
+each asking container finds distinct cards with room (`lapilli.devices.cards`), and is given those cards when it
+is placed. The node's cards and what holds them form a ledger per node, built at session open from the nodes'
+register annotations and the assignments running and bound pods carry (`volcano.sh/vgpu-ids-new`), so nothing is
+lost across a restart; every placement, eviction and undo moves its pod's holding through the session's event
+handlers, so a discarded Statement gives back its cards and an evicted pod's slice is free for a pipelined one.
+Each placed pod's cards are in `ssn.assignments` for the caller to write on the Binding.
+
+Arguments (as Volcano reads them): `deviceshare.VGPUEnable` (false), `deviceshare.SchedulePolicy` (`binpack` |
+`spread` | "": which card first, and the card score), `deviceshare.ScheduleWeight` (0: the card score does not
+rank nodes; else round(score) × weight), `deviceshare.GPUExclusiveRules` (label maps: pods matching one rule never
+share a hami-core card with each other), `deviceshare.KnownGeometriesCMName` / `...Namespace`
+(`volcano-vgpu-device-config` in `kube-system`: the device config, from the snapshot's ConfigMaps; defaults when
+absent). Accepted and false by default, refused when true because Lapilli does not do them:
+`deviceshare.GPUSharingEnable`, `deviceshare.GPUNumberEnable` (the legacy gpushare path),
+`deviceshare.NodeLockEnable` (Lapilli writes the assignment on the Binding itself), the Ascend vNPU switches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from extender.engine.arguments import Arguments, ConfError, boolean, integer, text
+from extender.engine.interface import EventHandler, SessionView
+from extender.engine.model import ON_NODE_STATUS, Node, Task, TaskStatus
+from extender.engine.registry import register_plugin
+from lapilli.devices.asks import DeviceAsk, device_ask, matching_rules
+from lapilli.devices.cards import FUTURE, HELD, NOW, PIPELINED, RELEASING, CardLedger, Fit, Shortfall
+from lapilli.devices.config import DEFAULT_CONFIG, NvidiaConfig
+from lapilli.devices.names import CONFIG_MAP, CONFIG_NAMESPACE
+from lapilli.devices.register import advertises, node_cards
+
+NAME: Final = "deviceshare"
+POLICIES: Final = ("", "binpack", "spread")
+UNSUPPORTED: Final = (
+    "deviceshare.GPUSharingEnable",
+    "deviceshare.GPUNumberEnable",
+    "deviceshare.NodeLockEnable",
+    "deviceshare.AscendMindClusterVNPUEnable",
+    "deviceshare.AscendHAMiVNPUEnable",
+)
+REASON_NO_CARDS: Final = "node(s) had no vGPU cards"
+REASON_MODE: Final = "node(s) were in another vGPU mode"
+REASON_FEW_CARDS: Final = "node(s) had too few vGPU cards"
+REASON_UUID: Final = "node(s) had no vGPU card matching the pod's UUID constraints"
+REASON_ROOM: Final = "node(s) had no vGPU card with room for the pod"
+_REASONS: Final = {"mode": REASON_MODE, "cards": REASON_FEW_CARDS, "uuid": REASON_UUID, "room": REASON_ROOM}
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceShareArgs:
+    vgpu: bool = False
+    policy: str = ""
+    weight: int = 0
+    rules: tuple[tuple[tuple[str, str], ...], ...] = ()
+    config_name: str = CONFIG_MAP
+    config_namespace: str = CONFIG_NAMESPACE
+
+    @property
+    def config_key(self) -> str:
+        return f"{self.config_namespace}/{self.config_name}"
+
+
+def _rules(raw: object) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """Volcano's `parseExclusiveRules`: a list of label maps; non-string values are dropped, empty rules too."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ConfError("argument deviceshare.GPUExclusiveRules: expected a list of label maps")
+    rules = []
+    for item in raw:
+        if isinstance(item, Mapping):
+            labels = tuple(sorted((str(k), v) for k, v in item.items() if isinstance(v, str)))
+            if labels:
+                rules.append(labels)
+    return tuple(rules)
+
+
+def parse_arguments(arguments: Arguments) -> DeviceShareArgs:
+    for key in UNSUPPORTED:
+        if boolean(arguments, key, False):
+            raise ConfError(f"argument {key}: true is not supported by Lapilli (deviceshare.VGPUEnable is)")
+    policy = text(arguments, "deviceshare.SchedulePolicy", "")
+    if policy not in POLICIES:
+        raise ConfError(f'argument deviceshare.SchedulePolicy: "{policy}" is not binpack or spread')
+    weight = integer(arguments, "deviceshare.ScheduleWeight", 0)
+    return DeviceShareArgs(
+        vgpu=boolean(arguments, "deviceshare.VGPUEnable", False),
+        policy=policy,
+        weight=weight,
+        rules=_rules(arguments.get("deviceshare.GPUExclusiveRules")),
+        config_name=text(arguments, "deviceshare.KnownGeometriesCMName", CONFIG_MAP),
+        config_namespace=text(arguments, "deviceshare.KnownGeometriesCMNamespace", CONFIG_NAMESPACE),
+    )
+
+
+Outcome = tuple[Fit | Shortfall, Fit | Shortfall]  # the fit if allocated now, and if pipelined
+
+
+class CardFit:
+    """The node-local filter and score over each node's card ledger, and the event handlers that keep the ledgers
+    in step with the session's placements."""
+
+    def __init__(self, args: DeviceShareArgs, config: NvidiaConfig, filters: bool, scores: bool) -> None:
+        self.args, self.config = args, config
+        self.filters, self.scores = filters, scores
+        self.ledgers: list[CardLedger | None] = []
+        self.row_of: dict[str, int] = {}
+        self.where: dict[str, CardLedger] = {}  # task uid -> the ledger holding its cards
+        self.assignments: dict[str, object] = {}
+        # (id of the interned ask, node key) -> outcome: asks are interned for the session, so their ids are stable
+        self._memo: dict[tuple[int, Hashable], Outcome] = {}
+
+    # ---- NodeLocal ------------------------------------------------------------------------------------------
+    def applies(self, task: Task) -> bool:
+        return task.device_ask is not None
+
+    def key(self, task: Task, row: int) -> Hashable:
+        ledger = self.ledgers[row]
+        ask = task.device_ask
+        if ledger is None or ask is None:
+            return None
+        parts: list[Hashable] = [ledger.signature()]
+        if ask.filters_uuids:
+            parts.append(tuple(c.uuid for c in ledger.cards.cards))
+        if ask.spread_group:
+            parts.append((ledger.cards_with(NOW, ask.spread_group), ledger.cards_with(FUTURE, ask.spread_group)))
+        if ask.rules:
+            parts.append((ledger.cards_with(NOW, rules=ask.rules), ledger.cards_with(FUTURE, rules=ask.rules)))
+        return tuple(parts)
+
+    def outcome(self, task: Task, row: int) -> Outcome | None:
+        """(fit now, fit pipelined) of the task on node `row`; None for a node without usable cards."""
+        ledger = self.ledgers[row]
+        ask = task.device_ask
+        if ledger is None or ask is None:
+            return None
+        memo_key = (id(ask), self.key(task, row))
+        found = self._memo.get(memo_key)
+        if found is None:
+            policy, factor = self.args.policy, self.config.gpu_memory_factor
+            now = ledger.fit(ask, NOW, policy, factor)
+            unchanged = all(h.kind == HELD for h in ledger.pods.values())
+            future = now if unchanged else ledger.fit(ask, FUTURE, policy, factor)
+            found = self._memo[memo_key] = (now, future)
+        return found
+
+    def evaluate(self, task: Task, row: int) -> tuple[bool, bool, float]:
+        outcome = self.outcome(task, row)
+        if outcome is None:
+            return (not self.filters, not self.filters, 0.0)
+        now, future = outcome
+        best = now if isinstance(now, Fit) else future
+        score = 0.0
+        if self.scores and self.args.weight > 0 and isinstance(best, Fit):
+            score = float(int(best.score + 0.5) * self.args.weight)  # Volcano: floor(s + 0.5) × weight
+        if not self.filters:
+            return True, True, score
+        return isinstance(now, Fit), isinstance(future, Fit), score
+
+    def explain(self, task: Task, node: Node) -> list[str]:
+        if not self.filters:
+            return []
+        outcome = self.outcome(task, node.idx)
+        if outcome is None:
+            return [REASON_NO_CARDS]
+        future = outcome[1]
+        return [] if isinstance(future, Fit) else [_REASONS[future.kind]]
+
+    def shortfall(self, task: Task, row: int) -> Shortfall | None:
+        """Why the task's asks do not fit node `row` even once room being released is free (None: they do)."""
+        outcome = self.outcome(task, row)
+        if outcome is None:
+            return Shortfall("none", "no vGPU cards")
+        return None if isinstance(outcome[1], Fit) else outcome[1]
+
+    # ---- event handlers ---------------------------------------------------------------------------------------
+    def allocated(self, task: Task) -> None:
+        """A task placed (allocated or pipelined), or an eviction undone."""
+        ask = task.device_ask
+        if ask is None:
+            return
+        held = self.where.get(task.uid)
+        if held is not None:  # an eviction undone: the pod keeps the cards it had
+            held.set_kind(task.uid, HELD)
+            return
+        row = self.row_of.get(task.node or "")
+        if row is None or self.ledgers[row] is None:
+            return
+        ledger = self.ledgers[row]
+        assert ledger is not None
+        outcome = self.outcome(task, row)
+        assert outcome is not None
+        fit = outcome[1] if task.status is TaskStatus.PIPELINED else outcome[0]
+        if not isinstance(fit, Fit):
+            return  # placed around the filter (predicate off): the bind computes cards, or refuses
+        kind = PIPELINED if task.status is TaskStatus.PIPELINED else HELD
+        self.assignments[task.uid] = ledger.hold_fit(task.uid, fit, kind, task.job, ask.rules)
+        self.where[task.uid] = ledger
+
+    def deallocated(self, task: Task) -> None:
+        """A placement undone (back to Pending), or an eviction started (the cards free up once it is gone)."""
+        ledger = self.where.get(task.uid)
+        if ledger is None:
+            return
+        if task.status is TaskStatus.RELEASING:
+            ledger.set_kind(task.uid, RELEASING)
+            return
+        ledger.release(task.uid)
+        del self.where[task.uid]
+        self.assignments.pop(task.uid, None)
+
+
+class DeviceSharePlugin:
+    name = NAME
+
+    def __init__(self, args: DeviceShareArgs) -> None:
+        self.args = args
+        self.fit: CardFit | None = None
+        self.problems: list[str] = []  # assignments that name cards a node does not have (reported by the caller)
+
+    def on_session_open(self, ssn: SessionView) -> None:
+        if not self.args.vgpu:
+            return
+        flags = ssn.current_flags()
+        config = ssn.device_configs.get(self.args.config_key, DEFAULT_CONFIG).nvidia
+        fit = self.fit = CardFit(self.args, config, flags.get("enablePredicate", True),
+                                 flags.get("enableNodeOrder", True))
+        fit.assignments = ssn.assignments  # type: ignore[assignment]  # the session's own map, filled as it places
+        self._ledgers(ssn, fit, config)
+        self._asks(ssn, fit, config)
+        self._holdings(ssn, fit)
+        ssn.add_node_local(fit)
+        ssn.add_event_handler(EventHandler(allocate=fit.allocated, deallocate=fit.deallocated))
+
+    @staticmethod
+    def _ledgers(ssn: SessionView, fit: CardFit, config: NvidiaConfig) -> None:
+        index = ssn.dims.index
+        names = (config.count_name, config.core_name, config.memory_name)
+        columns = [index.get(n) for n in names]
+        for node in ssn.nodes:
+            fit.row_of[node.name] = node.idx
+            ledger = None
+            if node.cards and None not in columns:
+                row = ssn.arrays.allocatable[node.idx]
+                if advertises({n: float(row[c]) for n, c in zip(names, columns, strict=True) if c is not None},
+                              config):
+                    ledger = CardLedger(node_cards(node.name, node.cards, config))
+            fit.ledgers.append(ledger)
+
+    def _asks(self, ssn: SessionView, fit: CardFit, config: NvidiaConfig) -> None:
+        interned: dict[DeviceAsk, DeviceAsk] = {}
+        rules = [dict(r) for r in self.args.rules]
+        for job in ssn.jobs.values():
+            for task in job.tasks.values():
+                self._ask(task, config, rules, interned)
+        for node in ssn.nodes:
+            for task in node.tasks.values():
+                if task.device_ask is None and not task.job:
+                    self._ask(task, config, rules, interned)
+
+    @staticmethod
+    def _ask(task: Task, config: NvidiaConfig, rules: list[dict[str, str]],
+             interned: dict[DeviceAsk, DeviceAsk]) -> None:
+        facts = task.devices
+        if facts is None:
+            task.device_ask = None
+            return
+        matched = matching_rules(facts.labels, rules) if rules else frozenset()
+        ask = device_ask(facts.containers, facts.annotations, config, task.job, matched)
+        task.device_ask = None if ask is None else interned.setdefault(ask, ask)
+
+    def _holdings(self, ssn: SessionView, fit: CardFit) -> None:
+        """Cards held by pods on nodes (running, bound, binding, releasing), from their assignment annotations."""
+        for node in ssn.nodes:
+            ledger = fit.ledgers[node.idx]
+            if ledger is None:
+                continue
+            for task in node.tasks.values():
+                facts = task.devices
+                if facts is None or facts.assigned is None or task.status not in ON_NODE_STATUS:
+                    continue
+                if facts.assigned_node and facts.assigned_node != node.name:
+                    self.problems.append(f"pod {task.key}: assigned cards of node {facts.assigned_node}, "
+                                         f"bound to {node.name}")
+                    continue
+                rules = task.device_ask.rules if task.device_ask is not None else frozenset()
+                kind = RELEASING if task.status is TaskStatus.RELEASING else HELD
+                for problem in ledger.hold(task.uid, facts.assigned, kind, task.job, rules):
+                    self.problems.append(f"pod {task.key}: {problem}")
+                fit.where[task.uid] = ledger
+
+    def on_session_close(self, ssn: SessionView) -> None:
+        self.fit = None
+
+
+register_plugin(NAME, parse_arguments, DeviceSharePlugin)
