@@ -9,19 +9,25 @@ legacy preempt is not applied (as Volcano). The plugins' UnifiedEvictable vote (
 which of them go. Victim bundles, the domain search, the simulated placement and the reprieve are
 `gang_evict.evict_for_gang`; each evicted pod carries a note naming the gang it makes room for.
 
+With `enqueue` configured, a Pending gang that enqueue refused for want of room its queue's lower-priority gangs
+hold is admitted first (`admit_for_preemption`): Volcano leaves it Pending, where no preemption looks at it (#4679).
+
 Usable beside `preempt` or instead of it: Volcano's design says not to configure both; Lapilli runs whichever the
 conf lists, in order, the later one on what the earlier left.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from extender.engine.actions.bundles import Bundle, BundleKind, sort_for_preempt
 from extender.engine.actions.gang_evict import Policy, parse_arguments, run
+from extender.engine.actions.ordering import PriorityQueue
 from extender.engine.actions.registry import register_action
 from extender.engine.interface import EvictionKind
 from extender.engine.model import PREEMPTABLE_STATUS, Job, Queue, Task
 from extender.engine.session import EvictionNote, Session
-from lapilli.resources.vector import Vec
+from lapilli.resources.vector import Vec, less_equal_on
 
 NAME = "gangpreempt"
 
@@ -56,10 +62,43 @@ POLICY = Policy(NAME, EvictionKind.GANG_PREEMPT, skip_overused=False, victims=_v
                 sort=_sort, note=preempt_note, may=lambda _ssn, _queue, _actor: True)
 
 
+def admit_for_preemption(ssn: Session) -> list[Job]:
+    """Admit the Pending gangs that enqueue refused for want of room their queue's lower-priority gangs hold
+    (Volcano #4679, #4756: a job enqueue keeps Pending is never a preemptor, so a full queue never preempts).
+
+    A gang is admitted (Inqueue, its minResources reserved as enqueue does) when the nodes' future idle room plus
+    what the evictable members of lower-priority gangs of its queue hold covers its minResources, less what gangs
+    admitted before it in this pass took. Nothing is evicted for it now: a Volcano Job's pods are made only once its
+    PodGroup is admitted, and the whole placement is simulated on them in a later session before any eviction."""
+    if "enqueue" not in ssn.conf.actions:
+        return []  # allocate admits every Pending gang itself
+    idle = ssn.arrays.future_idle().sum(axis=0) if ssn.nodes else ssn.dims.zeros()
+    claimed: dict[str, Vec] = {}
+    admitted: list[Job] = []
+    waiting = PriorityQueue(ssn.job_order, [j for j in sorted(ssn.jobs.values(), key=lambda j: j.uid)
+                                            if j.is_pending() and j.min_resources is not None])
+    while not waiting.empty():
+        job = waiting.pop()
+        need = job.min_resources
+        if need is None or ssn.queues[job.queue].state != "Open":
+            continue
+        held = [t.resreq for v in _victim_jobs(ssn, job) for t in v.tasks.values() if _eligible(t)]
+        if not held:
+            continue
+        room = idle + np.sum(held, axis=0) - claimed.get(job.queue, ssn.dims.zeros())
+        if less_equal_on(need, room, need, ssn.dims.pods):
+            ssn.job_enqueued(job)
+            job.phase = "Inqueue"
+            claimed[job.queue] = claimed.get(job.queue, ssn.dims.zeros()) + need
+            admitted.append(job)
+    return admitted
+
+
 class GangPreempt:
     name = NAME
 
     def execute(self, ssn: Session) -> None:
+        admit_for_preemption(ssn)
         run(ssn, POLICY)
 
 
