@@ -38,6 +38,8 @@ class Context:
     podgroups: Store = field(default_factory=lambda: Store({"queue": queue_index}))
     queues: Store = field(default_factory=Store)
     priority_classes: Store = field(default_factory=Store)
+    nodes: Store = field(default_factory=Store)
+    hypernodes: Store = field(default_factory=Store)
     pod_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(64))
 
     def priorities(self) -> dict[str, int]:

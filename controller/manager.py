@@ -1,4 +1,5 @@
-"""`Controllers`: the Job, Queue and PodGroup controllers, Commands and TTL collection as one service component.
+"""`Controllers`: the Job, Queue, PodGroup and HyperNode controllers, Commands and TTL collection as one service
+component.
 
 Counterpart: Volcano's vc-controller-manager, leader-elected as it is: the controllers run on the replica that
 holds their Lease only. Each leadership term gets a fresh `ControllerSet`. One list+watch reflector per kind
@@ -25,6 +26,7 @@ from prometheus_client import CollectorRegistry
 from controller.commands import CommandRouter
 from controller.context import Context
 from controller.events import EventRecorder
+from controller.hypernodes.controller import HyperNodeController, slim_node
 from controller.jobs.cleanup import Cleanup
 from controller.jobs.controller import JobController
 from controller.jobs.ttl import TTLCollector
@@ -34,7 +36,17 @@ from controller.queues.controller import QueueController
 from controller.settings import ControllerSettings
 from lapilli.cluster import Event, LeaseElector, Reflector
 from lapilli.kube import KubeClient
-from lapilli.kube.resources import COMMANDS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, VC_JOBS
+from lapilli.kube.resources import (
+    COMMANDS,
+    CONFIG_MAPS,
+    HYPERNODES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    VC_JOBS,
+)
 from lapilli.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -61,6 +73,18 @@ class ControllerSet:
             Reflector(client, VC_JOBS, handlers=[self._on_job], name="ctl-jobs"),
         ]
         self.command_reflector = Reflector(client, COMMANDS, handlers=[self.commands.on_command], name="ctl-commands")
+        # Topology: not waited for at start nor counted for readiness (a cluster without the HyperNode CRD keeps
+        # its Job controllers); the HyperNode controller itself waits for them.
+        self.topology_reflectors = [
+            Reflector(client, NODES, handlers=[self._on_node], name="ctl-nodes", transform=slim_node),
+            Reflector(client, HYPERNODES, handlers=[self._on_hypernode], name="ctl-hypernodes"),
+        ]
+        self.hypernodes = HyperNodeController(
+            self.ctx, synced=lambda: all(r.synced.is_set() for r in self.topology_reflectors[:2]))
+        if (where := settings.discovery_configmap()) is not None:
+            self.topology_reflectors.append(Reflector(client, CONFIG_MAPS, namespace=where[0],
+                                                      field_selector=f"metadata.name={where[1]}",
+                                                      handlers=[self.hypernodes.on_config], name="ctl-topology-conf"))
         self._tasks: list[asyncio.Task[Any]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._running = False
@@ -94,6 +118,14 @@ class ControllerSet:
     def _on_priority_class(self, event: Event) -> None:
         self.ctx.priority_classes.observe(event.type, event.obj)
 
+    def _on_node(self, event: Event) -> None:
+        self.ctx.nodes.observe(event.type, event.obj)
+        self.hypernodes.on_node(event)
+
+    def _on_hypernode(self, event: Event) -> None:
+        self.ctx.hypernodes.observe(event.type, event.obj)
+        self.hypernodes.on_hypernode(event)
+
     def _spawn(self, coro: Any, what: str) -> None:
         task = asyncio.get_running_loop().create_task(self._guard(coro, what))
         self._background.add(task)
@@ -109,7 +141,7 @@ class ControllerSet:
     # -- lifecycle ---------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        for reflector in self.reflectors:
+        for reflector in [*self.reflectors, *self.topology_reflectors]:
             self._tasks.append(reflector.start())
         waits = [asyncio.create_task(r.synced.wait()) for r in self.reflectors]
         try:
@@ -123,7 +155,7 @@ class ControllerSet:
                         self.settings.sync_timeout_s, laggards)
         workers = [self.jobs.run_worker() for _ in range(self.settings.job_workers)]
         workers += [self.queues.run_worker() for _ in range(2)] + [self.podgroups.run_worker() for _ in range(4)]
-        workers += [self.commands.run_worker() for _ in range(2)]
+        workers += [self.commands.run_worker() for _ in range(2)] + [self.hypernodes.run_worker() for _ in range(2)]
         self._tasks += [asyncio.create_task(w, name="controller-worker") for w in workers]
         self._tasks.append(self.command_reflector.start())
         self._spawn(self.queues.ensure_standing_queues(), "standing queues")
@@ -140,7 +172,7 @@ class ControllerSet:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-        for reflector in [*self.reflectors, self.command_reflector]:
+        for reflector in [*self.reflectors, self.command_reflector, *self.topology_reflectors]:
             await reflector.stop()
         await self.ctx.recorder.flush()
 

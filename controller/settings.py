@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from lapilli.api.common import DNS_SUBDOMAIN_PATTERN
 from lapilli.api.constants import DEFAULT_SCHEDULER_NAME
 from lapilli.settings import flag
 
@@ -39,6 +41,16 @@ class ControllerSettings:
     """Namespace of the Lease (the service's namespace, where the extender's Lease is too)."""
     lease_name: str = flag("--controllers-lease-name", "lapilli-controllers")
     """Name of the controllers' Lease (Volcano's controller manager calls its own `vc-controller-manager`)."""
+    hypernode_discovery_configmap: str = flag("--hypernode-discovery-configmap", "")
+    """NAMESPACE/NAME of a ConfigMap in Volcano's controller format (key `volcano-controller.conf`) whose
+    `networkTopologyDiscovery` entry `source: label`, when enabled, makes HyperNodes from node labels (Volcano
+    reads `volcano-system/volcano-controller-configmap`). Empty: no discovery. The install and `lapilli dev up`
+    name `lapilli-system/volcano-controller-configmap`, which does not exist until you create it."""
+
+    def discovery_configmap(self) -> tuple[str, str] | None:
+        """(namespace, name) of the discovery ConfigMap, or None when discovery is off."""
+        namespace, _, name = self.hypernode_discovery_configmap.partition("/")
+        return (namespace, name) if name else None
 
     def problems(self) -> list[str]:
         out: list[str] = []
@@ -52,4 +64,13 @@ class ControllerSettings:
             out.append(f"--max-requeue-num {self.max_requeue} must be >= 0 (or -1: retry forever)")
         if not self.scheduler_names:
             out.append("--scheduler-name must be given at least once")
+        if self.hypernode_discovery_configmap and not _namespaced_name(self.hypernode_discovery_configmap):
+            out.append(f"--hypernode-discovery-configmap {self.hypernode_discovery_configmap!r} must be "
+                       "NAMESPACE/NAME (e.g. lapilli-system/volcano-controller-configmap)")
         return out
+
+
+def _namespaced_name(text: str) -> bool:
+    namespace, slash, name = text.partition("/")
+    return bool(slash) and all(len(part) <= 253 and re.fullmatch(DNS_SUBDOMAIN_PATTERN, part) for part in
+                               (namespace, name))

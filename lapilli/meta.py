@@ -123,3 +123,9 @@ def describe(obj: Mapping[str, Any] | None) -> str:
 def is_deleting(obj: Mapping[str, Any] | None) -> bool:
     """The object carries a `deletionTimestamp`: it is going, finalizers permitting."""
     return bool(meta(obj).get("deletionTimestamp"))
+
+
+def pointer_token(key: str) -> str:
+    """`key` as one JSON-pointer token (RFC 6901: `~` → `~0`, `/` → `~1`), for a JSON patch path through a label or
+    annotation key (they contain `/`)."""
+    return key.replace("~", "~0").replace("/", "~1")

@@ -18,15 +18,16 @@ NO_EXECUTE: Final = "NoExecute"
 PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
 
 
-def _map(value: object) -> Mapping[str, object]:
+# Defensive readers of raw JSON (shared with lapilli.podterms): the wrong shape reads as absent.
+def as_map(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _list(value: object) -> list[object]:
+def as_list(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
 
-def _text(value: object) -> str:
+def as_text(value: object) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 
@@ -38,8 +39,8 @@ class Taint:
 
     @classmethod
     def of(cls, raw: object) -> Taint:
-        taint = _map(raw)
-        return cls(_text(taint.get("key")), _text(taint.get("value")), _text(taint.get("effect")))
+        taint = as_map(raw)
+        return cls(as_text(taint.get("key")), as_text(taint.get("value")), as_text(taint.get("effect")))
 
     def __str__(self) -> str:
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
@@ -50,7 +51,7 @@ UNSCHEDULABLE_TAINT: Final = Taint("node.kubernetes.io/unschedulable", "", NO_SC
 
 
 def taints_of(node_spec: Mapping[str, object]) -> tuple[Taint, ...]:
-    return tuple(Taint.of(t) for t in _list(node_spec.get("taints")))
+    return tuple(Taint.of(t) for t in as_list(node_spec.get("taints")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +63,9 @@ class Toleration:
 
     @classmethod
     def of(cls, raw: object) -> Toleration:
-        tol = _map(raw)
-        return cls(_text(tol.get("key")), _text(tol.get("operator")) or "Equal", _text(tol.get("value")),
-                   _text(tol.get("effect")))
+        tol = as_map(raw)
+        return cls(as_text(tol.get("key")), as_text(tol.get("operator")) or "Equal", as_text(tol.get("value")),
+                   as_text(tol.get("effect")))
 
     def tolerates(self, taint: Taint) -> bool:
         if self.effect and self.effect != taint.effect:
@@ -88,8 +89,9 @@ class Requirement:
 
     @classmethod
     def of(cls, raw: object) -> Requirement:
-        req = _map(raw)
-        return cls(_text(req.get("key")), _text(req.get("operator")), tuple(_text(v) for v in _list(req.get("values"))))
+        req = as_map(raw)
+        values = tuple(as_text(v) for v in as_list(req.get("values")))
+        return cls(as_text(req.get("key")), as_text(req.get("operator")), values)
 
     def matches(self, value: str | None) -> bool:
         op = self.operator
@@ -119,9 +121,9 @@ class SelectorTerm:
 
     @classmethod
     def of(cls, raw: object) -> SelectorTerm:
-        term = _map(raw)
-        return cls(tuple(Requirement.of(e) for e in _list(term.get("matchExpressions"))),
-                   tuple(Requirement.of(f) for f in _list(term.get("matchFields"))))
+        term = as_map(raw)
+        return cls(tuple(Requirement.of(e) for e in as_list(term.get("matchExpressions"))),
+                   tuple(Requirement.of(f) for f in as_list(term.get("matchFields"))))
 
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
         if not self.expressions and not self.fields:
@@ -151,11 +153,11 @@ class LabelSelector:
 
     @classmethod
     def of(cls, raw: object) -> LabelSelector:
-        body = _map(raw)
+        body = as_map(raw)
         if raw is not None and not isinstance(raw, Mapping):
             raise ValueError(f"expected an object, got {type(raw).__name__}")
-        labels = tuple(sorted((str(k), _text(v)) for k, v in _map(body.get("matchLabels")).items()))
-        expressions = tuple(Requirement.of(e) for e in _list(body.get("matchExpressions")))
+        labels = tuple(sorted((str(k), as_text(v)) for k, v in as_map(body.get("matchLabels")).items()))
+        expressions = tuple(Requirement.of(e) for e in as_list(body.get("matchExpressions")))
         for i, req in enumerate(expressions):
             where = f"matchExpressions[{i}]"
             if req.operator not in SELECTOR_OPERATORS:
@@ -191,16 +193,16 @@ class PodPlacement:
 
     @classmethod
     def of(cls, spec: Mapping[str, object]) -> PodPlacement:
-        node_affinity = _map(_map(spec.get("affinity")).get("nodeAffinity"))
+        node_affinity = as_map(as_map(spec.get("affinity")).get("nodeAffinity"))
         required_raw = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
         required = (None if required_raw is None else
-                    tuple(SelectorTerm.of(t) for t in _list(_map(required_raw).get("nodeSelectorTerms"))))
+                    tuple(SelectorTerm.of(t) for t in as_list(as_map(required_raw).get("nodeSelectorTerms"))))
         preferred = tuple(
-            PreferredTerm(_weight(_map(p).get("weight")), SelectorTerm.of(_map(p).get("preference")))
-            for p in _list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))
+            PreferredTerm(_weight(as_map(p).get("weight")), SelectorTerm.of(as_map(p).get("preference")))
+            for p in as_list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))
         )
-        selector = {str(k): _text(v) for k, v in _map(spec.get("nodeSelector")).items()}
-        return cls(selector, required, preferred, tuple(Toleration.of(t) for t in _list(spec.get("tolerations"))))
+        selector = {str(k): as_text(v) for k, v in as_map(spec.get("nodeSelector")).items()}
+        return cls(selector, required, preferred, tuple(Toleration.of(t) for t in as_list(spec.get("tolerations"))))
 
     def matches_node(self, labels: Mapping[str, str], node_name: str) -> bool:
         """The node selector and the required node affinity."""

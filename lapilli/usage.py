@@ -146,10 +146,14 @@ def hours(name: str, value: float) -> float:
 
 
 def usage_text(name: str, value: float) -> str:
-    """`1,900 GPU·h`, `12.5 CPU·h`: whole numbers from 10 up, one decimal below."""
+    """`1,900 GPU·h`, `12.5 CPU·h`; under a tenth of an hour in seconds (`40 GPU·s`); `0` for nothing."""
     amount = hours(name, value)
     unit = _UNIT_NAMES.get(name, name)
-    return f"{amount:,.0f} {unit}·h" if amount >= 10 or amount == 0 else f"{amount:.1f} {unit}·h"
+    if amount <= 0:
+        return "0"
+    if amount < 0.1:
+        return f"{amount * HOUR:,.0f} {unit}·s"
+    return f"{amount:,.0f} {unit}·h" if amount >= 10 else f"{amount:.1f} {unit}·h"
 
 
 def shown_usage(annotations: Mapping[str, str], now: float) -> str:

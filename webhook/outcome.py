@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from lapilli.meta import pointer_token
+
 BAD_REQUEST: Final = (400, "BadRequest")
 FORBIDDEN: Final = (403, "Forbidden")
 
@@ -41,6 +43,5 @@ def deny(message: str, *, forbidden: bool = False) -> Outcome:
     return Outcome(allowed=False, message=message, code=code, reason=reason)
 
 
-def escape(key: str) -> str:
-    """A JSON-pointer token (RFC 6901): `~` → `~0`, `/` → `~1` (annotation keys contain `/`)."""
-    return key.replace("~", "~0").replace("/", "~1")
+escape = pointer_token
+"""A JSON-pointer token (RFC 6901): `~` → `~0`, `/` → `~1` (annotation keys contain `/`)."""

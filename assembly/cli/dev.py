@@ -54,20 +54,28 @@ def dev() -> None:
 @click.option("--memory", default="512Gi", show_default=True, help="Memory per node (a quantity).")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Node label (repeatable).")
 @click.option("--taint", "taints", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="Node taint (repeatable).")
+@click.option("--vgpu", is_flag=True, help="Shared GPUs: nodes register vGPU cards (A100-80GB, every fourth node "
+              "A100-40GB in MIG mode) instead of whole nvidia.com/gpu, the device config is created and the service "
+              "runs examples/scheduler-conf-vgpu.yaml (deviceshare with vGPU).")
+@click.option("--topology", default="", metavar="LABEL=COUNT,...",
+              help="A network topology, top tier first with its number of domains (e.g. 'spine=2,leaf=4'): the "
+              "nodes are labelled into that tree and HyperNode discovery is turned on (kubectl get hn).")
 @click.option("--extender/--no-extender", default=None,
               help="Wire Lapilli in: start `lapilli serve`, register its webhook and point kube-scheduler's "
               "extender at it [default: when `lapilli serve` exists].")
 @click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="The scheduler conf (Volcano's format) the service runs [default: the shipped "
-              "manifests/scheduler/lapilli-scheduler.conf]; checked before anything starts.")
+              "manifests/scheduler/lapilli-scheduler.conf; with --vgpu, examples/scheduler-conf-vgpu.yaml]; checked "
+              "before anything starts.")
 @_state_option
 def up(
     nodes: int, gpus_per_node: int, cpu: str, memory: str, labels: tuple[str, ...], taints: tuple[str, ...],
-    extender: bool | None, scheduler_conf: Path | None, state_dir: Path | None,
+    vgpu: bool, topology: str, extender: bool | None, scheduler_conf: Path | None, state_dir: Path | None,
 ) -> None:
     """Start everything in the background; prints `export KUBECONFIG=...` last once it is ready."""
     from assembly.dev import BinariesNotFound, ClusterRunning, ClusterSpec, ComponentFailed, DevCluster, NodeShape
     from assembly.dev.nodes import parse_label, parse_taint
+    from assembly.dev.topology import parse_tiers
 
     if scheduler_conf is not None:
         _check_conf(scheduler_conf)
@@ -76,10 +84,11 @@ def up(
             cpu=cpu, memory=memory, gpus=gpus_per_node, labels=dict(parse_label(x) for x in labels),
             taints=tuple(parse_taint(t) for t in taints),
         )
+        tiers = parse_tiers(topology, nodes) if topology else ()
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
     spec = ClusterSpec(state_dir=_state_dir(state_dir), nodes=nodes, shape=shape, extender=extender,
-                       scheduler_conf=scheduler_conf)
+                       topology=tiers, vgpu=vgpu, scheduler_conf=scheduler_conf)
     cluster = DevCluster(spec)
 
     async def start() -> None:
@@ -92,6 +101,9 @@ def up(
             f"{_wiring(info.service, info.extender)}, ready in {info.ready_s:.1f}s (state in {info.state_dir})",
             err=True,
         )
+        if tiers:
+            click.echo(f"topology {topology}: nodes labelled {', '.join(k for k, _ in tiers)}; HyperNodes from "
+                       "ConfigMap lapilli-system/volcano-controller-configmap (kubectl get hn)", err=True)
 
     try:
         asyncio.run(start())

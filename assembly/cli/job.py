@@ -345,9 +345,9 @@ def delete(master: str, kubeconfig: Path | None, namespace: str, name: str) -> N
 def why(master: str, kubeconfig: Path | None, namespace: str, name: str, podgroup: str, conf_file: Path | None,
         output: str) -> None:
     """Why is a job pending? Each reason that applies, most important first, from the scheduler's own engine."""
-    from assembly.why.answer import Answer, WhyError, podgroup_of_job
+    from assembly.why.answer import STARTED_KINDS, Answer, WhyError, estimate_of, podgroup_of_job
     from assembly.why.answer import why as explain_pg
-    from assembly.why.gather import read_cluster, read_conf, read_queue_events
+    from assembly.why.gather import read_cluster, read_conf, read_jobs, read_queue_events
     from extender.engine.explain.closers import closed_by
 
     if bool(name) == bool(podgroup):
@@ -361,8 +361,11 @@ def why(master: str, kubeconfig: Path | None, namespace: str, name: str, podgrou
         else:
             key = podgroup_of_job(view, namespace, await client.get(VC_JOBS, name, namespace))
         closers = closed_by(view.objects.get("Queue", {}).values(), await read_queue_events(client, view))
+        jobs = await read_jobs(client, view, namespace)
         answer = Answer.of(view, source, explain_pg(view, source.conf, key, closers),
                            f"{namespace}/{name}" if name else "")
+        if answer.explanation.kind not in STARTED_KINDS:
+            answer.estimate = estimate_of(view, source.conf, jobs, key)
         if output == "json":
             return json.dumps(answer.to_json(), indent=2) + "\n"
         return answer.render()

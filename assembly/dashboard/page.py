@@ -11,13 +11,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from assembly.cli.vcctl import since
-from assembly.why.answer import condition_line, service_condition
+from assembly.why.answer import STARTED_KINDS, condition_line, service_condition
+from assembly.why.estimate import estimates, jobs_by_podgroup
 from assembly.why.gather import ClusterView, Unreadable
 from extender.engine.conf import SchedulerConf
-from extender.engine.explain import Context, explain
+from extender.engine.explain import Context, Explanation, explain
 from extender.engine.explain.units import number
 from extender.engine.run import run_session
-from lapilli.meta import meta, name_of, owner_references
+from lapilli.meta import Obj, meta, name_of, owner_references
 from lapilli.resources.units import CPU, GPU, MEMORY, PODS
 from lapilli.usage import shown_usage
 
@@ -39,6 +40,7 @@ class JobRow:
     kind: str
     why: str
     scheduler: str = ""  # the service's own lapilli.io/Why condition, shown when the page is partial
+    estimate: str = ""  # when a waiting Volcano Job is expected to start (assembly.why.estimate)
 
 
 @dataclass(slots=True)
@@ -103,8 +105,9 @@ def _owner_job(pg: Mapping[str, Any]) -> str:
 
 
 def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Mapping[str, str],
-          now: datetime | None = None, unreadable: Sequence[Unreadable] = ()) -> Page:
-    """`unreadable`: what the credentials could not read besides `view.unreadable` (the conf's ConfigMap)."""
+          now: datetime | None = None, unreadable: Sequence[Unreadable] = (), jobs: Sequence[Obj] = ()) -> Page:
+    """`unreadable`: what the credentials could not read besides `view.unreadable` (the conf's ConfigMap); `jobs`:
+    the cluster's Volcano Jobs, for the waiting ones' expected start (none without them)."""
     now = now or datetime.now(UTC)
     snap = view.snapshot
     result = run_session(snap, conf, now.timestamp())
@@ -113,13 +116,14 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
     raw_queues = view.objects.get("Queue", {})
     raw_pgs = view.objects.get("PodGroup", {})
     gaps = [*view.unreadable, *unreadable]
-    jobs: dict[str, list[JobRow]] = {}
+    starts = _starts(view, conf, jobs, answers, now)
+    by_queue: dict[str, list[JobRow]] = {}
     for key, answer in sorted(answers.items()):
         pg = raw_pgs.get(key) or {}
         cond = service_condition(pg) if gaps else None
-        jobs.setdefault(answer.queue, []).append(JobRow(
+        by_queue.setdefault(answer.queue, []).append(JobRow(
             key, _owner_job(pg), answer.phase, since(meta(pg).get("creationTimestamp"), now), str(answer.kind),
-            answer.headline, condition_line(cond) if cond is not None else ""))
+            answer.headline, condition_line(cond) if cond is not None else "", starts.get(key, "")))
     rows: list[QueueRow] = []
     for name, depth in _tree(raw_queues):
         record = snap.queues.get(name)
@@ -137,7 +141,7 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
                 continue
             row.bars.append(Bar(resource, number(resource, deserved) if deserved is not None else None,
                                 number(resource, allocated), number(resource, cap) if cap is not None else None))
-        row.jobs = jobs.pop(name, [])
+        row.jobs = by_queue.pop(name, [])
         rows.append(row)
     nodes = []
     room = result.nodes
@@ -146,8 +150,19 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
             gpu_used, gpus = _use(room.allocatable[i], room.idle[i], dims.index, GPU)
             cpu_used, cpu = _use(room.allocatable[i], room.idle[i], dims.index, CPU)
             nodes.append(NodeRow(node, gpu_used, gpus, cpu_used, cpu))
-    missing = [job for queue in sorted(jobs) for job in jobs[queue]]
+    missing = [job for queue in sorted(by_queue) for job in by_queue[queue]]
     return Page(rows, nodes, conf_where, now.strftime("%Y-%m-%d %H:%M:%S UTC"), [str(u) for u in gaps], missing)
+
+
+def _starts(view: ClusterView, conf: SchedulerConf, jobs: Sequence[Obj], answers: Mapping[str, Explanation],
+            now: datetime) -> dict[str, str]:
+    """PodGroup -> its Volcano Job's expected start, for the jobs that wait (one replay for all of them)."""
+    waiting = [key for key, answer in answers.items() if answer.kind not in STARTED_KINDS]
+    if not jobs or not waiting:
+        return {}
+    owners = jobs_by_podgroup(jobs, view.objects.get("PodGroup", {}))
+    expected = estimates(view.objects, jobs, conf, now.timestamp())
+    return {key: expected[owners[key]].text() for key in waiting if owners.get(key) in expected}
 
 
 def _use(allocatable: Any, idle: Any, index: Mapping[str, int], resource: str) -> tuple[float, float]:

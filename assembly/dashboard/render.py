@@ -78,6 +78,8 @@ def _queue(row: QueueRow) -> str:
 
 def _job(j: JobRow, depth: int) -> str:
     scheduler = f'<div class="small muted">{escape(j.scheduler)}</div>' if j.scheduler else ""
+    if j.estimate:
+        scheduler = f'<div class="small">{escape(j.estimate)}</div>' + scheduler
     return (f'<tr><td>{"&nbsp;" * 4 * depth}{escape(j.job or j.key)}</td><td>{escape(j.phase)}</td>'
             f'<td>{escape(j.age)}</td><td><span class="kind {escape(j.kind)}">{escape(j.kind)}</span></td>'
             f'<td class="why">{escape(j.why)}{scheduler}</td></tr>')

@@ -33,7 +33,7 @@ from extender.engine.explain.closers import closed_by
 from lapilli.cluster import Reflector
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError
-from lapilli.kube.resources import EVENTS
+from lapilli.kube.resources import EVENTS, VC_JOBS
 
 log = logging.getLogger("lapilli.dashboard")
 
@@ -53,33 +53,41 @@ class Dashboard:
         self.client, self.conf_path, self.namespace = client, conf_path, namespace
         self.reflectors = [Reflector(client, res) for res in SCHEDULER_INPUTS]
         self.events = Reflector(client, EVENTS, namespace="default", field_selector="involvedObject.kind=Queue")
+        # Volcano Jobs, finished ones too: the waiting jobs' expected start (assembly.why.estimate).
+        self.jobs = Reflector(client, VC_JOBS)
         self.conf: ClusterConf | None = None
         self.narrowed: list[Unreadable] = []  # kinds refused across namespaces and watched in `namespace` only
 
     async def start(self, sync_timeout_s: float = 30.0) -> None:
         self.conf = await read_conf(self.client, self.conf_path)
-        for reflector in [*self.reflectors, self.events]:
+        for reflector in [*self.reflectors, self.events, self.jobs]:
             reflector.start()
         await self._listed(sync_timeout_s)
         for i, reflector in enumerate(self.reflectors):
-            if reflector.error is None or reflector.synced.is_set():
-                continue
-            where, gap = fallback(reflector.resource, reflector.error, self.namespace)
-            if where is None:
-                continue
-            await reflector.stop()
-            self.reflectors[i] = Reflector(self.client, reflector.resource, namespace=where)
-            self.reflectors[i].start()
-            self.narrowed.append(gap)
+            self.reflectors[i] = await self._narrowed(reflector)
+        self.jobs = await self._narrowed(self.jobs)
         if self.narrowed:
             await self._listed(sync_timeout_s)
+
+    async def _narrowed(self, reflector: Reflector) -> Reflector:
+        """A watch refused across namespaces is replaced by one in the user's namespace (the gap is recorded)."""
+        if reflector.error is None or reflector.synced.is_set():
+            return reflector
+        where, gap = fallback(reflector.resource, reflector.error, self.namespace)
+        if where is None:
+            return reflector
+        await reflector.stop()
+        narrowed = Reflector(self.client, reflector.resource, namespace=where)
+        narrowed.start()
+        self.narrowed.append(gap)
+        return narrowed
 
     async def _listed(self, timeout_s: float) -> None:
         """Until each input is listed or refused: a kind the user may not read is shown as missing, not waited
         for."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
-                while not all(r.synced.is_set() or r.error is not None for r in self.reflectors):
+                while not all(r.synced.is_set() or r.error is not None for r in [*self.reflectors, self.jobs]):
                     await asyncio.sleep(0.1)
 
     def unreadable(self) -> list[Unreadable]:
@@ -88,17 +96,20 @@ class Dashboard:
                                   if r.error is not None)]
         if self.events.error is not None:
             gaps.append(Unreadable.of("Event", QUEUE_EVENTS_SCOPE, self.events.error))
+        if self.jobs.error is not None:  # only the expected starts go
+            gaps.append(refused(VC_JOBS, self.jobs.error, self.jobs.namespace))
         return [*gaps, *([self.conf.unreadable] if self.conf and self.conf.unreadable else [])]
 
     async def stop(self) -> None:
-        for reflector in [*self.reflectors, self.events]:
+        for reflector in [*self.reflectors, self.events, self.jobs]:
             await reflector.stop()
 
     def render(self, whole: bool) -> str:
         assert self.conf is not None
         view = build_view({r.resource.kind: list(r.store.values()) for r in self.reflectors})
         closers = closed_by(view.objects.get("Queue", {}).values(), self.events.store.values())
-        page = build(view, self.conf.conf, self.conf.where, closers, unreadable=self.unreadable())
+        page = build(view, self.conf.conf, self.conf.where, closers, unreadable=self.unreadable(),
+                     jobs=list(self.jobs.store.values()))
         return document(page) if whole else fragment(page)
 
 

@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -49,6 +49,8 @@ from assembly.dev.service import (
     service_pid,
     supervised,
 )
+from assembly.dev.topology import Tiers, discovery_configmap, node_labels
+from assembly.dev.vgpu import VGPU_CONF, create_device_config, vgpu_shape
 from lapilli.kube import KubeClient, load_kubeconfig
 from lapilli.kube.config import write_kubeconfig
 from lapilli.kube.resources import NAMESPACES
@@ -90,6 +92,12 @@ class ClusterSpec:
     # False: no kube-scheduler (and no service); the caller brings its own, as the installed-mode tests run the
     # rendered scheduler pods in containers.
     kube_scheduler: bool = True
+    # Shared GPUs (assembly/dev/vgpu.py): nodes register vGPU cards (every fourth MIG), the device config is
+    # created, and the service runs examples/scheduler-conf-vgpu.yaml (before `serve_args`, which may override it).
+    vgpu: bool = False
+    # Network topology (assembly.dev.topology): the nodes labelled into this tree, and label discovery turned on
+    # so the service makes HyperNodes of it.
+    topology: Tiers = ()
 
 
 @dataclass(slots=True)
@@ -106,6 +114,7 @@ class ClusterInfo:
     etcd_data: str
     nodes: int
     ready_s: float = 0.0
+    vgpu: bool = False
 
     @classmethod
     def load(cls, state_dir: Path) -> ClusterInfo | None:
@@ -229,24 +238,29 @@ class DevCluster:
         self.client = KubeClient(load_kubeconfig(self.kubeconfig))
 
         wanted = service_available() if self.spec.extender is None else self.spec.extender
+        # --vgpu runs the vGPU conf unless a conf is named.
+        conf = self.spec.scheduler_conf or (VGPU_CONF if self.spec.vgpu else None)
         plan = (
-            plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, self.spec.serve_args,
-                         self.spec.scheduler_conf)
+            plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, self.spec.serve_args, conf)
             if wanted else None
         )
         if wanted and plan is None:
             raise ComponentFailed("the Lapilli service was asked for, but `lapilli serve` does not exist yet")
         await bootstrap(self.client, manifests_dir())
+        if self.spec.vgpu:  # before the kubelet starts: it reads the MIG geometries from it, as the device plugin
+            await create_device_config(self.client)
         await asyncio.gather(
             self._start_scheduler(sched_kc, ports, plan),
             self._start_kubelet(),
             self._create_nodes(self.spec.nodes),
         )
+        if self.spec.topology:
+            await create_or_replace(self.client, discovery_configmap(self.spec.topology, SERVICE_NAMESPACE))
         return ClusterInfo(
             state_dir=str(self.state_dir), kubeconfig=str(self.kubeconfig), server=server,
             kubernetes=bins.version_text, ports=ports.in_use(plan), service=plan is not None,
             extender=plan is not None and plan.extender_url is not None,
-            etcd_data=str((self.state_dir / "etcd").resolve()), nodes=self.spec.nodes,
+            etcd_data=str((self.state_dir / "etcd").resolve()), nodes=self.spec.nodes, vgpu=self.spec.vgpu,
         )
 
     async def _start_etcd_and_apiserver(self, bins: Binaries, ports: _Ports, creds: _Credentials) -> tuple[str, bytes]:
@@ -341,8 +355,11 @@ class DevCluster:
         gate = asyncio.Semaphore(32)
 
         async def one(index: int) -> None:
+            shape = self._shape(index)
+            if self.spec.topology:
+                shape = replace(shape, labels={**shape.labels, **node_labels(index, count, self.spec.topology)})
             async with gate:
-                await self.add_node(node_name(index, count), index=index)
+                await self.add_node(node_name(index, count), shape, index=index)
 
         await asyncio.gather(*(one(i) for i in range(count)))
 
@@ -362,7 +379,11 @@ class DevCluster:
         if index is None:
             index = self.spec.nodes + self._node_count
         self._node_count += 1
-        return await register_node(self._api(), name, shape or self.spec.shape, index)
+        return await register_node(self._api(), name, shape or self._shape(index), index)
+
+    def _shape(self, index: int) -> NodeShape:
+        """Node `index`'s shape: the spec's, with vGPU cards when the cluster shares GPUs."""
+        return vgpu_shape(self.spec.shape, index) if self.spec.vgpu else self.spec.shape
 
     async def compact_etcd(self) -> int:
         """Compact etcd to its current revision (what kube-apiserver does every 5 minutes); returns it.

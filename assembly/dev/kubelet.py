@@ -18,12 +18,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from assembly.dev.devicesim import REFUSED_REASON, CardAdmission
 from assembly.dev.nodes import SIM_SELECTOR, is_ready, make_ready, slim_node
-from assembly.dev.podsim import finished_patch, next_action, outcome, running_patch, slim_pod
+from assembly.dev.podsim import finished_patch, next_action, outcome, rejected_patch, running_patch, slim_pod
 from lapilli.cluster import Event, RateLimiter, Reflector, WorkQueue, run_worker
 from lapilli.cluster.workqueue import Cause
+from lapilli.devices.config import NvidiaConfig, config_from_configmap
+from lapilli.devices.names import CONFIG_MAP, CONFIG_NAMESPACE
 from lapilli.kube import REQUEST_ERRORS, Conflict, KubeClient, NotFound
-from lapilli.kube.resources import NODES, PODS
+from lapilli.kube.resources import CONFIG_MAPS, NODES, PODS
 from lapilli.meta import key_of, name_of, namespace_of, revision, uid_of
 from lapilli.tasks import cancel_and_wait
 from lapilli.times import rfc3339
@@ -44,6 +47,7 @@ class KubeletStats:
     deleted: int = 0
     orphans: int = 0  # pods of deleted nodes, deleted (the pod garbage collector's part)
     repaired_nodes: int = 0
+    refused: int = 0  # pods the simulated vGPU device plugin refused (their cards over-full or unknown)
     heartbeats: int = 0
     errors: int = 0
     start_lags: list[float] = field(default_factory=list)
@@ -56,7 +60,8 @@ class KubeletStats:
             f"max {lags[-1] * 1000:.0f}ms over {len(lags)}" if lags else "no starts"
         )
         return (f"started {self.started} finished {self.finished} deleted {self.deleted} orphans {self.orphans} "
-                f"repaired {self.repaired_nodes} heartbeats {self.heartbeats} errors {self.errors}; {window}")
+                f"repaired {self.repaired_nodes} refused {self.refused} heartbeats {self.heartbeats} "
+                f"errors {self.errors}; {window}")
 
 
 class PodIPs:
@@ -104,7 +109,10 @@ class SimKubelet:
 
     def __init__(
         self, client: KubeClient, *, workers: int = 64, heartbeat_s: float = 60.0, node_selector: str = SIM_SELECTOR,
+        device_config: NvidiaConfig | None = None,
     ) -> None:
+        """`device_config`: the vGPU device config the simulated device plugin reads (MIG geometries); None: the
+        cluster's `volcano-vgpu-device-config`, read at start."""
         self.client = client
         self.workers = workers
         self.heartbeat_s = heartbeat_s
@@ -122,6 +130,9 @@ class SimKubelet:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._first_seen: dict[str, float] = {}  # pod key -> when we first saw it bound and not yet started
         self._task: asyncio.Task[None] | None = None
+        # The simulated vGPU device plugin: the cards each node's pods hold, checked as a pod starts.
+        self.cards = CardAdmission(device_config) if device_config is not None else CardAdmission()
+        self._read_config = device_config is None
 
     def start(self) -> asyncio.Task[None]:
         if self._task is None or self._task.done():
@@ -132,9 +143,23 @@ class SimKubelet:
         await cancel_and_wait(self._task)
         self._task = None
 
+    async def _read_device_config(self) -> None:
+        """The vGPU device config, read once as the device plugin reads it at start (its MIG geometries name the
+        slices pods are given); without it, the defaults."""
+        try:
+            found = await self.client.get(CONFIG_MAPS, CONFIG_MAP, CONFIG_NAMESPACE)
+            self.cards.config = config_from_configmap(found.get("data")).nvidia
+        except NotFound:
+            pass
+        except (*REQUEST_ERRORS, ValueError) as exc:
+            log.warning("sim-kubelet: vGPU device config %s/%s not read (%s); using the defaults",
+                        CONFIG_NAMESPACE, CONFIG_MAP, exc)
+
     async def run(self) -> None:
         tasks: list[asyncio.Task[Any]] = []
         try:
+            if self._read_config:
+                await self._read_device_config()
             tasks.append(self.nodes.start())
             await self.nodes.synced.wait()  # pods are only acted on once their node is known
             tasks.append(self.pods.start())
@@ -178,11 +203,15 @@ class SimKubelet:
             self._first_seen.setdefault(key, time.monotonic())
         if status.get("phase") == "Running" and status.get("podIP"):
             self._ips.claim(node, key, status["podIP"])
+            self.cards.running(pod, node)
+        elif status.get("phase") in ("Succeeded", "Failed"):
+            self.cards.stopped(key, node)
         if node in self.nodes.store:
             self.queue.add(("pod", key))
 
     def _forget(self, key: str, node: str, uid: str) -> None:
         self._pods_on.get(node, set()).discard(key)
+        self.cards.stopped(key, node)
         self._ips.release(key)
         self._written.pop(key, None)
         self._first_seen.pop(key, None)
@@ -237,7 +266,12 @@ class SimKubelet:
             log.warning("sim-kubelet: pod %s: bad simulation annotation: %s; leaving it running", key, exc)
             return
         now = time.time()
-        if action.kind == "start":
+        if action.kind == "start" and (refused := self.cards.refusal(pod, node)) is not None:
+            log.warning("sim-kubelet: pod %s refused on %s: %s", key, name_of(node), refused)
+            patch = rejected_patch(pod, reason=REFUSED_REASON, message=f"Pod was rejected: {refused}")
+            self._written[key] = revision(await self.client.patch_status(PODS, name, patch, namespace))
+            self.stats.refused += 1
+        elif action.kind == "start":
             ip = self._ips.allocate(name_of(node), node["spec"]["podCIDR"], key)
             patch = running_patch(pod, pod_ip=ip, host_ip=_node_ip(node), now=now)
             written = await self.client.patch_status(PODS, name, patch, namespace)
@@ -256,6 +290,7 @@ class SimKubelet:
             written = await self.client.patch_status(PODS, name, patch, namespace)
             self._written[key] = revision(written)
             self._ips.release(key)
+            self.cards.stopped(key, name_of(node))
             self.stats.finished += 1
         elif action.kind == "delete":
             await self.client.delete(PODS, name, namespace, grace_period_seconds=0, uid=uid or None)

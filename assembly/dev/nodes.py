@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from lapilli.devices.names import NODE_REGISTER, VGPU_CORES, VGPU_MEMORY, VGPU_NUMBER
+from lapilli.devices.register import Card, encode_register
 from lapilli.kube import AlreadyExists, KubeClient
 from lapilli.kube.resources import NODES
 from lapilli.meta import name_of, section
@@ -30,8 +32,31 @@ KUBELET_VERSION: Final = "v1.20.2-sim"
 
 
 @dataclass(frozen=True, slots=True)
+class CardShape:
+    """A simulated node's vGPU cards, as the HAMi vGPU device plugin registers them: `count` cards of `memory` MB
+    of one model, shared by up to `split` pods each, in sharing `mode` (hami-core or mig)."""
+
+    count: int
+    memory: int = 81920
+    type: str = "NVIDIA-A100-SXM4-80GB"
+    mode: str = "hami-core"
+    split: int = 10
+
+    def register(self, node: str) -> str:
+        """The node's `volcano.sh/node-vgpu-register` annotation."""
+        cards = [Card(i, f"GPU-{node}-{i}", self.split, self.memory, self.type, True, self.mode)
+                 for i in range(self.count)]
+        return encode_register(cards)
+
+    def allocatable(self) -> dict[str, str]:
+        """The totals the device plugin advertises: cards × split, all cards' MB, 100 % per card."""
+        return {VGPU_NUMBER: str(self.count * self.split), VGPU_MEMORY: str(self.count * self.memory),
+                VGPU_CORES: str(self.count * 100)}
+
+
+@dataclass(frozen=True, slots=True)
 class NodeShape:
-    """Capacity, labels and taints of one simulated node."""
+    """Capacity, labels and taints of one simulated node (and its vGPU cards, if any)."""
 
     cpu: str = "64"
     memory: str = "512Gi"
@@ -39,6 +64,7 @@ class NodeShape:
     pods: int = 110
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Mapping[str, str], ...] = ()
+    cards: CardShape | None = None
 
 
 def parse_label(text: str) -> tuple[str, str]:
@@ -96,6 +122,10 @@ def node_object(name: str, shape: NodeShape, index: int, now: float | None = Non
     resources = {"cpu": shape.cpu, "memory": shape.memory, "pods": str(shape.pods), "ephemeral-storage": "1Ti"}
     if shape.gpus:
         resources[GPU] = str(shape.gpus)
+    annotations = {}
+    if shape.cards is not None:
+        resources.update(shape.cards.allocatable())
+        annotations[NODE_REGISTER] = shape.cards.register(name)
     labels = {
         "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
         "node.kubernetes.io/instance-type": "lapilli-sim", SIM_LABEL: "true", **shape.labels,
@@ -103,7 +133,7 @@ def node_object(name: str, shape: NodeShape, index: int, now: float | None = Non
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
         "spec": {"podCIDR": pod_cidr(index), "podCIDRs": [pod_cidr(index)], "taints": [dict(t) for t in shape.taints]},
         "status": {
             "capacity": resources,
@@ -124,8 +154,12 @@ def node_object(name: str, shape: NodeShape, index: int, now: float | None = Non
 def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
     """Only what the kubelet reads (a Reflector transform)."""
     meta, spec, status = section(node, "metadata"), section(node, "spec"), section(node, "status")
+    slim_meta = {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta}
+    register = (meta.get("annotations") or {}).get(NODE_REGISTER)
+    if register is not None:  # the simulated device plugin checks pods' cards against it
+        slim_meta["annotations"] = {NODE_REGISTER: register}
     return {
-        "metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta},
+        "metadata": slim_meta,
         "spec": {k: spec[k] for k in ("podCIDR", "taints") if k in spec},
         "status": {
             "conditions": [{"type": c.get("type"), "status": c.get("status")} for c in status.get("conditions") or []],

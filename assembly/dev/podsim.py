@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from lapilli.devices.facts import POD_KEYS
 from lapilli.meta import Obj, annotations_of, is_deleting, section, uid_of
 from lapilli.times import parse_rfc3339, parse_seconds, rfc3339
 
@@ -28,9 +29,10 @@ def slim_pod(pod: Obj) -> dict[str, Any]:
     meta, spec, status = section(pod, "metadata"), section(pod, "spec"), section(pod, "status")
     notes = meta.get("annotations") or {}
     slim_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp") if k in meta}
-    slim_meta["annotations"] = {k: v for k, v in notes.items() if k in (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION)}
+    slim_meta["annotations"] = {k: v for k, v in notes.items()
+                                if k in (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION) or k in POD_KEYS}
     containers = {
-        key: [{"name": c["name"], "image": c.get("image", "")} for c in spec.get(key) or []]
+        key: [{"name": c["name"], "image": c.get("image", ""), **_extended(c)} for c in spec.get(key) or []]
         for key in ("containers", "initContainers")
     }
     return {
@@ -38,6 +40,18 @@ def slim_pod(pod: Obj) -> dict[str, Any]:
         "spec": {"nodeName": spec.get("nodeName"), **containers},
         "status": {k: status[k] for k in ("phase", "podIP", "startTime") if k in status},
     }
+
+
+def _extended(container: Mapping[str, Any]) -> dict[str, Any]:
+    """A container's extended resources (vGPU asks among them), for the device check; nothing when it has none."""
+    resources = container.get("resources") or {}
+    kept = {k: {n: q for n, q in (resources.get(k) or {}).items() if "/" in n} for k in ("limits", "requests")}
+    return {"resources": kept} if any(kept.values()) else {}
+
+
+def rejected_patch(pod: Obj, *, reason: str, message: str) -> dict[str, Any]:
+    """The pods/status patch of a pod the kubelet refuses at admission (a device plugin's refusal): Failed."""
+    return {"metadata": {"uid": uid_of(pod)}, "status": {"phase": "Failed", "reason": reason, "message": message}}
 
 
 @dataclass(frozen=True, slots=True)

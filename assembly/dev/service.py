@@ -18,6 +18,8 @@ from typing import Any, Final
 
 import click
 
+from assembly.dev.bootstrap import SERVICE_NAMESPACE
+from controller.hypernodes.config import CONFIGMAP_NAME
 from webhook.certs import generate as generate_certs
 from webhook.certs import generate_ca, issue_client_cert, write_bundle
 from webhook.configs import OPT_OUT_LABEL, OPT_OUT_VALUE
@@ -99,6 +101,8 @@ def plan_service(
         "serve", "--kubeconfig", str(kubeconfig),
         "--webhook-host", "127.0.0.1", "--webhook-port", str(webhook_port),
         "--tls-cert-file", str(tls["tls.crt"]), "--tls-key-file", str(tls["tls.key"]),
+        # Discovery follows this ConfigMap once someone creates it (`lapilli dev up --topology` does).
+        "--hypernode-discovery-configmap", f"{SERVICE_NAMESPACE}/{CONFIGMAP_NAME}",
     )
     extender_url, extender_tls = None, None
     if EXTENDER_OPTION in options:

@@ -18,14 +18,17 @@ from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import GROUP_NAME_ANNOTATION, TASK_SPEC_KEY, build_snapshot
 from extender.engine.usage import ancestors_of, conf_args, held_by_queue
 from lapilli.api.constants import DEFAULT_QUEUE
-from lapilli.meta import name_of
+from lapilli.meta import annotations_of, name_of
 from lapilli.resources.units import Units
 from lapilli.times import rfc3339_micro
-from lapilli.usage import USAGE_ANNOTATION, UsageRecord, advance
+from lapilli.usage import USAGE_ANNOTATION, UsageRecord, advance, record_of
 
 # Volcano's default configuration with GPU-aware binpack added to the second tier.
 SIM_CONF: Final = DEFAULT_CONF.rstrip() + "\n  - name: binpack\n"
 EPOCH: Final = datetime(2024, 1, 1, tzinfo=UTC)
+# A job created before the simulation starts (a replay of a live cluster): its PodGroup's creation, in seconds from
+# the simulation's start (negative), so jobs keep their real order.
+CREATED_AT: Final = "sim.lapilli.io/created-at"
 
 
 def sim_conf(text: str | None = None) -> SchedulerConf:
@@ -33,8 +36,8 @@ def sim_conf(text: str | None = None) -> SchedulerConf:
     return parse_scheduler_conf(text if text is not None else SIM_CONF)
 
 
-def _timestamp(seconds: float) -> str:
-    return rfc3339_micro(EPOCH.timestamp() + seconds)
+def _timestamp(seconds: float, epoch: float | None = None) -> str:
+    return rfc3339_micro((EPOCH.timestamp() if epoch is None else epoch) + seconds)
 
 
 def _default_queue() -> dict[str, Any]:
@@ -47,8 +50,9 @@ def _default_queue() -> dict[str, Any]:
     }
 
 
-def podgroup_document(state: JobState) -> dict[str, Any]:
+def podgroup_document(state: JobState, epoch: float | None = None) -> dict[str, Any]:
     job = state.job
+    created = float(job.annotations[CREATED_AT]) if CREATED_AT in job.annotations else (state.submitted or 0.0)
     spec: dict[str, Any] = {
         "minMember": job.min_available,
         "minTaskMember": dict(job.min_task_member),
@@ -64,7 +68,7 @@ def podgroup_document(state: JobState) -> dict[str, Any]:
             "name": job.name,
             "namespace": job.namespace,
             "uid": job.key,
-            "creationTimestamp": _timestamp(state.submitted or 0.0),
+            "creationTimestamp": _timestamp(created, epoch),
             "annotations": dict(job.annotations),  # Volcano's job controller copies them (task-topology reads)
         },
         "spec": spec,
@@ -72,7 +76,7 @@ def podgroup_document(state: JobState) -> dict[str, Any]:
     }
 
 
-def pod_document(pod: PodState, group: str) -> dict[str, Any]:
+def pod_document(pod: PodState, group: str, epoch: float | None = None) -> dict[str, Any]:
     spec = dict(pod.spec)
     if pod.node is not None:
         spec["nodeName"] = pod.node
@@ -83,7 +87,7 @@ def pod_document(pod: PodState, group: str) -> dict[str, Any]:
             "name": pod.name,
             "namespace": pod.namespace,
             "uid": pod.key,
-            "creationTimestamp": _timestamp(pod.created),
+            "creationTimestamp": _timestamp(pod.created, epoch),
             "labels": {TASK_SPEC_KEY: pod.task},
             "annotations": {GROUP_NAME_ANNOTATION: group, TASK_SPEC_KEY: pod.task},
         },
@@ -102,10 +106,14 @@ class LapilliScheduler:
 
     name: Final = "lapilli"
 
-    def __init__(self, conf: SchedulerConf | None = None) -> None:
+    def __init__(self, conf: SchedulerConf | None = None, epoch: float | None = None) -> None:
+        """`epoch`: the wall-clock time of the simulation's start (default 2024-01-01); a Queue that carries a usage
+        record at the start (a replay of a live cluster) continues from it."""
         self.conf = conf if conf is not None else sim_conf()
+        self.epoch = EPOCH.timestamp() if epoch is None else epoch
         self.fairshare = conf_args((p.name, p.arguments) for t in self.conf.tiers for p in t.plugins)
         self.records: dict[str, UsageRecord] = {}
+        self._seeded = False
         self.usage_history: list[tuple[float, dict[str, Units]]] = []
 
     def elapse(self, cluster: Cluster, start: float, end: float) -> None:
@@ -113,13 +121,20 @@ class LapilliScheduler:
         if args is None or end <= start:
             return
         queues = cluster.workload.queues
+        if not self._seeded:
+            self._seeded = True
+            for queue in queues:
+                record, _ = record_of(annotations_of(queue))
+                if record is not None:
+                    self.records[name_of(queue)] = record
         ancestors = ancestors_of({name_of(q): str((q.get("spec") or {}).get("parent") or "") for q in queues})
         pairs = [(cluster.jobs[p.job].job.queue, p.request) for p in cluster.pods.values() if p.node is not None]
         held = held_by_queue(pairs, ancestors)
         for name in ancestors:
             record = self.records.get(name)
-            usage = advance(record.usage if record else {}, held.get(name, {}), end - start, args.half_life)
-            self.records[name] = UsageRecord(EPOCH.timestamp() + end, args.half_life, usage)
+            usage = record.at_time(self.epoch + end, args.half_life, held.get(name, {})) if record else advance(
+                {}, held.get(name, {}), end - start, args.half_life)
+            self.records[name] = UsageRecord(self.epoch + end, args.half_life, usage)
         self.usage_history.append((end, {name: dict(r.usage) for name, r in self.records.items()}))
 
     def _queue_document(self, queue: dict[str, Any]) -> dict[str, Any]:
@@ -138,13 +153,13 @@ class LapilliScheduler:
             docs.append(_default_queue())
         for state in cluster.jobs.values():
             if state.active:
-                docs.append(podgroup_document(state))
+                docs.append(podgroup_document(state, self.epoch))
         for pod in cluster.pods.values():
-            docs.append(pod_document(pod, cluster.jobs[pod.job].job.name))
+            docs.append(pod_document(pod, cluster.jobs[pod.job].job.name, self.epoch))
         return docs
 
     def cycle(self, cluster: Cluster, now: float) -> bool:
-        result = run_session(build_snapshot(self.documents(cluster)), self.conf, EPOCH.timestamp() + now)
+        result = run_session(build_snapshot(self.documents(cluster)), self.conf, self.epoch + now)
         changed = False
         for key, node in sorted(result.binds.items()):
             pod = cluster.pods.get(key)

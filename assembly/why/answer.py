@@ -6,13 +6,14 @@ Pure over what `gather` read: the CLI and the dashboard both call these.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assembly.why.estimate import Estimate, estimates, jobs_by_podgroup
 from assembly.why.gather import ClusterConf, ClusterView, Unreadable
 from extender.engine.conf import SchedulerConf
-from extender.engine.explain import WHY_CONDITION, Context, Explanation, explain
+from extender.engine.explain import WHY_CONDITION, Context, Explanation, Kind, explain
 from lapilli.meta import JSON, Obj, as_json, name_of, owner_references, uid_of
 
 
@@ -68,6 +69,18 @@ def condition_line(cond: Mapping[str, JSON]) -> str:
             f"{cond.get('reason')}: {cond.get('message')}")
 
 
+STARTED_KINDS = frozenset({Kind.RUNNING, Kind.STARTING})  # no start to estimate
+
+
+def estimate_of(view: ClusterView, conf: SchedulerConf, jobs: Sequence[Obj], podgroup: str,
+                now: float | None = None) -> Estimate | None:
+    """The expected start of the Volcano Job that owns `podgroup`, None for a bare PodGroup."""
+    owner = jobs_by_podgroup(jobs, view.objects.get("PodGroup", {})).get(podgroup)
+    if owner is None:
+        return None
+    return estimates(view.objects, jobs, conf, time.time() if now is None else now).get(owner)
+
+
 @dataclass(slots=True)
 class Answer:
     """What `lapilli job why` prints: the explanation, the conf it used, what could not be read (then the answer
@@ -78,6 +91,7 @@ class Answer:
     conf: ClusterConf
     unreadable: list[Unreadable] = field(default_factory=list)
     condition: dict[str, JSON] | None = None
+    estimate: Estimate | None = None  # when a waiting Volcano Job is expected to start (assembly.why.estimate)
 
     @classmethod
     def of(cls, view: ClusterView, conf: ClusterConf, explanation: Explanation, job: str = "") -> Answer:
@@ -92,10 +106,13 @@ class Answer:
     def to_json(self) -> dict[str, JSON]:
         return {**self.explanation.to_json(), "job": self.job.partition("/")[2] or None, "conf": self.conf.where,
                 "partial": self.partial, "unreadable": [u.to_json() for u in self.unreadable],
-                "scheduler_condition": self.condition}
+                "scheduler_condition": self.condition,
+                "estimate": self.estimate.to_json() if self.estimate is not None else None}
 
     def render(self) -> str:
         out = self.explanation.render(self.job)
+        if self.estimate is not None:
+            out += f"  {self.estimate.text()}\n"
         if self.partial:
             out += ("PARTIAL ANSWER: your credentials could not read "
                     f"{'; '.join(str(u) for u in self.unreadable)}; the reasons above may be wrong (README: "

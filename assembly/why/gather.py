@@ -20,10 +20,20 @@ from typing import Any, Final
 
 from extender.engine.conf import ConfError, SchedulerConf
 from extender.engine.run import parse_scheduler_conf
-from extender.engine.snapshot import Snapshot, add_object
+from extender.engine.snapshot import Snapshot, add_object, idle_reclaimable_pods
 from lapilli.api.constants import QUEUE_KIND
 from lapilli.kube import ApiError, KubeClient, NotFound
-from lapilli.kube.resources import CONFIG_MAPS, EVENTS, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.kube.resources import (
+    CONFIG_MAPS,
+    EVENTS,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    VC_JOBS,
+    Resource,
+)
 from lapilli.meta import JSON, key_of
 from lapilli.tasks import gather_or_cancel
 
@@ -95,6 +105,8 @@ def build_view(objects: Mapping[str, Iterable[dict[str, Any]]]) -> ClusterView:
                 add_object(view.snapshot, obj)
             except (ValueError, KeyError, TypeError) as exc:
                 view.skipped.append(f"{kind} {key_of(obj)}: {exc}")
+    # What the leader's idle-GPU monitor marked reclaimable, as the PodGroups' conditions say.
+    view.snapshot.idle_reclaimable = idle_reclaimable_pods(view.snapshot)
     return view
 
 
@@ -165,6 +177,23 @@ def _display(path: Path) -> str:
     return str(path.relative_to(SHIPPED_CONF.parents[2]))
 
 
+async def read_jobs(client: KubeClient, view: ClusterView, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Volcano Jobs (finished ones too: the start-time estimate's history) across namespaces, else in `namespace`;
+    what stays unread is recorded in `view.unreadable`."""
+    try:
+        return (await client.list(VC_JOBS)).items
+    except ApiError as exc:
+        where, gap = fallback(VC_JOBS, exc, namespace)
+        view.unreadable.append(gap)
+    if where is None:
+        return []
+    try:
+        return (await client.list(VC_JOBS, where)).items
+    except ApiError as exc:
+        view.unreadable.append(refused(VC_JOBS, exc, where))
+        return []
+
+
 async def read_queue_events(client: KubeClient, view: ClusterView | None = None) -> list[dict[str, Any]]:
     """Events about Queues (cluster-scoped objects have theirs in `default`); none if the user may not list them
     (then recorded in `view.unreadable`: who closed a queue is unknown)."""
@@ -177,4 +206,4 @@ async def read_queue_events(client: KubeClient, view: ClusterView | None = None)
 
 
 __all__ = ["ClusterConf", "ClusterView", "ConfError", "Unreadable", "build_view", "fallback", "read_cluster",
-           "read_conf", "refused"]
+           "read_conf", "read_jobs", "refused"]

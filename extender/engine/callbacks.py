@@ -21,6 +21,8 @@ from extender.engine.interface import (
     EventHandler,
     EvictableFn,
     EvictionContext,
+    HyperNodeGradientFn,
+    HyperNodeOrderFn,
     JobEnqueuedFn,
     JobPredicateFn,
     JobValidFn,
@@ -37,12 +39,14 @@ from extender.engine.interface import (
     SessionProbe,
     SessionView,
     SortKey,
+    SubJobPredicateFn,
+    SubJobVoteFn,
     TaskEventFn,
     ValidateResult,
     VictimQueueOrderFn,
     VictimsFn,
 )
-from extender.engine.model import Job, Queue, Task
+from extender.engine.model import Job, Queue, SubJob, Task
 
 F = TypeVar("F")
 T = TypeVar("T")
@@ -136,6 +140,12 @@ class Callbacks:
         self.preemptives: Slot[QueueTaskFn] = Slot("enablePreemptive")
         self.predicates: Slot[Predicate] = Slot("enablePredicate")
         self.node_orders: Slot[Scorer] = Slot("enableNodeOrder")
+        self.subjob_readies: Slot[SubJobPredicateFn] = Slot("enabledSubJobReady")
+        self.subjob_pipelineds: Slot[SubJobVoteFn] = Slot("enabledSubJobPipelined")
+        self.subjob_orders: Slot[OrderFn[SubJob]] = Slot("enabledSubJobOrder")
+        self.job_gradients: Slot[HyperNodeGradientFn[Job]] = Slot("enabledHyperNodeGradient")
+        self.subjob_gradients: Slot[HyperNodeGradientFn[SubJob]] = Slot("enabledHyperNodeGradient")
+        self.hypernode_orders: Slot[HyperNodeOrderFn] = Slot("enabledHyperNodeOrder")
         # Its plugin reads enablePredicate / enableNodeOrder itself: one callback both filters and scores.
         self.node_locals: Slot[NodeLocal] = Slot(None)
         self._on_allocate: list[TaskEventFn] = []
@@ -218,6 +228,23 @@ class Callbacks:
     def add_node_order(self, fn: Scorer) -> None:
         self._add(self.node_orders, fn)
 
+    def add_subjob_ready(self, fn: SubJobPredicateFn) -> None:
+        self._add(self.subjob_readies, fn)
+
+    def add_subjob_pipelined(self, fn: SubJobVoteFn) -> None:
+        self._add(self.subjob_pipelineds, fn)
+
+    def add_subjob_order(self, fn: OrderFn[SubJob]) -> None:
+        self._add(self.subjob_orders, fn)
+
+    def add_hypernode_gradient_for_job(self, fn: HyperNodeGradientFn[Job]) -> None:
+        self._add(self.job_gradients, fn)
+
+    def add_hypernode_gradient_for_subjob(self, fn: HyperNodeGradientFn[SubJob]) -> None:
+        self._add(self.subjob_gradients, fn)
+
+    def add_hypernode_order(self, fn: HyperNodeOrderFn) -> None:
+        self._add(self.hypernode_orders, fn)
     def add_node_local(self, fn: NodeLocal) -> None:
         self._add(self.node_locals, fn)
 
@@ -311,11 +338,11 @@ class Callbacks:
                 return False
         return True
 
-    def _vote(self, slot: Slot[JobVoteFn], job: Job) -> bool:
+    def _vote(self, slot: Slot[JobVoteFn] | Slot[SubJobVoteFn], target: Job | SubJob) -> bool:
         for tier in slot.by_tier(len(self.conf.tiers)):
             permitted = False
             for fn in tier:
-                vote = fn(job)
+                vote = fn(target)  # type: ignore[arg-type]  # each slot's callbacks take its own target
                 if vote == REJECT:
                     return False
                 if vote == PERMIT:
@@ -344,6 +371,45 @@ class Callbacks:
             if tier:
                 return all(fn(job) for fn in tier)
         return False
+
+    # ---- sub-gangs (Volcano's SubJobReady / SubJobPipelined / SubJobOrderFn) ----------------------------------
+    def subjob_ready(self, job: Job, subjob: SubJob) -> bool:
+        """A job without a subGroupPolicy has one sub-gang, ready when the job is."""
+        if not job.has_policy:
+            return self.job_ready(job)
+        return all(fn(subjob) for fn in self.subjob_readies.all())
+
+    def subjob_pipelined(self, job: Job, subjob: SubJob) -> bool:
+        if not job.has_policy:
+            return self.job_pipelined(job)
+        return self._vote(self.subjob_pipelineds, subjob)
+
+    def subjob_order(self, left: SubJob, right: SubJob) -> int:
+        result = _compare(self.subjob_orders.all(), left, right)
+        if result:
+            return result
+        if left.match_index != right.match_index:
+            return -1 if left.match_index < right.match_index else 1
+        return (left.uid > right.uid) - (left.uid < right.uid)
+
+    # ---- HyperNodes (Volcano's HyperNodeGradientFor{Job,SubJob}Fn, HyperNodeOrderMapFn) ---------------------------
+    def hypernode_gradients_for_job(self, job: Job, root: str, purpose: str) -> list[list[str]]:
+        """The first plugin's gradients (in tier order); without one, `root` alone."""
+        fns = self.job_gradients.all()
+        return fns[0](job, root, purpose) if fns else [[root]]
+
+    def hypernode_gradients_for_subjob(self, subjob: SubJob, root: str, purpose: str) -> list[list[str]]:
+        fns = self.subjob_gradients.all()
+        return fns[0](subjob, root, purpose) if fns else [[root]]
+
+    def hypernode_scores(self, subjob: SubJob, hypernodes: list[str]) -> dict[str, float]:
+        """Every plugin's HyperNode scores summed (0 where none scores)."""
+        total = dict.fromkeys(hypernodes, 0.0)
+        for fn in self.hypernode_orders.all():
+            for name, score in fn(subjob, hypernodes).items():
+                if name in total:
+                    total[name] += score
+        return total
 
     # ---- queue votes ----------------------------------------------------------------------------------------
     def overused(self, queue: Queue) -> bool:

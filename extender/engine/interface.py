@@ -19,7 +19,8 @@ from typing import Final, Generic, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from extender.engine.model import Job, Node, NodeArrays, Queue, Task
+from extender.engine.hypernodes import Topology
+from extender.engine.model import Job, Node, NodeArrays, Queue, SubJob, Task
 from extender.engine.rowmath import NodeRows, Num, Ops
 from extender.engine.status import SUCCESS, Code, Status
 from lapilli.devices.assign import PodDevices
@@ -163,6 +164,36 @@ class QueueTaskFn(Protocol):
     def __call__(self, queue: Queue, task: Task, /) -> bool: ...
 
 
+class SubJobPredicateFn(Protocol):
+    """SubJobReady: a yes/no about a sub-gang."""
+
+    def __call__(self, subjob: SubJob, /) -> bool: ...
+
+
+class SubJobVoteFn(Protocol):
+    """SubJobPipelined: permit, abstain or reject, decided tier by tier."""
+
+    def __call__(self, subjob: SubJob, /) -> Vote: ...
+
+
+# Why HyperNodes are searched (Volcano's `api.SearchPurpose`): to place a gang, or to pick where to evict for one.
+PURPOSE_ALLOCATE: Final = "allocate"
+PURPOSE_EVICT: Final = "evict"
+
+
+class HyperNodeGradientFn(Protocol[T_contra]):
+    """HyperNodeGradientForJob / ForSubJob: the HyperNodes under `root` the job or sub-gang may go to, grouped
+    into gradients tried in order (lowest tier first when allocating)."""
+
+    def __call__(self, target: T_contra, root: str, purpose: str, /) -> list[list[str]]: ...
+
+
+class HyperNodeOrderFn(Protocol):
+    """HyperNodeOrder: a score per HyperNode for placing the sub-gang there (higher is better)."""
+
+    def __call__(self, subjob: SubJob, hypernodes: Sequence[str], /) -> Mapping[str, float]: ...
+
+
 class TaskEventFn(Protocol):
     def __call__(self, task: Task, /) -> None: ...
 
@@ -182,7 +213,8 @@ class Predicate(Protocol):
     `explain` gives the reasons one node refuses a task, for the fit error. It is asked only about nodes one of the
     predicates' masks refuses, and must say nothing about a node its own masks accept; when no dynamic mask
     constrains the task, its answer may depend only on the task's `predicate_key` and the node (it is kept per
-    template for the session)."""
+    template for the session). Placement asks `dynamic_mask` only for tasks marked `Task.dynamic`, so a predicate
+    that constrains a task this way marks it when the session opens."""
 
     def static_mask(self, task: Task, idx: Index) -> Mask: ...
 
@@ -195,7 +227,9 @@ class Scorer(Protocol):
     """A node score (Volcano's NodeOrderFn). `row_score` is the formula over node rows, written once for
     `rowmath.VECTOR` and `SCALAR`; it may depend only on the task's class and the row's numbers (the session caches
     it per class and memoises it by row contents). `normalized` is computed over the candidate set at pick time,
-    and `normalizes(task)` says whether it contributes anything for this task."""
+    and `normalizes(task)` says whether it contributes anything for this task's class (the session asks the first
+    task of a class); a score that varies between tasks of one class contributes through `normalized` for the tasks
+    it marks `Task.rescored`."""
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num: ...
 
@@ -233,8 +267,11 @@ class SessionView(Protocol):
     total: Vec
     arrays: NodeArrays
     queue_reports: dict[str, QueueReport]
+    topology: Topology
     # Each task's card assignment (task uid -> cards), kept by the device plugin as it places and undoes.
     assignments: dict[str, PodDevices]
+    # Tasks whose GPUs idle under a policy that reclaims them (`Task.idle`), by pod key.
+    idle_tasks: list[Task]
 
     @property
     def device_configs(self) -> Mapping[str, DeviceConfig]: ...
@@ -247,6 +284,9 @@ class SessionView(Protocol):
 
     @property
     def nodes(self) -> Sequence[Node]: ...
+
+    @property
+    def node_by_name(self) -> Mapping[str, Node]: ...
 
     def current_flags(self) -> Mapping[str, bool]: ...
 
@@ -306,6 +346,18 @@ class SessionView(Protocol):
 
     def add_event_handler(self, handler: EventHandler) -> None: ...
 
+    def add_subjob_ready(self, fn: SubJobPredicateFn) -> None: ...
+
+    def add_subjob_pipelined(self, fn: SubJobVoteFn) -> None: ...
+
+    def add_subjob_order(self, fn: OrderFn[SubJob]) -> None: ...
+
+    def add_hypernode_gradient_for_job(self, fn: HyperNodeGradientFn[Job]) -> None: ...
+
+    def add_hypernode_gradient_for_subjob(self, fn: HyperNodeGradientFn[SubJob]) -> None: ...
+
+    def add_hypernode_order(self, fn: HyperNodeOrderFn) -> None: ...
+
 
 class Trial(Protocol):
     """Placements made to be undone: a `Statement`'s allocate and pipeline, discarded rather than committed."""
@@ -338,6 +390,8 @@ class ExplainView(SessionView, Protocol):
     def static_mask(self, task: Task) -> Mask: ...
 
     def predicate_node(self, task: Task, node: Node) -> bool: ...
+
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]: ...
 
     def choose(self, task: Task) -> tuple[Node, bool] | None: ...
 
@@ -382,6 +436,8 @@ PluginLoader = Callable[[Mapping[str, object]], PluginBuilder]
 __all__ = [
     "ABSTAIN",
     "PERMIT",
+    "PURPOSE_ALLOCATE",
+    "PURPOSE_EVICT",
     "REJECT",
     "SUCCESS",
     "Code",
@@ -390,6 +446,8 @@ __all__ = [
     "EvictionContext",
     "EvictionKind",
     "ExplainView",
+    "HyperNodeGradientFn",
+    "HyperNodeOrderFn",
     "Index",
     "KeyedOrder",
     "Mask",
@@ -405,6 +463,8 @@ __all__ = [
     "SessionView",
     "SortKey",
     "Status",
+    "SubJobPredicateFn",
+    "SubJobVoteFn",
     "Trial",
     "ValidateResult",
     "Vote",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from types import MappingProxyType
 from typing import Final
 
 import numpy as np
@@ -21,6 +22,7 @@ from lapilli.devices.facts import PodDeviceFacts
 from lapilli.devices.register import Card
 from lapilli.meta import JSON, as_json
 from lapilli.nodematch import PodPlacement, Taint
+from lapilli.podterms import PodTerms
 from lapilli.resources.vector import Vec
 
 
@@ -64,6 +66,7 @@ def replica_index(name: str) -> int | None:
 
 
 CONDITION_FIELDS: Final = ("type", "status", "reason", "message")
+NO_LABELS: Final[Mapping[str, str]] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +124,27 @@ class Task:
     # The pod's card asks, read by the deviceshare plugin at session open (None: it asks for no card, or vGPU is off).
     # Tasks with equal asks share one object; placement keeps a class per ask.
     device_ask: DeviceAsk | None = None
+    # For inter-pod (anti-)affinity and topology spread: the pod's labels, its namespace's labels (what namespace
+    # selectors match) and its own terms (None for most pods).
+    labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
+    namespace_labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
+    terms: PodTerms | None = None
+    # Where it may go (`dynamic`) or how nodes score for it (`rescored`) depends on where other pods are (host ports,
+    # pod (anti-)affinity, spread), beyond what its class's cached arrays hold. `dynamic` is set here for host ports;
+    # the plugins that evaluate pod terms set both while the session opens, for the tasks those terms concern.
+    dynamic: bool = False
+    rescored: bool = False
+    # Its GPUs sat idle past the grace period under a queue policy that reclaims them (`Snapshot.idle_reclaimable`):
+    # preempt and reclaim may take it as a victim whatever the plugins' votes say, before any other.
+    idle: bool = False
+    # Volcano's `TaskInfo.JobAllocatedHyperNode`: the HyperNode its sub-gang holds so far, set by allocate
+    # before the task is scored (the network-topology-aware node score reads it), cleared when it is unplaced.
+    job_hypernode: str = ""
 
     def __post_init__(self) -> None:
         self.index = replica_index(self.name)
+        if self.host_ports:
+            self.dynamic = True
 
     @property
     def key(self) -> str:
@@ -149,6 +170,68 @@ IS_ALLOCATED: Final = status_flags(ALLOCATED_STATUS)
 
 def _zero_counts() -> list[int]:
     return [0] * STATUS_SLOTS
+
+
+HARD: Final = "hard"
+SOFT: Final = "soft"
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpec:
+    """Volcano's `NetworkTopologySpec` as a session uses it: `mode` hard|soft, `tier` (`highestTierAllowed`) and
+    `tier_name` (`highestTierName`); the session turns a name into a tier and soft into hard (`topology.prepare`)."""
+
+    mode: str = HARD
+    tier: int | None = None
+    tier_name: str = ""
+
+    def hard_tier(self) -> int | None:
+        """`IsHardTopologyMode`: the tier limit when the mode is hard and a tier is known, else None."""
+        return self.tier if self.mode == HARD and self.tier is not None else None
+
+
+@dataclass(slots=True, eq=False)
+class SubJob:
+    """A sub-gang of a job (Volcano's `SubJobInfo`): the pods one `subGroupPolicy` entry and one set of match-label
+    values select, or the job's default sub-gang holding the rest. Its counters follow its tasks' statuses, as the
+    job's do."""
+
+    uid: str
+    gid: str  # "<job>/<policy>"; the default sub-gang's is the job's uid
+    job: str
+    min_available: int
+    match_index: int
+    topology: TopologySpec | None
+    tasks: dict[str, Task] = field(default_factory=dict)
+    counts: list[int] = field(default_factory=lambda: [0] * STATUS_SLOTS)
+    pending_best_effort: int = 0
+    allocated_hypernode: str = ""  # the HyperNode its placed tasks are under (LCA), recovered each session
+    nominated_hypernode: str = ""  # where gang preemption or reclaim made room for it (allocate honours it)
+
+    def count(self, status: TaskStatus, delta: int, best_effort: bool) -> None:
+        self.counts[status] += delta
+        if best_effort and status is TaskStatus.PENDING:
+            self.pending_best_effort += delta
+
+    def ready_num(self) -> int:
+        counts = self.counts
+        return sum([counts[s] for s in READY_STATUS])
+
+    def allocated_num(self) -> int:
+        counts = self.counts
+        return sum([counts[s] for s in ALLOCATED_STATUS])
+
+    def is_ready(self) -> bool:
+        return self.ready_num() + self.pending_best_effort >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return self.counts[TaskStatus.PIPELINED] + self.ready_num() + self.pending_best_effort >= self.min_available
+
+    def hard_tier(self) -> int | None:
+        return None if self.topology is None else self.topology.hard_tier()
+
+    def pending_tasks(self) -> list[Task]:
+        return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
 
 
 @dataclass(slots=True, eq=False)
@@ -179,11 +262,24 @@ class Job:
     # fit errors per task uid, recorded by allocate for the PodGroup condition
     fit_errors: dict[str, Status] = field(default_factory=dict)
     job_fit_error: str = ""
+    # Network topology and sub-gangs (Volcano's `NetworkTopology`, `SubJobs`, `MinSubJobs`): None for a job with
+    # neither, which pays nothing for them; see `topology.py`.
+    topology: TopologySpec | None = None
+    subjobs: dict[str, SubJob] | None = None
+    subjob_of: dict[str, SubJob] = field(default_factory=dict)  # task uid -> its sub-gang
+    min_subjobs: dict[str, int] = field(default_factory=dict)  # sub-gang group (policy) -> minSubGroups
+    has_policy: bool = False  # the PodGroup has a subGroupPolicy (Volcano's `ContainsSubJobPolicy`)
+    allocated_hypernode: str = ""
     gang_evictable: bool = True  # may lose pods to gangpreempt/gangreclaim (see PodGroupRecord.gang_evictable)
 
     def add_task(self, task: Task) -> None:
         self.tasks[task.uid] = task
         self._count(task, task.status, 1)
+
+    def add_to_subjob(self, task: Task, subjob: SubJob) -> None:
+        subjob.tasks[task.uid] = task
+        subjob.count(task.status, 1, task.best_effort)
+        self.subjob_of[task.uid] = subjob
 
     def set_status(self, task: Task, status: TaskStatus) -> None:
         # `_count(old, -1)` then `_count(new, +1)`, unrolled: this runs several times per placement.
@@ -203,6 +299,10 @@ class Job:
                 self.allocated -= task.resreq
         if task.best_effort:
             self.pending_best_effort_count += (status is TaskStatus.PENDING) - (old is TaskStatus.PENDING)
+        if self.subjobs is not None:
+            sub = self.subjob_of[task.uid]
+            sub.count(old, -1, task.best_effort)
+            sub.count(status, 1, task.best_effort)
 
     def _count(self, task: Task, status: TaskStatus, delta: int) -> None:
         self.counts[status] += delta

@@ -12,9 +12,11 @@ card-sharing pod takes the same `argmax` path; tasks without such asks never pay
 Each class also keeps two *pick arrays*: its score where the task passes the static predicates and fits the
 node's future idle (`pick_future`) and, in addition, its idle (`pick_idle`), and -inf elsewhere. Allocate's choice
 — the best node with idle room, else the best node whose room is still being released — is then one `argmax`
-each; `argmax` returns the first maximum, i.e. the lowest node name, as Volcano's tie-break does. Tasks whose
-choice depends on more than the node's row (host ports, scores normalised over the candidate set) take the
-straightforward path: masks over all nodes, then the best candidate.
+each; `argmax` returns the first maximum, i.e. the lowest node name, as Volcano's tie-break does. A task whose
+predicates depend on other pods (`Task.dynamic`: host ports, pod affinity, topology spread) picks from its class's
+arrays with what those predicates refuse taken out. Tasks whose scores depend on more than the node's row
+(`Task.rescored`, and classes with scores normalised over the candidate set) take the straightforward path: masks
+over all nodes, then the best candidate.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class Placement:
         self._last: tuple[npt.NDArray[np.float64], str, object, _ClassEntry] | None = None
         self._fit_errors: dict[tuple[bytes, str], tuple[int, Status]] = {}  # class -> (log length, its fit error)
         self._static_reasons: dict[str, dict[str, int]] = {}  # pod template -> predicate reasons where static refuses
+        self._every: Index = np.arange(len(nodes))
 
     def plug(self, predicates: list[Predicate], scorers: list[Scorer], locals_: list[NodeLocal] | None = None) -> None:
         """The plugins' predicates, scorers and node-local callbacks, once they have registered."""
@@ -207,7 +210,7 @@ class Placement:
         """(fits FutureIdle and passes predicates, fits Idle) over all nodes; the second is the live cache."""
         entry = self.entry(task)
         ok = entry.fit_future & entry.static
-        if task.host_ports:
+        if task.dynamic:
             cand = np.flatnonzero(ok)
             dynamic = self._dynamic_mask(task, cand)
             if dynamic is not None:
@@ -236,15 +239,60 @@ class Placement:
         if not self.nodes:
             return None
         entry = self.entry(task)
-        if not entry.fast or task.host_ports:
+        if not entry.fast or task.rescored:
             return self._choose_by_masks(task)
-        best = int(entry.pick_idle.argmax())
-        if entry.pick_idle[best] != NO_NODE:
+        pick_idle, pick_future = entry.pick_idle, entry.pick_future
+        allowed = self._dynamic_mask(task, self._every) if task.dynamic else None
+        if allowed is not None:
+            # The class's picks with what the dynamic predicates refuse taken out: the same choice as masks, then
+            # the best candidate (the class's scores are all there is to its score), for a fraction of the work.
+            pick_idle = np.where(allowed, pick_idle, NO_NODE)
+        best = int(pick_idle.argmax())
+        if pick_idle[best] != NO_NODE:
             return self.nodes[best], True
-        best = int(entry.pick_future.argmax())
-        if entry.pick_future[best] != NO_NODE:
+        if allowed is not None:
+            pick_future = np.where(allowed, pick_future, NO_NODE)
+        best = int(pick_future.argmax())
+        if pick_future[best] != NO_NODE:
             return self.nodes[best], False
         return None
+
+    def choose_in(self, task: Task, rows: Index) -> tuple[Node, bool] | None:
+        """`choose` among the nodes `rows` only (ascending: a HyperNode's nodes): allocate's pick when a gang must
+        stay inside one HyperNode. Dynamic predicates and normalised scores are evaluated over those rows."""
+        if not len(rows):
+            return None
+        entry = self.entry(task)
+        allowed = self._dynamic_mask(task, rows) if task.dynamic else None
+        if entry.fast and not task.rescored:
+            for pick, idle in ((entry.pick_idle, True), (entry.pick_future, False)):
+                sub = pick[rows] if allowed is None else np.where(allowed, pick[rows], NO_NODE)
+                best = int(sub.argmax())
+                if sub[best] != NO_NODE:
+                    return self.nodes[int(rows[best])], idle
+            return None
+        ok = entry.fit_future[rows] & entry.static[rows]
+        cand = rows[ok if allowed is None else ok & allowed]
+        idle_nodes = cand[entry.fit_idle[cand]]
+        if len(idle_nodes):
+            return self._best_of(task, idle_nodes), True
+        if len(cand):
+            return self._best_of(task, cand), False
+        return None
+
+    def _best_of(self, task: Task, idx: Index) -> Node:
+        if len(idx) == 1:
+            return self.nodes[int(idx[0])]
+        return self.nodes[int(idx[int(np.argmax(self.scores(task, idx)))])]
+
+    def fits_row(self, task: Task, row: int) -> tuple[bool, bool]:
+        """(passes the predicates and fits future idle, fits idle) on node `row`."""
+        entry = self.entry(task)
+        ok = bool(entry.static[row] and entry.fit_future[row])
+        if ok and task.dynamic:
+            dynamic = self._dynamic_mask(task, np.array([row], dtype=np.intp))
+            ok = dynamic is None or bool(dynamic[0])
+        return ok, ok and bool(entry.fit_idle[row])
 
     def _choose_by_masks(self, task: Task) -> tuple[Node, bool] | None:
         feasible, fit_idle = self.feasible(task)
@@ -263,15 +311,22 @@ class Placement:
             return False
         return all(local.evaluate(task, node.idx)[1] for local in self._locals if local.applies(task))
 
-    def fit_error(self, task: Task) -> Status:
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]:
+        """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
+        return [reason for pred in self._predicates for reason in pred.explain(task, node)]
+
+    def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,
         UnschedulableAndUnresolvable when the static predicates refuse every node (kube-scheduler's code for
-        what no eviction fixes).
+        what no eviction fixes). Over the nodes `rows` of HyperNode `hypernode` only, when given (`In hyperNode
+        leaf-3: 0/4 nodes are unavailable: …`): allocate's view when a gang must stay inside one HyperNode.
 
         A histogram over nodes, each node counted once per reason: resources short of future idle (one numpy pass),
         then the predicates' reasons, asked only of the nodes some predicate refuses (`Predicate.explain`'s
         contract) and, when no predicate's dynamic mask constrains the task, kept per pod template. The same class
         asking again before any node changed (gangs of identical pods that all found nowhere) gets the same Status."""
+        if rows is not None:
+            return self._fit_error_in(task, rows, hypernode)
         dynamic = self._dynamic_mask(task, np.arange(len(self.nodes))) if self.nodes else None
         key = (task.resreq.tobytes(), task.predicate_key)
         known = self._fit_errors.get(key) if dynamic is None and not task.device_ask else None
@@ -302,6 +357,24 @@ class Placement:
         if dynamic is None and not locals_:
             self._fit_errors[key] = (len(self._log), status)
         return status
+
+    def _fit_error_in(self, task: Task, rows: Index, hypernode: str) -> Status:
+        reasons: dict[str, int] = {}
+        short = task.resreq >= self.arrays.future_idle()[rows] + TOLERANCE
+        for dim, count in zip(self.dims.names, short.sum(axis=0).tolist(), strict=True):
+            if count:
+                reasons[f"Insufficient {dim}"] = count
+        static = self.static_mask(task)[rows]
+        dynamic = self._dynamic_mask(task, rows)
+        locals_ = [local for local in self._locals if local.applies(task)]
+        passing = static if dynamic is None else static & dynamic
+        for reason, count in self._explain(task, rows if locals_ else rows[~passing], locals_).items():
+            reasons[reason] = reasons.get(reason, 0) + count
+        histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
+        text = f"0/{len(rows)} nodes are unavailable"
+        text = f"{text}: {histogram}." if histogram else text
+        code = Code.UNSCHEDULABLE if static.any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return Status(code, f"In hyperNode {hypernode}: {text}" if hypernode and histogram else text)
 
     def _explain(self, task: Task, rows: Index, locals_: Sequence[NodeLocal] = ()) -> dict[str, int]:
         """How many of the nodes `rows` each predicate (and node-local) reason refuses, a node counted once per

@@ -53,6 +53,7 @@ class PodGroupResult:
     pending: int
     tasks: int
     status: Status = SUCCESS  # for a job that is not ready: why not (code, Volcano's `JobInfo.FitError` text)
+    hypernode: str = ""  # the HyperNode its placed tasks are under (a job with a network topology), "" for none
 
     @property
     def unschedulable(self) -> bool:
@@ -107,6 +108,10 @@ class Decisions:
     nodes: NodeRoom | None = None
     evicted_by: dict[str, str] = field(default_factory=dict)  # pod -> the action that evicted it (run_session)
     eviction_notes: dict[str, EvictionNote] = field(default_factory=dict)  # pod -> why (who the room is for)
+    # PodGroup -> sub-gang -> HyperNode gang eviction nominated and allocate has not redeemed yet: the next
+    # session's `Snapshot.nominations`.
+    nominations: dict[str, dict[str, str]] = field(default_factory=dict)
+    domains: dict[str, frozenset[str]] = field(default_factory=dict)  # a PodGroup's `hypernode` -> its nodes
     # bound or pipelined pod -> the vGPU cards it was given (deviceshare), per asking container
     devices: dict[str, PodDevices] = field(default_factory=dict)
 
@@ -123,6 +128,8 @@ class Decisions:
             "pipelined": dict(sorted(self.pipelined.items())),
             "podgroups": {k: v.to_json() for k, v in sorted(self.podgroups.items())},
             "queues": {k: v.to_json(self.dims) for k, v in sorted(self.queues.items())},
+            **({"nominations": {k: dict(sorted(v.items())) for k, v in sorted(self.nominations.items()) if v}}
+               if any(self.nominations.values()) else {}),
         }
 
 
@@ -218,6 +225,7 @@ def podgroup_result(ssn: Session, job: Job) -> PodGroupResult:
         tasks=len(job.tasks),
         # A ready gang needs no reason (the one without tasks still gets its fit error text, as Volcano's event).
         status=SUCCESS if job.is_ready() and job.tasks else ssn.job_status(job),
+        hypernode=job.allocated_hypernode,
     )
 
 
@@ -252,13 +260,17 @@ def queue_results(ssn: Session) -> dict[str, QueueResult]:
 
 def decisions(ssn: Session) -> Decisions:
     out = Decisions(dims=ssn.dims, binds=dict(ssn.records.binds), evictions=list(ssn.records.evictions),
-                    eviction_notes=dict(ssn.records.eviction_notes))
+                    eviction_notes=dict(ssn.records.eviction_notes),
+                    nominations={k: dict(v) for k, v in ssn.records.nominations.items() if v})
     for job in ssn.jobs.values():
         if job.counts[TaskStatus.PIPELINED]:
             for task in job.tasks.values():
                 if task.status is TaskStatus.PIPELINED and task.node:
                     out.pipelined[task.key] = task.node
         out.podgroups[job.uid] = podgroup_result(ssn, job)
+        held = ssn.topology.tree.hypernodes.get(job.allocated_hypernode) if job.allocated_hypernode else None
+        if held is not None and not held.virtual:
+            out.domains[held.name] = held.nodes
     if ssn.assignments:
         for uid, devices in ssn.assignments.items():
             placed = ssn.tasks.get(uid)

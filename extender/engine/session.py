@@ -18,10 +18,13 @@ import numpy as np
 
 from extender.engine.callbacks import Callbacks
 from extender.engine.conf import SchedulerConf
-from extender.engine.interface import Code, QueueReport, SessionProbe, Status, Trial
+from extender.engine.hypernodes import build_subjobs, default_subjob, prepare, session_topology
+from extender.engine.interface import PURPOSE_EVICT, Code, QueueReport, SessionProbe, Status, Trial
 from extender.engine.model import (
     ALLOCATED_STATUS,
+    NO_LABELS,
     ON_NODE_STATUS,
+    PREEMPTABLE_STATUS,
     Job,
     Node,
     NodeArrays,
@@ -62,6 +65,8 @@ class SessionRecords:
     evictions: list[str] = field(default_factory=list)
     events: list[PodGroupEvent] = field(default_factory=list)
     eviction_notes: dict[str, EvictionNote] = field(default_factory=dict)  # pod key -> why it is evicted
+    # PodGroup -> sub-gang -> HyperNode: where gang eviction made room, for the next sessions' allocate
+    nominations: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _priority(pod: PodRecord, snap: Snapshot) -> int:
@@ -110,6 +115,7 @@ class Session(Callbacks):
         self._build_nodes(snap)
         self._build_queues(snap)
         self._build_jobs(snap)
+        self._build_topology(snap)
         self.queue_reports: dict[str, QueueReport] = {}
         self.conditions: dict[str, tuple[str, str, str]] = {}
         self._device_configs = dict(snap.device_configs)
@@ -230,6 +236,11 @@ class Session(Callbacks):
                 pod.host_ports,  # host_ports
                 pod.predicate_key,  # predicate_key
                 pod.devices,  # devices
+                None,  # index (from the name)
+                None,  # device_ask (the deviceshare plugin's)
+                pod.labels,  # labels
+                snap.namespaces.get(pod.namespace, NO_LABELS),  # namespace_labels
+                pod.terms,  # terms
             )
             if task.node is not None and task.status in ON_NODE_STATUS:
                 node = self.node_by_name.get(task.node)
@@ -243,6 +254,64 @@ class Session(Callbacks):
                 self.tasks[task.uid] = task
             else:
                 self.other_tasks.append(task)
+        self.idle_tasks: list[Task] = []
+        for key in sorted(snap.idle_reclaimable):
+            marked = snap.pods.get(key)
+            idle = self.tasks.get(marked.uid) if marked is not None else None
+            if idle is not None and idle.status in PREEMPTABLE_STATUS:
+                idle.idle = True
+                self.idle_tasks.append(idle)
+
+    def _build_topology(self, snap: Snapshot) -> None:
+        """The HyperNode tree over this session's nodes, the jobs' sub-gangs, then Volcano's session preparation
+        (tier names, soft → hard, allocated HyperNodes, nominations)."""
+        self.topology = session_topology(snap.hypernodes.values(), self.nodes)
+        for pg in snap.podgroups.values():
+            job = self.jobs.get(pg.key)
+            if job is not None and (pg.network_topology is not None or pg.sub_groups):
+                labels = {t.uid: snap.pods[t.key].labels for t in job.tasks.values() if t.key in snap.pods}
+                build_subjobs(job, pg, labels)
+        for key in snap.nominations:
+            if key in self.jobs and self.jobs[key].subjobs is None:
+                default_subjob(self.jobs[key])
+        prepare(self.jobs.values(), self.topology, snap.nominations)
+        for key, subs in snap.nominations.items():
+            job = self.jobs.get(key)
+            for sub, hypernode in subs.items():
+                if job is not None and job.subjobs is not None and sub in job.subjobs:
+                    self.records.nominations.setdefault(key, {})[sub] = hypernode
+
+    def nominate(self, job: Job, subjob: str, hypernode: str) -> None:
+        """Volcano's `ApplySubJobNominations`: gang preemption or reclaim made room for sub-gang `subjob` of `job`
+        in `hypernode` ("" clears it). Allocate honours it in this and later sessions (`allocate_from_nomination`)
+        until the sub-gang is placed or the nomination no longer holds; the service carries it between sessions
+        (`Decisions.nominations`)."""
+        if subjob == job.uid:
+            default_subjob(job)
+        if job.subjobs is None or subjob not in job.subjobs:
+            return
+        job.subjobs[subjob].nominated_hypernode = hypernode
+        if hypernode:
+            self.records.nominations.setdefault(job.uid, {})[subjob] = hypernode
+        else:
+            self.records.nominations.get(job.uid, {}).pop(subjob, None)
+
+    def candidate_domains(self, job: Job, max_domains: int) -> list[str]:
+        """Volcano's `GetCandidateDomains` (`actions/utils/util.go`), for gang-aware eviction: the HyperNodes where
+        room could be made for `job`, from the network-topology-aware plugin's gradients with the eviction purpose
+        (widest tier first, capped at its `hypernode.gradient.evict.max-hypernodes`), flattened without repeats
+        and cut at `max_domains` (≤ 0: no cut). A job without a hard topology falls back to the cluster-top root
+        when no HyperNode qualifies; one with a hard topology gets none."""
+        root = self.topology.root
+        seen: dict[str, None] = {}
+        for gradient in self.hypernode_gradients_for_job(job, root, PURPOSE_EVICT):
+            for name in gradient:
+                seen.setdefault(name)
+                if 0 < max_domains <= len(seen):
+                    return list(seen)
+        hard = (job.topology is not None and job.topology.hard_tier() is not None) or any(
+            s.hard_tier() is not None for s in (job.subjobs or {}).values())
+        return list(seen) or ([] if hard else [root])
 
     def _occupy(self, task: Task, node: Node, sign: int) -> None:
         if sign > 0:
@@ -289,8 +358,9 @@ class Session(Callbacks):
         else:
             self._occupy(task, node, -1)
         self._set_status(task, TaskStatus.PENDING)
+        self.fire_deallocate(task)  # handlers still see the node it leaves, as in Volcano's `unallocate`
         task.node = None
-        self.fire_deallocate(task)
+        task.job_hypernode = ""
 
     def _release(self, task: Task) -> TaskStatus:
         """A running/bound task starts releasing (eviction); returns the previous status."""
@@ -335,10 +405,15 @@ class Session(Callbacks):
         """Plugin predicates only (no resource fit), for one node."""
         return self.placement.predicate_node(task, node)
 
-    def fit_error(self, task: Task) -> Status:
+    def predicate_reasons(self, task: Task, node: Node) -> list[str]:
+        """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
+        return self.placement.predicate_reasons(task, node)
+
+    def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Why no node accepts `task`: Volcano's FitErrors text (`0/N nodes are unavailable: 3 Insufficient
-        cpu.`), UnschedulableAndUnresolvable when the static predicates refuse every node (no eviction helps)."""
-        return self.placement.fit_error(task)
+        cpu.`), UnschedulableAndUnresolvable when the static predicates refuse every node (no eviction helps); over
+        the nodes `rows` of HyperNode `hypernode` only, when given."""
+        return self.placement.fit_error(task, rows, hypernode)
 
     # ---- helpers for actions --------------------------------------------------------------------------------
     @property

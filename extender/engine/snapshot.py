@@ -1,10 +1,12 @@
 """A snapshot of the cluster as plain records, built once from Kubernetes objects.
 
-Input is what the API server holds: `v1 Node`, `v1 Pod`, `scheduling.volcano.sh/v1beta1 PodGroup` and `Queue`,
-`scheduling.k8s.io/v1 PriorityClass`, and the vGPU device config's `v1 ConfigMap` (other ConfigMaps are passed
+Input is what the API server holds: `v1 Node`, `v1 Pod`, `v1 Namespace` (its labels, for the namespace selectors of
+pod affinity terms), `scheduling.volcano.sh/v1beta1 PodGroup` and `Queue`, `scheduling.k8s.io/v1 PriorityClass`,
+`topology.volcano.sh/v1alpha1 HyperNode`, and the vGPU device config's `v1 ConfigMap` (other ConfigMaps are passed
 over). A node's vGPU register annotation that cannot be read is kept as a problem beside the node (its cards are
-ignored), never a reason to refuse the node. Quantities are parsed here, once, into Volcano's units; the session turns
-the records into vectors. Bad input raises `SnapshotError` whose text names the document, the field and the problem.
+ignored), never a reason to refuse the node. Quantities and pod terms are parsed here, once (quantities into
+Volcano's units); the session turns the records into vectors. Bad input raises `SnapshotError` whose text names the
+document, the field and the problem.
 """
 
 from __future__ import annotations
@@ -15,20 +17,25 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
-from extender.engine.model import Condition
+from extender.engine.model import HARD, SOFT, Condition, TopologySpec
 from lapilli.api.constants import (
     GROUP_NAME_ANNOTATION,
+    HYPERNODE_KIND,
     PREEMPTABLE_KEY,
     TASK_PRIORITY_ANNOTATION,
     TASK_SPEC_KEY,
+    TOPOLOGY_API_VERSION,
 )
 from lapilli.devices.config import DeviceConfig, config_from_configmap
 from lapilli.devices.facts import NO_CARDS, NodeCardFacts, PodDeviceFacts, node_card_facts, pod_device_facts
 from lapilli.devices.names import CONFIG_KEY
-from lapilli.meta import Obj, describe, name_of, namespace_of, section, uid_of
-from lapilli.nodematch import PodPlacement, Taint, taints_of
-from lapilli.resources.units import Units, pod_request, resource_list_units
+from lapilli.idlegpu import reclaimable_by_condition
+from lapilli.meta import Obj, describe, labels_of, name_of, namespace_of, section, uid_of
+from lapilli.nodematch import LabelSelector, PodPlacement, Taint, taints_of
+from lapilli.podterms import PodTerms
+from lapilli.resources.units import GPU, Units, pod_request, resource_list_units
 from lapilli.times import parse_rfc3339
+from lapilli.topology import HyperNodeRecord, read_hypernode
 from lapilli.usage import UsageRecord, record_of
 
 
@@ -69,6 +76,23 @@ class PodRecord:
     predicate_key: str
     host_ports: tuple[tuple[str, str, int], ...]
     devices: PodDeviceFacts | None = None  # extended-resource asks, device annotations, card assignment
+    labels: Mapping[str, str] = field(default_factory=dict)
+    terms: PodTerms | None = None  # inter-pod (anti-)affinity and topology spread, None for most pods
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroupPolicy:
+    """One PodGroup `subGroupPolicy[]` entry (Volcano's `SubGroupPolicySpec`)."""
+
+    name: str
+    size: int  # subGroupSize: the sub-gang's minimum
+    min_groups: int  # minSubGroups: how many of its sub-gangs the job needs
+    selector: LabelSelector | None
+    match_keys: tuple[str, ...]
+    topology: TopologySpec | None
+    # Why `labelSelector` cannot be read ("" when it can): such a policy selects no pod, as in Volcano, whose
+    # `LabelSelectorAsSelector` fails the same way, and the job keeps its other pods in its default sub-gang.
+    broken: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +109,8 @@ class PodGroupRecord:
     creation: float
     annotations: Mapping[str, str]
     preemptable: bool
+    network_topology: TopologySpec | None = None
+    sub_groups: tuple[SubGroupPolicy, ...] = ()
     # Volcano's IsJobPreemptableForGangEviction: a PodGroup without `volcano.sh/preemptable` may lose its pods to
     # gangpreempt/gangreclaim; one that sets it follows it.
     gang_evictable: bool = True
@@ -122,8 +148,18 @@ class Snapshot:
     queues: dict[str, QueueRecord] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
     default_priority: int | None = None
+    hypernodes: dict[str, HyperNodeRecord] = field(default_factory=dict)
+    # Where gang preemption or reclaim made room, for the allocate that follows: PodGroup -> sub-gang -> HyperNode
+    # (Volcano keeps `SubJobInfo.NominatedHyperNode` in its cache; the service carries it between sessions).
+    nominations: dict[str, dict[str, str]] = field(default_factory=dict)
     # vGPU device configs by "namespace/name" of their ConfigMap (those holding `device-config.yaml`)
     device_configs: dict[str, DeviceConfig] = field(default_factory=dict)
+    namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
+    # Pods ("ns/name") whose GPUs sat idle past the grace period in a queue whose policy reclaims them: preempt and
+    # reclaim may evict them for a job that waits, whatever the victim votes say (`lapilli.idlegpu`). The service's
+    # idle-GPU monitor hands its set in; a snapshot read from files or by `lapilli job why` takes it from the
+    # PodGroups' lapilli.io/IdleGPU condition (`idle_reclaimable_pods`).
+    idle_reclaimable: frozenset[str] = frozenset()
 
 
 def timestamp(value: object) -> float:
@@ -205,6 +241,10 @@ def _placement(key: str, spec: Obj) -> PodPlacement:
     return placement
 
 
+def _labels(doc: Obj) -> dict[str, str]:
+    return {str(k): str(v) for k, v in labels_of(doc).items()}
+
+
 def _host_ports(spec: Obj) -> tuple[tuple[str, str, int], ...]:
     ports: list[tuple[str, str, int]] = []
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
@@ -225,6 +265,7 @@ def _pod(doc: Obj) -> PodRecord:
     task_priority = annotations.get(TASK_PRIORITY_ANNOTATION)
     namespace = meta.get("namespace") or "default"
     key = _predicate_key(spec)
+    pod_labels = _labels(doc)
     return PodRecord(
         uid=uid_of(doc) or f"{namespace}/{name_of(doc)}",
         namespace=namespace,
@@ -246,6 +287,8 @@ def _pod(doc: Obj) -> PodRecord:
         predicate_key=key,
         host_ports=_host_ports(spec),
         devices=pod_device_facts(spec, annotations, labels),
+        labels=pod_labels,
+        terms=PodTerms.of(spec, namespace, pod_labels),
     )
 
 
@@ -268,6 +311,7 @@ def _podgroup(doc: Obj) -> PodGroupRecord:
     except ValueError as exc:
         raise ValueError(f"spec.minResources.{exc}") from exc
     min_task_member = {str(k): _int(v, f"spec.minTaskMember.{k}") for k, v in (spec.get("minTaskMember") or {}).items()}
+    topology = spec.get("networkTopology")
     return PodGroupRecord(
         namespace=meta.get("namespace") or "default",
         name=name_of(doc),
@@ -282,6 +326,43 @@ def _podgroup(doc: Obj) -> PodGroupRecord:
         annotations=dict(meta.get("annotations") or {}),
         preemptable=_preemptable(meta, default=False),
         gang_evictable=_preemptable(meta, default=True),
+        network_topology=_topology(topology, "spec.networkTopology") if topology is not None else None,
+        sub_groups=tuple(
+            _sub_group(p, f"spec.subGroupPolicy[{i}]") for i, p in enumerate(spec.get("subGroupPolicy") or [])),
+    )
+
+
+def _topology(raw: object, where: str) -> TopologySpec:
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: expected an object")
+    mode = str(raw.get("mode") or HARD)
+    if mode not in (HARD, SOFT):
+        raise ValueError(f"{where}.mode: must be hard or soft, got {mode!r}")
+    tier = raw.get("highestTierAllowed")
+    value = _int(tier, f"{where}.highestTierAllowed") if tier is not None else None
+    if value is not None and value < 0:
+        raise ValueError(f"{where}.highestTierAllowed: must be ≥ 0, got {value}")
+    return TopologySpec(mode, value, str(raw.get("highestTierName") or ""))
+
+
+def _sub_group(raw: object, where: str) -> SubGroupPolicy:
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: expected an object")
+    selector, broken = None, ""
+    try:
+        selector = LabelSelector.of(raw["labelSelector"]) if raw.get("labelSelector") is not None else None
+    except ValueError as exc:
+        broken = f"{where}.labelSelector.{exc}"
+    topology = raw.get("networkTopology")
+    size = _int(raw["subGroupSize"] if raw.get("subGroupSize") is not None else 1, f"{where}.subGroupSize")
+    return SubGroupPolicy(
+        name=str(raw.get("name") or ""),
+        size=size,
+        min_groups=_int(raw.get("minSubGroups") or 0, f"{where}.minSubGroups"),
+        selector=selector,
+        match_keys=tuple(str(k) for k in raw.get("matchLabelKeys") or ()),
+        topology=_topology(topology, f"{where}.networkTopology") if topology is not None else None,
+        broken=broken,
     )
 
 
@@ -328,9 +409,11 @@ def _describe(index: int, doc: Obj) -> str:
 _KINDS: Final = {
     ("v1", "Node"),
     ("v1", "Pod"),
+    ("v1", "Namespace"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    (TOPOLOGY_API_VERSION, HYPERNODE_KIND),
     ("v1", "ConfigMap"),  # only a vGPU device config (key device-config.yaml) is kept
 }
 
@@ -353,12 +436,19 @@ def add_object(snap: Snapshot, doc: Obj) -> None:
     elif kind == "Pod":
         pod = _pod(doc)
         snap.pods[f"{pod.namespace}/{pod.name}"] = pod
+    elif kind == "Namespace":
+        snap.namespaces[name_of(doc)] = _labels(doc)
     elif kind == "PodGroup":
         pg = _podgroup(doc)
         snap.podgroups[pg.key] = pg
     elif kind == "Queue":
         queue = _queue(doc)
         snap.queues[queue.name] = queue
+    elif kind == HYPERNODE_KIND:
+        record, problems = read_hypernode(doc)
+        if record is None:
+            raise ValueError("; ".join(problems))
+        snap.hypernodes[record.name] = record  # a member it cannot read selects nothing, as in Volcano
     elif kind == "ConfigMap":
         _configmap(snap, doc)
     else:
@@ -388,12 +478,16 @@ def remove_object(snap: Snapshot, doc: Obj) -> None:
         snap.nodes.pop(name, None)
     elif kind == "Pod":
         snap.pods.pop(f"{namespace}/{name}", None)
+    elif kind == "Namespace":
+        snap.namespaces.pop(name, None)
     elif kind == "PodGroup":
         snap.podgroups.pop(f"{namespace}/{name}", None)
     elif kind == "Queue":
         snap.queues.pop(name, None)
     elif kind == "PriorityClass":
         snap.priority_classes.pop(name, None)
+    elif kind == HYPERNODE_KIND:
+        snap.hypernodes.pop(name, None)
     elif kind == "ConfigMap":
         snap.device_configs.pop(f"{namespace}/{name}", None)
 
@@ -407,8 +501,24 @@ def copy_snapshot(snap: Snapshot) -> Snapshot:
         queues=dict(snap.queues),
         priority_classes=dict(snap.priority_classes),
         default_priority=snap.default_priority,
+        hypernodes=dict(snap.hypernodes),
+        nominations={key: dict(subs) for key, subs in snap.nominations.items()},
         device_configs=dict(snap.device_configs),
+        namespaces=dict(snap.namespaces),
+        idle_reclaimable=snap.idle_reclaimable,
     )
+
+
+def idle_reclaimable_pods(snap: Snapshot) -> frozenset[str]:
+    """The running, GPU-holding pods of the PodGroups whose lapilli.io/IdleGPU condition says Reclaimable: what the
+    leader's monitor marked, as far as the PodGroups' status shows it."""
+    marked = {key for key, pg in snap.podgroups.items()
+              if reclaimable_by_condition((c.type, c.status, c.reason) for c in pg.conditions)}
+    if not marked:
+        return frozenset()
+    return frozenset(key for key, pod in snap.pods.items()
+                     if f"{pod.namespace}/{pod.group}" in marked and pod.phase == "Running" and pod.node_name
+                     and pod.request.get(GPU, 0.0) > 0)
 
 
 def build_snapshot(docs: Iterable[object]) -> Snapshot:
@@ -429,4 +539,5 @@ def build_snapshot(docs: Iterable[object]) -> Snapshot:
                 f"Pod {key}: metadata.annotations.{GROUP_NAME_ANNOTATION}: PodGroup {pod.namespace}/{pod.group} "
                 "is not in the snapshot"
             )
+    snap.idle_reclaimable = idle_reclaimable_pods(snap)
     return snap

@@ -68,6 +68,23 @@ class Statement:
     def empty(self) -> bool:
         return not self._steps
 
+    def placements(self) -> list[tuple[Task, Node, bool]]:
+        """(task, node, allocated rather than pipelined) of the steps that placed a pending task, in order: what
+        `replay` repeats after the statement was discarded (Volcano's `SaveOperations` / `RecoverOperations`)."""
+        out = []
+        for step in self._steps:
+            if step.kind in (StepKind.ALLOCATE, StepKind.PIPELINE):
+                node = self._ssn.node_by_name[step.task.node or ""]
+                out.append((step.task, node, step.kind is StepKind.ALLOCATE))
+        return out
+
+    def replay(self, placements: list[tuple[Task, Node, bool]]) -> None:
+        for task, node, allocated in placements:
+            if allocated:
+                self.allocate(task, node)
+            else:
+                self.pipeline(task, node)
+
     def discard(self) -> None:
         for step in reversed(self._steps):
             if step.kind is StepKind.EVICT:

@@ -45,6 +45,23 @@ def validate_victims(ssn: SessionView, preemptor: Task, node: Node, victims: lis
     return less_equal(preemptor.resreq, future)
 
 
+def with_idle(voted: list[Task] | None, candidates: list[Task]) -> list[Task] | None:
+    """The plugins' victims plus every idle-reclaimable candidate (`Task.idle`), idle ones first, each group in the
+    order given. An idle job's room is what its queue's idle-GPU policy gives up: neither its priority, nor its queue's
+    deserved share, nor its gang's minimum protects it. The action's own candidate rules still apply."""
+    idle = [t for t in candidates if t.idle]
+    if not idle:
+        return voted
+    rest = [t for t in voted or () if not t.idle]
+    return idle + rest
+
+
+def idle_first(victims: list[Task]) -> list[Task]:
+    """`victims` (in victim order) with the idle-reclaimable ones moved to the front: an idle job goes before a
+    busy one."""
+    return sorted(victims, key=lambda t: not t.idle)
+
+
 class _Placing(Protocol):
     @property
     def nodes(self) -> Sequence[Node]: ...
@@ -63,4 +80,4 @@ def candidate_nodes(ssn: _Placing, task: Task) -> list[Node]:
     return [ssn.nodes[int(i)] for i in np.flatnonzero(mask)]
 
 
-__all__ = ["candidate_nodes", "validate_victims", "victim_order"]
+__all__ = ["candidate_nodes", "idle_first", "validate_victims", "victim_order", "with_idle"]

@@ -12,8 +12,11 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from extender.engine.snapshot import Snapshot
+from extender.service.cards import vgpu_arguments
 from extender.service.core import Extender
 from extender.service.http import make_app
+from extender.service.idle.loop import IdleLoop
 from extender.service.loop import ConfSource, SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
@@ -52,12 +55,16 @@ class ExtenderComponent:
         # fenced by the Lease, so a replica past its renew deadline cannot write on from a verb or session that
         # started while it led.
         writer = client if elector is None else elector.fence(client, "the extender's")
-        self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled)
+        conf = ConfSource(settings.scheduler_conf, on_error=lambda _error: self.metrics.conf_reload_errors.inc())
+        # The vGPU device config the start conf names is followed (a conf reloaded with another one needs a restart).
+        vgpu = vgpu_arguments(conf.conf)
+        device_configs = [vgpu.config_key] if vgpu is not None else []
+        self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled,
+                                  device_configs=device_configs)
         self.plan = Plan(ttl_s=settings.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
                                        restarts=self.state.restarts,
                                        releasing=lambda: self.permit.releasing())
-        conf = ConfSource(settings.scheduler_conf, on_error=lambda _error: self.metrics.conf_reload_errors.inc())
         self.metrics.conf_stale.set_function(lambda: float(bool(conf.error)))
         self.loop = SessionLoop(
             self.state, self.plan, writer, conf, self.metrics,
@@ -67,12 +74,18 @@ class ExtenderComponent:
                                   on_release=lambda _gang: self.metrics.gang_releases.inc())
         self.extender = Extender(self.state, self.plan, self.loop, self.permit, writer, self.metrics,
                                  scheduler_names=settings.scheduler_names)
-        self.why = WhyLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
+        # Off, it only turns idle conditions left from an earlier run False once, and hands the engine nothing.
+        self.idle = IdleLoop(settings.idle_gpu, lambda: self.state.copy() if self.state.synced else None,
+                             lambda: self.state.store("PodGroup"), writer, registry, is_leader=self.is_leader)
+        if settings.idle_gpu.active:
+            self.loop.idle = lambda: self.idle.reclaimable
+            self.loop.evicted = self.idle.evicted
+        self.why = WhyLoop(self._snapshot, lambda: self.loop.conf.conf,
                            lambda: self.state.store("PodGroup"), writer, queues=lambda: self.state.store("Queue"),
                            interval_s=settings.why_interval_s or 1.0, is_leader=self.is_leader)
         self.usage = UsageLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
                                writer, UsageMetrics(registry), is_leader=self.is_leader)
-        self.runner = ProcessRunner(kubeconfig) if settings.session_process else None
+        self.runner = ProcessRunner(kubeconfig, device_configs=device_configs) if settings.session_process else None
         if self.runner is not None:
             self.loop.runner = self.runner
         self._tasks: list[asyncio.Task[None]] = []
@@ -81,6 +94,14 @@ class ExtenderComponent:
         # TLS on the extender port (client certificates verified with a client CA); the assembly keeps its
         # serving pair in step with the files.
         self.tls: ssl.SSLContext | None = settings.tls_context()
+
+    def _snapshot(self) -> Snapshot | None:
+        """A copy of the cluster as the sessions see it (idle-reclaimable pods included), None while not synced."""
+        if not self.state.synced:
+            return None
+        snap = self.state.copy()
+        snap.idle_reclaimable = self.loop.idle()
+        return snap
 
     def _settled(self, pod_key: str) -> None:
         self.plan.forget_pod(pod_key)
@@ -117,6 +138,7 @@ class ExtenderComponent:
         if self.settings.why_interval_s > 0:
             self._tasks.append(asyncio.create_task(self.why.run_forever(), name="why"))
         self._tasks.append(asyncio.create_task(self.usage.run_forever(), name="usage"))
+        self._tasks.append(asyncio.create_task(self.idle.run_forever(), name="idle-gpu"))
         app = make_app(self.extender, self.is_leader, self.answering)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Container, Mapping
 from typing import Any, Final
 
@@ -24,6 +25,7 @@ from extender.engine.results import resource_units
 from extender.engine.rowmath import VECTOR, MatrixRows
 from extender.engine.status import Code, Status
 from extender.service.bindcheck import Refusal, names_refusal, node_refusal, pod_refusal, room_refusal
+from extender.service.cards import CardBook
 from extender.service.loop import SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
@@ -48,6 +50,8 @@ from lapilli.api.constants import (
     GROUP_NAME_ANNOTATION,
     QUEUE_NAME_ANNOTATION,
 )
+from lapilli.devices.assign import PodDevices, assignment_annotations
+from lapilli.devices.cards import Fit
 from lapilli.kube import REQUEST_ERRORS, KubeClient
 from lapilli.kube.errors import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODS
@@ -56,6 +60,7 @@ from lapilli.resources.units import CPU, GPU, MEMORY, pod_request
 from lapilli.resources.vector import TOLERANCE
 
 NOT_SYNCED = "lapilli: the cluster cache is not synced yet; retry"
+NO_CARDS = "node offers no vGPU cards"
 MAX_SCORE = 10
 # Prioritize packs GPUs first: the binpack plugin with a GPU counting ten times cpu or memory.
 PRIORITIZE_BINPACK: Final = BinpackArgs(weight=1.0, weights=((CPU, 1.0), (MEMORY, 1.0), (GPU, 10.0)))
@@ -109,6 +114,12 @@ class Extender:
         self._moved_for: Outcome | None = None
         self._moved = np.zeros((0, 0))
         self._inflight: dict[str, str] = {}  # pod key -> node of a single pod's bind on its way to the API server
+        # vGPU cards as the verbs see them now (bound pods' assignments, the plan, binds on their way), re-read
+        # for a node when a pod on it, the node, or the plan there changes.
+        self.book = CardBook(state, plan)
+        state.node_listeners.append(self.book.touch)
+        state.settled_listeners.append(self.book.release)  # a bound pod's own annotation holds its cards now
+        plan.on_node = self.book.touch
 
     # ---- filter ---------------------------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
@@ -120,13 +131,13 @@ class Extender:
         if gang is None:
             refusal = self._plain_refusal(args.pod)
             if refusal is None:
-                return filter_result(offered)
+                return self._card_filter(args.pod, offered)
             return filter_refusal(offered, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"pod {key}: {refusal}"))
         node = self.plan.node_for(key)
         if node is not None and node in offered:
             return filter_result([node])
         if node is None and self._admitted_single(gang, args.pod):
-            return filter_result(offered)
+            return self._card_filter(args.pod, offered)
         if node is not None:
             moved = self._replan(args.pod, key, node, offered)
             if moved is not None:
@@ -139,6 +150,27 @@ class Extender:
         self.loop.waiting.add(key)
         self.loop.poke()
         return filter_refusal(offered, Status(why.code, f"gang {gang}: {why.message}"))
+
+    def _cards(self) -> CardBook:
+        """The card book, following the conf the sessions run."""
+        self.book.configure(self.loop.conf.conf)
+        return self.book
+
+    def _card_filter(self, pod: Mapping[str, Any], offered: list[str]) -> ExtenderFilterResult:
+        """A pod that passes without a plan: when it asks for vGPU cards, only the offered nodes with cards that
+        fit it now (kube-scheduler's own filters see the totals in allocatable, not cards)."""
+        book = self._cards()
+        ask = book.ask(pod) if book.active else None
+        if ask is None:
+            return filter_result(offered)
+        kept, failed = [], {}
+        for node in offered:
+            fit = book.fit(ask, node)
+            if isinstance(fit, Fit):
+                kept.append(node)
+            else:
+                failed[node] = NO_CARDS if fit is None else f"no vGPU card fits: {fit.reason}"
+        return filter_result(kept, failed=failed)
 
     def _admitted_single(self, gang: str, pod: Mapping[str, Any]) -> bool:
         """A gang of one needs no plan: there is nothing to gather, and kube-scheduler's own filters have
@@ -204,16 +236,29 @@ class Extender:
         return units
 
     def _replan(self, pod: Mapping[str, Any], key: str, planned: str, offered: list[str]) -> str | None:
-        """Move one planned pod to another offered node it fits, keeping the rest of its gang's plan."""
+        """Move one planned pod to another offered node it fits, keeping the rest of its gang's plan, and inside
+        the HyperNode the session placed the gang in (network topology): never out of it."""
         latest = self.loop.latest
         req = self._request(pod)
         if latest is None or req is None:
             return None
-        candidates = [n for n in offered if n in latest.node_index]
+        gang = self.plan.gangs.get(self.plan.gang_of_pod.get(key, ""))
+        domain = gang.domain if gang is not None else None
+        candidates = [n for n in offered if n in latest.node_index and (domain is None or n in domain)]
         if not candidates:
             return None
         idx = np.array([latest.node_index[n] for n in candidates])
         fits = np.all(req < self._room(latest)[idx] + TOLERANCE, axis=1)
+        book = self._cards()
+        ask = book.ask(pod) if book.active else None
+        cards: dict[str, Fit] = {}
+        if ask is not None:
+            for i, node in enumerate(candidates):
+                fit = book.fit(ask, node, exclude=key) if fits[i] else None
+                if isinstance(fit, Fit):
+                    cards[node] = fit
+                else:
+                    fits[i] = False
         if not fits.any():
             return None
         scores = self._binpack(req, idx)
@@ -225,7 +270,7 @@ class Extender:
         if planned in latest.node_index:
             self._moved[latest.node_index[planned]] += req
         self._tables_for = None  # the room it counted has moved
-        self.plan.move(key, best)
+        self.plan.move(key, best, book.devices(cards[best], best) if best in cards else None)
         return best
 
     def _room(self, latest: Outcome) -> np.ndarray:
@@ -335,17 +380,47 @@ class Extender:
         if refusal is None:
             record = self.state.snapshot.nodes[node]
             refusal = room_refusal(self.state, record, spec, key, self._pending_on(node))
+        devices: PodDevices | None = None
+        if refusal is None:
+            devices, refusal = self._bind_cards(pod, key, node)
+            if refusal is not None:
+                # The plan may be fresher than this view (the session follows the cluster on its own watch: a pod
+                # it saw go may still hold its card here): have kube-scheduler ask again soon, not after its
+                # unschedulable-queue flush.
+                self.loop.waiting.add(key)
+                self.loop.poke()
         if refusal is not None:
             return self._refused(refusal)
+        if devices is not None:  # the cards are taken from now on: by the bind on its way, then by the pod
+            self.book.reserve(key, node, devices)
         if not in_gang:
             self._inflight[key] = node
             try:
-                return self._bound(await self.bind_now(namespace, name, node, uid))
+                error = await self.bind_now(namespace, name, node, uid)
             finally:
                 self._inflight.pop(key, None)
-        assert gang is not None
-        error = await self.permit.park(gang, quorum, self.state.bound_members(gang), namespace, name, uid, node)
+        else:
+            assert gang is not None
+            error = await self.permit.park(gang, quorum, self.state.bound_members(gang), namespace, name, uid, node)
+        if error and devices is not None:
+            self.book.release(key)
         return self._bound(error)
+
+    def _bind_cards(self, pod: Mapping[str, Any], key: str, node: str) -> tuple[PodDevices | None, Refusal | None]:
+        """The vGPU cards the pod is bound with (None: it asks for none): those planned for it on this node while
+        they still fit as they are, else the cards that fit it there now; a node without them is refused."""
+        book = self._cards()
+        ask = book.ask(pod) if book.active else None
+        if ask is None:
+            return None, None
+        planned = self.plan.devices_for(key) if self.plan.node_for(key) == node else None
+        if planned is not None and not book.check(node, planned, exclude=key):
+            return planned, None
+        fit = book.fit(ask, node, exclude=key)
+        if isinstance(fit, Fit):
+            return book.devices(fit, node), None
+        why = NO_CARDS if fit is None else fit.reason
+        return None, Refusal("no-card-room", f"node {node} has no vGPU card for pod {key}: {why}")
 
     def _plan_refusal(self, pod: Mapping[str, Any], key: str, node: str, gang: str) -> Refusal | None:
         """A gang member binds to the node its gang's plan admits, or to one it fits in the room the latest
@@ -372,9 +447,15 @@ class Extender:
 
     async def bind_now(self, namespace: str, name: str, node: str, uid: str) -> str:
         """POST the Binding; "" on success (also when the pod already sits on `node`), else one line saying why
-        (the API server's refusal, a dropped connection, a timeout, a failed credential plugin)."""
+        (the API server's refusal, a dropped connection, a timeout, a failed credential plugin). A pod given vGPU
+        cards carries them on the Binding as annotations (Volcano's DeviceReservation): the API server merges
+        them into the pod together with the node, so the pod is never bound without them."""
+        held = self.book.reserved.get(f"{namespace}/{name}")
+        annotations = None
+        if held is not None and held.node == node:
+            annotations = assignment_annotations(node, held.devices, int(time.time()))
         try:
-            await self.client.bind(namespace, name, node, uid=uid or None)
+            await self.client.bind(namespace, name, node, uid=uid or None, annotations=annotations)
         except Conflict:
             try:
                 pod = await self.client.get(PODS, name, namespace)

@@ -48,6 +48,8 @@ _SESSION = "session"  # the session loop's one item in its rate limiter
 EVENT_SOURCE = "volcano"
 # The Warning Event on an object the scheduler cannot read (a malformed quantity, minMember not a number…).
 IGNORED_REASON = "InvalidObject"
+# The Warning Event on a node whose vGPU register annotation, or a pod whose card assignment, cannot be read.
+CARDS_REASON = "InvalidDeviceAnnotation"
 WATCHED_KINDS = tuple(res.kind for res in WATCHED)
 # Each PodGroup's last Unschedulable and Scheduled events, so a paced repeat bumps its Event in place; past this
 # many a repeat creates a new Event (and old ones pile up until the API server's event TTL).
@@ -109,6 +111,10 @@ class SessionLoop:
         self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
         self.recorder = EventRecorder(client, EVENT_SOURCE, remembered=REMEMBERED_EVENTS)
         self._reported: dict[str, str] = {}  # ignored object -> the reason this term's Event gave
+        # Idle-GPU reclaim (`extender.service.idle`): the pods each session hands the engine as idle-reclaimable,
+        # and who hears of each eviction (pod key, action).
+        self.idle: Callable[[], frozenset[str]] = frozenset
+        self.evicted: Callable[[str, str], None] = lambda _pod, _action: None
 
     def poke(self) -> None:
         """Ask for a session soon (a change was seen, or a verb needs a plan)."""
@@ -168,7 +174,8 @@ class SessionLoop:
         now = time.monotonic()
         for gang in self.plan.expire(now):
             log.info("gang %s: plan expired before it bound; re-planning", gang)
-        outcome = await self.runner(self.plan.placements(), self.conf.refresh())
+        outcome = await self.runner(self.plan.placements(), self.conf.refresh(), self.idle(),
+                                    self.plan.planned_devices())
         if outcome is None:
             return None  # the session's own view of the cluster is not synced yet
         self.metrics.session_seconds.observe(outcome.seconds)
@@ -182,30 +189,38 @@ class SessionLoop:
 
     def report_ignored(self) -> None:
         """Objects the cluster state leaves out (it cannot read them) vanish from scheduling silently unless told:
-        each gets a Warning Event once per reason and term, and `lapilli_extender_ignored_objects` counts them."""
+        each gets a Warning Event once per reason and term, and `lapilli_extender_ignored_objects` counts them.
+        So do nodes whose vGPU register annotation (their cards are ignored) and pods whose card assignment cannot
+        be read (in part), under kinds `Node devices` / `Pod devices`."""
         ignored = self.state.ignored
-        counts = dict.fromkeys(WATCHED_KINDS, 0)
+        counts = dict.fromkeys((*WATCHED_KINDS, "Node devices", "Pod devices"), 0)
         for ident, (kind, ref, error) in ignored.items():
             counts[kind] = counts.get(kind, 0) + 1
             if self._reported.get(ident) != error:
                 self._reported[ident] = error
                 message = f"the scheduler leaves this {kind} out until it can be read: {error}"
                 self.recorder.record(ref, "Warning", IGNORED_REASON, message)
-        for ident in [i for i in self._reported if i not in ignored]:
+        problems = self.state.card_problems
+        for ident, (kind, ref, error) in problems.items():
+            counts[f"{kind} devices"] = counts.get(f"{kind} devices", 0) + 1
+            if self._reported.get(f"devices {ident}") != error:
+                self._reported[f"devices {ident}"] = error
+                message = f"the scheduler ignores what it cannot read of this {kind}'s vGPU annotation: {error}"
+                self.recorder.record(ref, "Warning", CARDS_REASON, message)
+        stale = [i for i in self._reported
+                 if (i.removeprefix("devices ") not in problems if i.startswith("devices ") else i not in ignored)]
+        for ident in stale:
             del self._reported[ident]
         for kind, count in counts.items():
             self.metrics.ignored.labels(kind).set(count)
 
     def _adopt(self, outcome: Outcome, now: float) -> None:
-        for gang, (min_member, nodes) in outcome.new_plans.items():
+        for gang, (min_member, nodes, domain, devices) in outcome.new_plans.items():
+            held = outcome.domains.get(domain) if domain else None
             if gang in self.plan.gangs:
-                self.plan.gangs[gang].nodes.update(nodes)
-                self.plan.gangs[gang].min_member = min_member
-                for pod in nodes:
-                    self.plan.gang_of_pod[pod] = gang
-                self.plan.version += 1
+                self.plan.extend(gang, min_member, nodes, held, devices)
             else:
-                self.plan.add(gang, min_member, nodes, now)
+                self.plan.add(gang, min_member, nodes, now, held, devices)
 
     async def _evict(self, outcome: Outcome) -> None:
         now = time.monotonic()
@@ -234,6 +249,7 @@ class SessionLoop:
                 await self.client.evict(namespace, name)
                 self.metrics.evictions.inc()
                 self.metrics.evictions_by.labels(why.action or "unknown", why.queue).inc()
+                self.evicted(key, why.action)
                 log.info("evicted %s%s", key, f": {why.reason}" if why.reason else "")
             except NotFound:
                 return

@@ -25,6 +25,7 @@ from extender.service.pacing import Pacer
 from extender.service.plan import overlay
 from extender.service.session import Outcome, run
 from extender.service.state import ClusterState
+from lapilli.devices.assign import PodDevices
 
 log = logging.getLogger("lapilli.extender")
 
@@ -32,10 +33,13 @@ SESSION_NICENESS = 10  # added to the session process's niceness
 
 
 class SessionRequest(NamedTuple):
-    """Down the pipe: run a session with the plan's placements assumed, under this conf."""
+    """Down the pipe: run a session with the plan's placements (and their vGPU cards) assumed, under this conf,
+    with these pods idle-reclaimable (the leader's idle-GPU monitor keeps that set)."""
 
     placements: dict[str, str]
     conf: SchedulerConf
+    idle: frozenset[str] = frozenset()
+    devices: dict[str, PodDevices] = {}
 
 
 class SessionReply(NamedTuple):
@@ -46,16 +50,25 @@ class SessionReply(NamedTuple):
     same_nodes: bool
 
 
-def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer) -> Outcome:
-    """One session over `state` with the plan's placements assumed; statuses compared with its stores, writes
-    and events paced by what earlier sessions over the same state sent."""
-    snap = overlay(state.copy(), placements)
+def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer,
+             idle: frozenset[str] = frozenset(), nominations: dict[str, dict[str, str]] | None = None,
+             devices: dict[str, PodDevices] | None = None) -> Outcome:
+    """One session over `state` with the plan's placements (and their vGPU cards) assumed and the `idle` pods
+    idle-reclaimable; statuses compared with its stores, writes and events paced by what earlier sessions over the
+    same state sent. `nominations`: the HyperNodes gang eviction nominated in earlier sessions and allocate has not
+    redeemed (the last outcome's), which stay where sessions run: they never cross the pipe."""
+    snap = overlay(state.copy(), placements, devices)
+    snap.idle_reclaimable = idle
+    snap.nominations = nominations or {}
     return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer)
 
 
 class SessionRunner(Protocol):
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
-        """One session over the current cluster with `placements` assumed; None while not synced."""
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset(),
+                       devices: dict[str, PodDevices] | None = None) -> Outcome | None:
+        """One session over the current cluster with `placements` (holding `devices`) assumed and the `idle` pods
+        idle-reclaimable; None while not synced."""
         ...
 
 
@@ -63,23 +76,29 @@ class ThreadRunner:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self.pacer = Pacer()
+        self.nominations: dict[str, dict[str, str]] = {}
 
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset(),
+                       devices: dict[str, PodDevices] | None = None) -> Outcome | None:
         if not self.state.synced:
             return None
-        return await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer)
+        outcome = await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer, idle,
+                                          self.nominations, devices)
+        self.nominations = outcome.nominations
+        return outcome
 
 
-def _child(kubeconfig: str | None, conn: Connection) -> None:
+def _child(kubeconfig: str | None, device_configs: list[str], conn: Connection) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s[session]: %(message)s")
-    asyncio.run(_child_main(kubeconfig, conn))
+    asyncio.run(_child_main(kubeconfig, device_configs, conn))
 
 
-async def _child_main(kubeconfig: str | None, conn: Connection) -> None:
+async def _child_main(kubeconfig: str | None, device_configs: list[str], conn: Connection) -> None:
     from lapilli.kube import KubeClient, load_config
 
     async with KubeClient(load_config(Path(kubeconfig) if kubeconfig else None)) as client:
-        state = ClusterState(client)
+        state = ClusterState(client, device_configs=device_configs)
         await state.start()
         await serve_sessions(state, conn)
 
@@ -96,15 +115,18 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
         os.nice(SESSION_NICENESS)
     loop = asyncio.get_running_loop()
     pacer = Pacer()
+    nominations: dict[str, dict[str, str]] = {}
     sent_nodes: dict[str, int] | None = None
     while True:
         try:
             request: SessionRequest = await loop.run_in_executor(None, conn.recv)
-            placements, conf = request
+            placements, conf, idle, devices = request
             outcome = None
             same_nodes = False
             if state.synced:
-                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer)
+                outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, idle, nominations,
+                                                  devices)
+                nominations = outcome.nominations
                 same_nodes = outcome.node_index == sent_nodes
                 sent_nodes = outcome.node_index
                 if same_nodes:
@@ -116,12 +138,14 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
 
 class ProcessRunner:
     def __init__(
-        self, kubeconfig: Path | None, target: Callable[..., None] = _child, args: tuple[object, ...] = ()
+        self, kubeconfig: Path | None, target: Callable[..., None] = _child, args: tuple[object, ...] = (),
+        device_configs: list[str] | None = None,
     ) -> None:
-        """`target(*args, conn)` is the child's main; by default it follows the cluster through `kubeconfig`."""
+        """`target(*args, conn)` is the child's main; by default it follows the cluster through `kubeconfig`, and
+        the vGPU device-config ConfigMaps `device_configs` ("namespace/name")."""
         self.kubeconfig = kubeconfig
         self._target = target
-        self._args = args or (str(kubeconfig) if kubeconfig else None,)
+        self._args = args or (str(kubeconfig) if kubeconfig else None, list(device_configs or ()))
         self._conn: Connection | None = None
         self._proc: mp.process.BaseProcess | None = None
         self._lock = asyncio.Lock()
@@ -136,7 +160,9 @@ class ProcessRunner:
         self._conn = parent
         self._nodes = {}
 
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset(),
+                       devices: dict[str, PodDevices] | None = None) -> Outcome | None:
         if self._proc is None or not self._proc.is_alive():
             log.warning("session process is not running; restarting it")
             self.start()
@@ -144,7 +170,7 @@ class ProcessRunner:
         conn = self._conn
         loop = asyncio.get_running_loop()
         async with self._lock:
-            await loop.run_in_executor(None, conn.send, SessionRequest(placements, conf))
+            await loop.run_in_executor(None, conn.send, SessionRequest(placements, conf, idle, devices or {}))
             reply: SessionReply = await loop.run_in_executor(None, conn.recv)
             outcome, same_nodes = reply
         if outcome is not None:

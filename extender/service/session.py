@@ -28,17 +28,22 @@ from extender.service.status import (
     queue_status,
     unschedulable_message,
 )
+from lapilli.devices.assign import PodDevices
 from lapilli.kube.events import EventType
 from lapilli.meta import uid_of
 from lapilli.resources.vector import Dims
 from lapilli.times import rfc3339
+from lapilli.topology import CLUSTER_TOP
 
 
 class GangPlan(NamedTuple):
-    """A gang the session placed: its bind quorum and where each member goes."""
+    """A gang the session placed: its bind quorum, where each member goes, the HyperNode it was placed in ("" for
+    none: a re-plan keeps every member inside it, `Outcome.domains` holds its nodes) and each member's vGPU cards."""
 
     min_member: int
     nodes: dict[str, str]  # pod key -> node
+    domain: str = ""
+    devices: dict[str, PodDevices] = {}  # pod key -> cards (members that ask for none are not in it)
 
 
 class Eviction(NamedTuple):
@@ -86,6 +91,8 @@ class Outcome:
     evicted_by: dict[str, Eviction] = field(default_factory=dict)  # pod -> which action, from which queue
     # (queue, phase) -> PodGroups, with the phases this session's status writes give: `lapilli_queue_jobs`.
     queue_jobs: dict[tuple[str, str], int] = field(default_factory=dict)
+    domains: dict[str, frozenset[str]] = field(default_factory=dict)  # HyperNode of a new plan -> its nodes
+    nominations: dict[str, dict[str, str]] = field(default_factory=dict)  # carried to the next session
 
 
 UNRESOLVED: Final = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -147,9 +154,13 @@ def run(
         gang = f"{pod.namespace}/{pod.group}"
         if pod.group and gang in snap.podgroups:
             if gang not in new_plans:
-                quorum = bind_quorum(result.podgroups.get(gang), snap.podgroups[gang].min_member)
-                new_plans[gang] = GangPlan(quorum, {})
+                judged = result.podgroups.get(gang)
+                quorum = bind_quorum(judged, snap.podgroups[gang].min_member)
+                domain = judged.hypernode if judged is not None and judged.hypernode != CLUSTER_TOP else ""
+                new_plans[gang] = GangPlan(quorum, {}, domain, {})
             new_plans[gang].nodes[pod_key] = node
+            if pod_key in result.devices:
+                new_plans[gang].devices[pod_key] = result.devices[pod_key]
     planned = {f"{snap.pods[p].namespace}/{snap.pods[p].group}" for p in placements if p in snap.pods}
     planned |= set(new_plans)
     reasons, writes, events, phases = _podgroups(result, podgroups, planned, pacer, now)
@@ -175,6 +186,8 @@ def run(
         seconds=time.perf_counter() - start,
         evicted_by=evicted_by,
         queue_jobs=queue_job_counts((pg.queue, phases.get(key, pg.phase)) for key, pg in snap.podgroups.items()),
+        domains={p.domain: result.domains[p.domain] for p in new_plans.values() if p.domain in result.domains},
+        nominations=result.nominations,
     )
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from extender.engine.conf import ConfError
 from extender.engine.run import parse_scheduler_conf
+from extender.service.idle.settings import IdleGpuSettings
 from lapilli.api.constants import DEFAULT_SCHEDULER_NAME
 from lapilli.settings import flag
 
@@ -53,6 +54,8 @@ class ExtenderSettings:
     why_interval_s: float = flag("--why-interval", 30.0)
     """Seconds between explanations written on waiting PodGroups (condition `lapilli.io/Why`); 0 turns them off.
     Each pass costs about one scheduling session of CPU in the verbs' process."""
+    idle_gpu: IdleGpuSettings = field(default_factory=IdleGpuSettings)
+    """Idle-GPU reclaim (off by default)."""
     sync_timeout_s: float = 60.0
     """How long start-up waits for the cluster cache before the verbs are answered anyway (not ready until
     synced)."""
@@ -77,7 +80,7 @@ class ExtenderSettings:
             out.append(f"--why-interval {self.why_interval_s} must be >= 0 seconds (0: off)")
         if not 0 < self.permit_timeout_s < 60:
             out.append(f"--permit-timeout {self.permit_timeout_s} must be between 0 and the bind httpTimeout (60s)")
-        return out
+        return out + self.idle_gpu.problems()
 
     def _tls_problems(self) -> list[str]:
         if self.tls_cert_file is None and self.tls_key_file is None:

@@ -1,5 +1,6 @@
-"""The cluster as the scheduler sees it: five list+watch reflectors feeding one engine `Snapshot`, kept up to date
-event by event (never rebuilt per request).
+"""The cluster as the scheduler sees it: six list+watch reflectors feeding one engine `Snapshot`, kept up to date
+event by event (never rebuilt per request). HyperNodes are optional: a cluster without their CRD (or without the
+RBAC rule to read them) is scheduled as flat, and the reflector keeps checking for them (`Reflector(optional=True)`).
 
 Watch objects arrive without `kind`; each reflector's handler stamps it before handing the object to the
 snapshot's parsers. An object the parsers reject (a malformed quantity, say) is left out and kept in `ignored` with
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from extender.engine.snapshot import Snapshot, add_object, copy_snapshot, remove_object
@@ -19,12 +20,13 @@ from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Reflector
 from lapilli.cluster.reflector import Event
 from lapilli.kube import KubeClient
-from lapilli.kube.resources import NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
+from lapilli.kube.resources import CONFIG_MAPS, HYPERNODES, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, Resource
 from lapilli.meta import annotations_of, is_deleting, name_of, namespace_of, uid_of
 
 log = logging.getLogger("lapilli.extender")
 
-WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES)
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES)
+OPTIONAL: frozenset[Resource] = frozenset({HYPERNODES})
 
 
 class Ignored(NamedTuple):
@@ -58,24 +60,50 @@ def _settled(event_type: str, pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") not in ("Pending", "", None)
 
 
+def _card_problem(obj: Mapping[str, Any], snap: Snapshot) -> str:
+    """What the scheduler cannot read of a node's vGPU cards or a pod's card assignment ("" when nothing)."""
+    kind = obj.get("kind")
+    if kind == "Node":
+        node = snap.nodes.get(name_of(obj))
+        return node.cards.problem if node is not None else ""
+    if kind == "Pod":
+        pod = snap.pods.get(f"{namespace_of(obj) or 'default'}/{name_of(obj)}")
+        return pod.devices.problem if pod is not None and pod.devices is not None else ""
+    return ""
+
+
 class ClusterState:
     def __init__(
         self,
         client: KubeClient,
         on_change: Callable[[], None] | None = None,
         on_pod_settled: Callable[[str], None] | None = None,
+        device_configs: Iterable[str] = (),
+        on_node: Callable[[str], None] | None = None,
     ) -> None:
+        """`device_configs`: "namespace/name" of vGPU device-config ConfigMaps to follow; `on_node`: told each
+        node whose pods or own object changed."""
         self.snapshot = Snapshot()
         self.ignored: dict[str, Ignored] = {}  # "Kind ns/name" -> an object left out, until it parses or goes
+        # "Kind ns/name" -> a node whose vGPU cards, or a pod whose card assignment, cannot be read (in part)
+        self.card_problems: dict[str, Ignored] = {}
         self.pod_keys_by_uid: dict[str, str] = {}
         self.gang_members: dict[str, set[str]] = {}  # "ns/pg" -> pod keys naming it
         self._node_of: dict[str, str] = {}  # pod key -> spec.nodeName, for bound pods
-        self._on_node: dict[str, set[str]] = {}  # node -> keys of the pods bound to it (bind checks its room)
+        self._pods_by_node: dict[str, set[str]] = {}  # node -> keys of the pods bound to it (bind checks its room)
         self._on_change = on_change
-        self._on_pod_settled = on_pod_settled  # a pod got a node, finished or went away
+        # Told each pod key that got a node, finished or went away.
+        self.settled_listeners: list[Callable[[str], None]] = [on_pod_settled] if on_pod_settled is not None else []
+        self.node_listeners: list[Callable[[str], None]] = [on_node] if on_node is not None else []
         self.reflectors = [
-            Reflector(client, res, name=res.plural, handlers=[self._handler(res)]) for res in WATCHED
+            Reflector(client, res, name=res.plural, handlers=[self._handler(res)], optional=res in OPTIONAL)
+            for res in WATCHED
         ]
+        for key in sorted(set(device_configs)):
+            namespace, _, name = key.partition("/")
+            self.reflectors.append(Reflector(client, CONFIG_MAPS, namespace=namespace,
+                                             field_selector=f"metadata.name={name}", name=f"configmap {key}",
+                                             handlers=[self._handler(CONFIG_MAPS)]))
 
     def _handler(self, res: Resource) -> Callable[[Event], None]:
         def handle(event: Event) -> None:
@@ -101,37 +129,52 @@ class ClusterState:
                 log.warning("ignoring %s: %s", ident, error)
             self.ignored[ident] = Ignored(str(obj.get("kind")), _reference(obj), error)
             remove_object(self.snapshot, obj)
+        problem = "" if event_type == "DELETED" else _card_problem(obj, self.snapshot)
+        if not problem:
+            self.card_problems.pop(ident, None)
+        elif self.card_problems.get(ident, Ignored("", {}, "")).error != problem:
+            log.warning("%s: %s; the scheduler counts what it can read of it", ident, problem)
+            self.card_problems[ident] = Ignored(str(obj.get("kind")), _reference(obj), problem)
         relevant = True
         if obj.get("kind") == "Pod":
-            self._index_pod(event_type, obj)
+            touched = self._index_pod(event_type, obj)
             relevant = _pod_matters(event_type, obj)
-            if self._on_pod_settled is not None and _settled(event_type, obj):
-                self._on_pod_settled(f"{namespace_of(obj) or 'default'}/{name_of(obj)}")
+            if self.settled_listeners and _settled(event_type, obj):
+                for settled in self.settled_listeners:
+                    settled(f"{namespace_of(obj) or 'default'}/{name_of(obj)}")
+        else:
+            touched = {name_of(obj)} if obj.get("kind") == "Node" else set()
+        for listener in self.node_listeners:
+            for node in touched:
+                listener(node)
         if relevant and self._on_change is not None:
             self._on_change()
 
-    def _index_pod(self, event_type: str, obj: Mapping[str, Any]) -> None:
+    def _index_pod(self, event_type: str, obj: Mapping[str, Any]) -> set[str]:
+        """Index the pod; returns the nodes it was or is bound to."""
         namespace = namespace_of(obj) or "default"
         key = f"{namespace}/{name_of(obj)}"
         uid = uid_of(obj)
         group = annotations_of(obj).get(GROUP_NAME_ANNOTATION)
         node = None if event_type == "DELETED" else (obj.get("spec") or {}).get("nodeName")
+        touched = {n for n in (self._node_of.get(key), node) if n}
         if self._node_of.get(key) != node:
             old = self._node_of.pop(key, None)
             if old is not None:
-                self._on_node[old].discard(key)
+                self._pods_by_node[old].discard(key)
             if node:
                 self._node_of[key] = node
-                self._on_node.setdefault(node, set()).add(key)
+                self._pods_by_node.setdefault(node, set()).add(key)
         if event_type == "DELETED":
             self.pod_keys_by_uid.pop(uid, None)
             if group:
                 self.gang_members.get(f"{namespace}/{group}", set()).discard(key)
-            return
+            return touched
         if uid:
             self.pod_keys_by_uid[uid] = key
         if group:
             self.gang_members.setdefault(f"{namespace}/{group}", set()).add(key)
+        return touched
 
     def bound_members(self, gang: str) -> int:
         """Members of a PodGroup the API server has already placed on a node (and that are not finished)."""
@@ -145,7 +188,7 @@ class ClusterState:
 
     def pods_on(self, node: str) -> set[str]:
         """Keys of the pods the cache shows bound to `node` (finished ones included: the caller decides)."""
-        return self._on_node.get(node, set())
+        return self._pods_by_node.get(node, set())
 
     def store(self, kind: str) -> dict[str, dict[str, Any]]:
         """The raw objects of one kind as last seen (the reflector's store)."""

@@ -55,14 +55,15 @@ def condition(explanation: Explanation) -> dict[str, str]:
 def with_condition(current: list[Mapping[str, Any]], new: dict[str, str], stamp: str,
                    kinds_changed: bool = True) -> list[dict[str, Any]] | None:
     """The conditions list with `new` first (where the session's writer keeps it), or None if the stored condition
-    already says the same: same status and reason, and `kinds_changed` false (the reasons' kinds are those of the
-    last write; a message whose numbers alone moved is not rewritten)."""
-    old = next((c for c in current if c.get("type") == CONDITION), None)
+    of its type already says the same: same status and reason, and `kinds_changed` false (the reasons' kinds are
+    those of the last write; a message whose numbers alone moved is not rewritten). Lapilli's own conditions
+    (`lapilli.io/Why`, `lapilli.io/IdleGPU`) are all written so."""
+    old = next((c for c in current if c.get("type") == new["type"]), None)
     if old is not None and all(old.get(k) == new[k] for k in ("status", "reason")) and (
             not kinds_changed or old.get("message") == new["message"]):
         return None
     kept = old.get("lastTransitionTime") if old is not None and old.get("status") == new["status"] else None
-    return [{**new, "lastTransitionTime": kept or stamp}, *(dict(c) for c in current if c.get("type") != CONDITION)]
+    return [{**new, "lastTransitionTime": kept or stamp}, *(dict(c) for c in current if c.get("type") != new["type"])]
 
 
 class WhyLoop:
@@ -152,9 +153,15 @@ class WhyLoop:
         return len(writes)
 
     async def _write(self, key: str, conditions: list[dict[str, Any]]) -> None:
-        namespace, _, name = key.partition("/")
-        with contextlib.suppress(NotFound):
-            try:
-                await self.client.patch_status(PODGROUPS, name, {"status": {"conditions": conditions}}, namespace)
-            except REQUEST_ERRORS as exc:
-                log.warning("why-condition of PodGroup %s not written: %s", key, exc)
+        await write_conditions(self.client, key, conditions, "why-condition")
+
+
+async def write_conditions(client: KubeClient, key: str, conditions: list[dict[str, Any]], what: str) -> None:
+    """Replace PodGroup `key`'s conditions; one gone meanwhile is fine, another failure is logged (the next pass
+    writes again)."""
+    namespace, _, name = key.partition("/")
+    with contextlib.suppress(NotFound):
+        try:
+            await client.patch_status(PODGROUPS, name, {"status": {"conditions": conditions}}, namespace)
+        except REQUEST_ERRORS as exc:
+            log.warning("%s of PodGroup %s not written: %s", what, key, exc)

@@ -67,9 +67,12 @@ class ExtenderFilterResult(TypedDict):
     Error: str
 
 
-def filter_result(names: list[str] | None = None, *, error: str = "") -> ExtenderFilterResult:
-    """`nodeCacheCapable` answer: names only."""
-    return {"Nodes": None, "NodeNames": names, "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": error}
+def filter_result(names: list[str] | None = None, *, error: str = "",
+                  failed: dict[str, str] | None = None) -> ExtenderFilterResult:
+    """`nodeCacheCapable` answer: names only; `failed` gives the offered nodes left out their reasons (each
+    preemption may resolve)."""
+    return {"Nodes": None, "NodeNames": names, "FailedNodes": failed or {}, "FailedAndUnresolvableNodes": {},
+            "Error": error}
 
 
 def filter_refusal(offered: list[str], status: Status) -> ExtenderFilterResult:

@@ -10,6 +10,11 @@ outage built up (resetting only when a watch ran to its server timeout left refl
 The cap is 5 s, not client-go's 30 s: once kube-apiserver is back a reflector is back within seconds, and a
 retry every 5 s from a few dozen reflectors is nothing to a server (an overloaded one answers 429 at once).
 
+An `optional` reflector follows a resource that may not be served at all (a CRD not installed, e.g. HyperNodes on
+a cluster without Volcano's network topology) or not readable (no RBAC rule for it yet): a 404 or 403 on its list
+is logged once, the store is emptied (handlers see the deletions) and counts as synced, and the list is retried
+every `ABSENT_RETRY_S` until the resource appears, so the rest of its owner never waits for it.
+
 A `transform` (client-go's SetTransform) slims every object before it is stored or handed out: a store of
 10,000 full Pods is ~1.5 million GC-tracked objects, and Python's full collections over it stall the event
 loop for up to a second. A transform must keep `metadata.name`, `namespace`, `uid` and `resourceVersion`.
@@ -35,6 +40,7 @@ from lapilli.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S: Final = 5.0
+ABSENT_RETRY_S: Final = 30.0
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
@@ -99,7 +105,7 @@ class Reflector:
         label_selector: str | None = None, field_selector: str | None = None,
         handlers: Iterable[EventHandler] = (), page_size: int = 500, min_watch_timeout_s: int = 300,
         backoff: RateLimiter[str] | None = None, name: str | None = None, rng: random.Random | None = None,
-        transform: Callable[[MutableObj], MutableObj] | None = None,
+        transform: Callable[[MutableObj], MutableObj] | None = None, optional: bool = False,
     ) -> None:
         self.client, self.resource, self.namespace = client, resource, namespace
         self.label_selector, self.field_selector = label_selector, field_selector
@@ -116,6 +122,8 @@ class Reflector:
         self.restarts = 0  # watch or list re-established after an error or a 410 (exported as a metric)
         self.relists = 0
         self.error: ApiError | None = None  # the API server's last refusal, until it accepts a list or watch again
+        self.optional = optional
+        self.absent = False  # an optional resource the API server does not serve or lets us read (see the docstring)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> asyncio.Task[None]:
@@ -143,12 +151,28 @@ class Reflector:
                 self.restarts += 1
                 need_list = True
             except _RETRYABLE as exc:
+                if self.optional and isinstance(exc, ApiError) and exc.status in (403, 404):
+                    await self._unavailable(exc)
+                    need_list = True
+                    continue
                 self.restarts += 1
                 if isinstance(exc, ApiError):
                     self.error = exc
                 delay = self._backoff.when(self.name)
                 log.warning("%s: %s: %s; retrying in %.1fs", self.name, type(exc).__name__, exc, delay)
                 await asyncio.sleep(delay)
+
+    async def _unavailable(self, exc: ApiError) -> None:
+        """An optional resource the server does not serve (404) or will not show us (403): empty, synced, retried."""
+        if not self.absent:
+            why = "not served (is its CRD installed?)" if exc.status == 404 else "not readable (RBAC)"
+            log.info("%s: %s; treated as empty, checked again every %.0fs", self.name, why, ABSENT_RETRY_S)
+            self.absent = True
+        gone, self.store = self.store, {}
+        for old in gone.values():
+            await self._dispatch(Event("DELETED", old, old, True))
+        self.synced.set()
+        await asyncio.sleep(ABSENT_RETRY_S)
 
     async def relist(self) -> None:
         """List everything and bring the store (and the handlers) up to date through a diff."""
@@ -160,6 +184,9 @@ class Reflector:
         self.store, events = diff(self.store, items)
         self.resource_version = listed.resource_version
         self.relists += 1
+        if self.absent:
+            log.info("%s: now served", self.name)
+            self.absent = False
         self._healthy()
         for event in events:
             await self._dispatch(event)

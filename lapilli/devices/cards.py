@@ -21,6 +21,7 @@ scored 0); see `mig.py` for slices.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -215,6 +216,38 @@ class CardLedger:
             items = sorted((h.kind, x.card, x.memory, x.cores, x.slot) for h in self.pods.values() for x in h.holdings)
             self._signature = (self.cards.shape, tuple(items))
         return self._signature
+
+    def fit_key(self, ask: DeviceAsk) -> Hashable:
+        """What `fit(ask, …)` reads of this node, in both views: equal keys, equal fits (up to card names)."""
+        parts: list[Hashable] = [self.signature()]
+        if ask.filters_uuids:
+            parts.append(tuple(c.uuid for c in self.cards.cards))
+        if ask.spread_group:
+            parts.append((self.cards_with(NOW, ask.spread_group), self.cards_with(FUTURE, ask.spread_group)))
+        if ask.rules:
+            parts.append((self.cards_with(NOW, rules=ask.rules), self.cards_with(FUTURE, rules=ask.rules)))
+        return tuple(parts)
+
+    def check(self, devices: PodDevices, exclude: str = "") -> list[str]:
+        """Why `devices` cannot be added to the cards as they are held now (every holding but `exclude`'s): a card
+        the node does not have, a MIG slice in use or unknown, or a card left over its memory, split or cores.
+        Empty when they can (the simulated kubelet's check, and the bind's check of a planned assignment)."""
+        scratch = CardLedger(self.cards, {uid: hold for uid, hold in self.pods.items() if uid != exclude})
+        taken = {(h.card, h.slot) for hold in scratch.pods.values() for h in hold.holdings if h.slot is not None}
+        problems = scratch.hold("\0check", devices)
+        added = scratch.pods["\0check"].holdings
+        problems += [f"MIG slice {h.slot} of card {h.card} is already in use" for h in added
+                     if h.slot is not None and (h.card, h.slot) in taken]
+        usage = scratch.usage(NOW)
+        for index in sorted({h.card for h in added}):
+            card = self.cards.cards[index]
+            if usage.memory[index] > card.memory:
+                problems.append(f"card {card.uuid} would hold {usage.memory[index]} MB of {card.memory}")
+            if usage.pods[index] > card.split:
+                problems.append(f"card {card.uuid} would be shared by {usage.pods[index]} pods, split {card.split}")
+            if usage.cores[index] > 100:
+                problems.append(f"card {card.uuid} would give out {usage.cores[index]} % of its cores")
+        return problems
 
     def cards_with(self, kinds: tuple[int, ...], group: str = "",
                    rules: frozenset[int] = frozenset()) -> frozenset[int]:

@@ -231,11 +231,16 @@ class KubeClient:
 
     # -- pod verbs the scheduler side needs --------------------------------------------------------------
 
-    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> dict[str, Any]:
-        """POST pods/{name}/binding: the answer is a `Status`. With `uid` a recreated namesake is not bound."""
-        metadata: dict[str, str] = {"name": name, "namespace": namespace}
+    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None,
+                   annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """POST pods/{name}/binding: the answer is a `Status`. With `uid` a recreated namesake is not bound;
+        `annotations` are merged into the pod's by the API server together with the node (every version Lapilli
+        supports does: `BindingREST.setPodHostAndAnnotations`)."""
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
         if uid:
             metadata["uid"] = uid
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         binding = {
             "apiVersion": "v1", "kind": "Binding", "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},

@@ -94,6 +94,14 @@ _TABLE: dict[str, list[tuple]] = {
         ("batch", ("jobs",), ("get",), "controller/podgroups/plain.py", r'"Job": "jobs"'),
         ("", ("replicationcontrollers",), ("get",), "controller/podgroups/plain.py",
          r'"ReplicationController": "replicationcontrollers"'),
+        # HyperNodes: the node count over the nodes, and discovery from node labels (controller/hypernodes).
+        ("", ("nodes",), ("list", "watch"), "controller/manager.py", r"Reflector\(client, NODES"),
+        ("topology.volcano.sh", ("hypernodes",), ("list", "watch"), "controller/manager.py",
+         r"Reflector\(client, HYPERNODES"),
+        ("topology.volcano.sh", ("hypernodes",), ("create", "patch", "delete"), "controller/hypernodes/controller.py",
+         r"client\.delete\(HYPERNODES[\s\S]*client\.patch\(HYPERNODES[\s\S]*client\.create\(HYPERNODES"),
+        ("topology.volcano.sh", ("hypernodes/status",), ("patch",), "controller/hypernodes/controller.py",
+         r"client\.patch_status\(HYPERNODES"),
     ],
     "ClusterRole/lapilli-extender": [
         ("", ("nodes", "pods"), ("list", "watch"), "extender/service/state.py", r"WATCHED.*NODES, PODS"),
@@ -101,6 +109,8 @@ _TABLE: dict[str, list[tuple]] = {
          r"WATCHED.*PODGROUPS, QUEUES"),
         ("scheduling.k8s.io", ("priorityclasses",), ("list", "watch"), "extender/service/state.py",
          r"WATCHED.*PRIORITY_CLASSES"),
+        ("topology.volcano.sh", ("hypernodes",), ("list", "watch"), "extender/service/state.py",
+         r"WATCHED.*HYPERNODES"),
         ("", ("pods",), ("get",), "extender/service", r"client\.get\(PODS"),
         ("", ("pods",), ("patch",), "extender/service/loop.py", r"client\.patch\(PODS"),
         ("", ("pods/binding",), ("create",), "extender/service/core.py", r"client\.bind\("),
@@ -119,6 +129,17 @@ _TABLE: dict[str, list[tuple]] = {
     # The why pass names who closed a queue from the CloseQueue Events about Queues, recorded in `default`.
     "Role/lapilli-queue-events": [
         ("", ("events",), ("list",), "extender/service/why.py", r'client\.list\(EVENTS, "default"'),
+    ],
+    # The vGPU device config, followed by name (a field selector on metadata.name) in kube-system.
+    "Role/lapilli-vgpu-config": [
+        ("", ("configmaps",), ("list", "watch"), "extender/service/state.py", r"Reflector\(client, CONFIG_MAPS",
+         ("volcano-vgpu-device-config",)),
+    ],
+    # HyperNode discovery's configuration, watched by name (the install's --hypernode-discovery-configmap).
+    "Role/lapilli-hypernode-discovery": [
+        ("", ("configmaps",), ("list", "watch"), "controller/manager.py",
+         r'Reflector\(client, CONFIG_MAPS, namespace=where\[0\],\s+field_selector=f"metadata.name=',
+         ("volcano-controller-configmap",)),
     ],
     # Leases: the controllers' and the extender's electors (the extender's follower reads kube-scheduler's).
     "Role/lapilli-leader-election": [
@@ -141,6 +162,8 @@ CODE: dict[str, tuple[str, ...]] = {
     "ClusterRole/lapilli-extender": ("extender/service",),
     "Role/lapilli-webhook-tls": ("assembly/serve/certsecret.py",),
     "Role/lapilli-queue-events": ("extender/service/why.py",),
+    "Role/lapilli-vgpu-config": ("extender/service/state.py",),
+    "Role/lapilli-hypernode-discovery": ("controller/manager.py",),
     "Role/lapilli-leader-election": ("lapilli/cluster/leader.py", "lapilli/cluster/follower.py"),
 }
 _VERB_OF = {"get": "get", "list": "list", "watch": "watch", "create": "create", "replace": "update",

@@ -47,8 +47,10 @@ class RecordingClient:
         self.calls.append(("evict", (namespace, name)))
         return {}
 
-    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> dict:
+    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None,
+                   annotations: dict[str, str] | None = None) -> dict:
         self.calls.append(("bind", (namespace, name, node)))
+        self.bodies.append(("bind", f"{namespace}/{name}", dict(annotations or {})))
         return {}
 
 
@@ -60,8 +62,9 @@ class BindFails(RecordingClient):
         super().__init__()
         self._errors = itertools.cycle(errors)
 
-    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> dict:
-        await super().bind(namespace, name, node, uid=uid)
+    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None,
+                   annotations: dict[str, str] | None = None) -> dict:
+        await super().bind(namespace, name, node, uid=uid, annotations=annotations)
         raise next(self._errors)
 
 

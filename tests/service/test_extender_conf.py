@@ -124,7 +124,8 @@ class Sessions:
         self.fail = False
         self.confs: list[SchedulerConf] = []
 
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf):
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf, idle: frozenset[str] = frozenset(),
+                       devices: Any = None):
         self.confs.append(conf)
         if self.fail:
             raise RuntimeError("a session bug")

@@ -30,8 +30,11 @@ class ClockedRunner:
     def __init__(self, state: ClusterState) -> None:
         self.state, self.pacer, self.now = state, Pacer(), 1000.0
 
-    async def __call__(self, placements: dict[str, str], conf: SchedulerConf) -> Outcome | None:
-        snap = overlay(self.state.copy(), placements)
+    async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
+                       idle: frozenset[str] = frozenset(),
+                       devices: dict[str, Any] | None = None) -> Outcome | None:
+        snap = overlay(self.state.copy(), placements, devices)
+        snap.idle_reclaimable = idle
         pgs, queues = self.state.store("PodGroup"), self.state.store("Queue")
         return run(snap, conf, placements, pgs, queues, self.pacer, now=self.now)
 

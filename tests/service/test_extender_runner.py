@@ -29,17 +29,17 @@ class _Joining:
         self.conn, self.state, self.added = conn, state, 0
 
     def recv(self) -> Any:
-        placements, conf = self.conn.recv()
+        placements, *rest = self.conn.recv()
         if placements.pop(ADD_NODE, None):
             self.added += 1
             feed(self.state, _gpu_node(f"late{self.added}"))
-        return placements, conf
+        return (placements, *rest)
 
     def send(self, obj: Any) -> None:
         self.conn.send(obj)
 
 
-def _child(_kubeconfig: str | None, conn: Any) -> None:
+def _child(_kubeconfig: str | None, _device_configs: list[str], conn: Any) -> None:
     docs = [_gpu_node(f"n{i}") for i in range(3)] + [queue({"name": "default"})]
     docs.append(podgroup({"name": "ml/g", "min": 2, "phase": "Inqueue"}))
     docs += [pod({"name": f"ml/g-{i}", "group": "g", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}) for i in range(2)]

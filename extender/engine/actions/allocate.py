@@ -5,10 +5,22 @@ pending tasks in TaskOrder on the best feasible node — nodes with idle room fi
 being released (the task is *pipelined* there). A ready job is committed (its tasks bind); a job that is only
 pipelined keeps its places for this session without binding; anything else is discarded, so a gang never binds
 in part. A committed job with tasks left goes back into its queue for another turn.
+
+A job with a hard network topology or sub-gang policies is placed by `hyperallocate.HyperAllocator` (each gang
+inside one HyperNode); while the HyperNode tree is not ready (a cycle, a HyperNode with two parents) a job with a
+network topology waits, as in Volcano. A job's sub-gang nominated by gang eviction goes first to the nodes
+nominated for it (`allocate_from_nomination`).
 """
 
 from __future__ import annotations
 
+from extender.engine.actions.hyperallocate import (
+    HyperAllocator,
+    SubSheet,
+    allocate_from_nomination,
+    has_topology,
+    needs_hypernodes,
+)
 from extender.engine.actions.ordering import PriorityQueue, pop_best
 from extender.engine.actions.registry import register_action
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task
@@ -44,6 +56,8 @@ def candidate_jobs(ssn: Session) -> list[Job]:
             job.phase = "Inqueue"
         if ssn.job_valid(job) is not None:
             continue
+        if not ssn.topology.ready and has_topology(job):
+            continue  # HyperNodesReadyToSchedule: the tree has a cycle or a HyperNode with two parents
         jobs.append(job)
     return jobs
 
@@ -62,6 +76,7 @@ class Allocate:
                 queues.append(ssn.queues[job.queue])
             jobs[job.queue].push(job)
         pending: dict[str, PriorityQueue[Task]] = {}
+        hyper = HyperAllocator(ssn)
         while queues:
             queue = pop_best(queues, ssn.queue_order, queue_key)
             if ssn.overused(queue):
@@ -70,18 +85,41 @@ class Allocate:
             if queue_jobs.empty():
                 continue
             job = queue_jobs.pop()
+            queues.append(queue)
+            if needs_hypernodes(job):
+                placed = hyper.allocate_job(job)
+                if placed is not None and ssn.job_ready(job):  # a pipelined job keeps its places uncommitted
+                    placed.commit()
+                    if not hyper.sheet(job).empty():
+                        queue_jobs.push(job)
+                continue
             tasks = pending.get(job.uid)
             if tasks is None:
                 todo = [t for t in job.pending_tasks() if not t.best_effort]
                 tasks = PriorityQueue(ssn.task_order, todo, ssn.task_key(todo))
                 pending[job.uid] = tasks
-            stmt = Statement(ssn)
+            stmt = self._from_nomination(ssn, job, tasks) or Statement(ssn)
             self._allocate_tasks(ssn, stmt, job, queue, tasks, queue_jobs)
             if ssn.job_ready(job):
                 stmt.commit()
+                if job.subjobs is not None and job.subjobs[job.uid].nominated_hypernode:
+                    ssn.nominate(job, job.uid, "")  # redeemed
             elif not ssn.job_pipelined(job):
                 stmt.discard()
-            queues.append(queue)
+
+    @staticmethod
+    def _from_nomination(ssn: Session, job: Job, tasks: PriorityQueue[Task]) -> Statement | None:
+        """Volcano's flat path honouring a nomination: every pending task onto its nominated node, else nothing
+        (and `tasks` as it was)."""
+        sub = job.subjobs.get(job.uid) if job.subjobs is not None else None
+        if sub is None or not sub.nominated_hypernode or tasks.empty():
+            return None
+        sheet = SubSheet([tasks.pop() for _ in range(len(tasks))])
+        placed = allocate_from_nomination(ssn, job, sub, sheet)
+        if placed is None:
+            for task in sheet.tasks:
+                tasks.push(task)
+        return placed
 
     @staticmethod
     def _allocate_tasks(

@@ -2,16 +2,18 @@
 
 A bundle is what gangpreempt and gangreclaim evict as one decision. A *surplus* bundle holds a gang's members above
 its minAvailable (and above each role's minTaskMember, when the roles are enforced): taking them leaves the gang
-running. A *whole* bundle holds the rest of the gang: taking it breaks the gang, so it takes **every** placed member,
-on every node — Volcano's whole bundle holds only the members inside the domain searched, which can leave a gang
-spread over domains with 1..minAvailable−1 members; here a gang is evicted whole or not at all, and a whole bundle
-with a member the eviction may not take (not preemptable, not Running for reclaim, on its way to bind) is not
-offered. A gang already below its minimum costs nothing more to break: all its evictable members form one surplus
-bundle (Volcano's "already not gang-ready").
+running. A *whole* bundle holds the whole gang: taking it breaks the gang, so it takes **every** placed member, on
+every node, its surplus members too — Volcano's whole bundle holds only the members left after the surplus inside
+the domain searched, which can leave a gang spread over domains, or one whose surplus was given back, with
+1..minAvailable−1 members; here a gang is evicted whole or not at all, and a whole bundle with a member the
+eviction may not take (not preemptable, not Running for reclaim, on its way to bind) is not offered. A gang already
+below its minimum costs nothing more to break: all its evictable members form one surplus bundle (Volcano's
+"already not gang-ready").
 
 Bundles are ordered least important first, as the victims they are:
 
-1. surplus before whole (Volcano: breaking no gang comes first);
+1. idle-reclaimable pods before busy ones (their queue's idle-GPU policy gave their room up), then surplus before
+   whole (Volcano: breaking no gang comes first);
 2. gangpreempt: lower priority first; gangreclaim: victim-queue order (Volcano's `VictimQueueOrderFn`, else reverse
    queue order), then lower priority;
 3. then upstream's workload-aware preemption (KEP-5710) importance, least important first: single pods before
@@ -92,14 +94,13 @@ def job_bundles(job: Job, eligible: list[Task], local: Collection[str], zeros: V
             if roles is not None and task.role in roles:
                 roles[task.role] -= 1
     out = [Bundle(BundleKind.SURPLUS, job, surplus, _sum(surplus, zeros), None)] if surplus else []
-    taken = {t.uid for t in surplus}
-    rest = [t for t in eligible if t.uid not in taken]
-    held = sum(1 for t in job.tasks.values() if t.status in ALLOCATED_STATUS) - len(taken)
-    rest_inside = [t for t in rest if t.node in local]
-    # Whole means every member still holding room: one the eviction may not take keeps the gang from going whole.
-    if rest_inside and len(rest) == held:
-        rest.sort(key=lambda t: (t.priority, t.uid))
-        out.append(Bundle(BundleKind.WHOLE, job, rest, _sum(rest_inside, zeros), _sum(rest, zeros)))
+    held = sum(1 for t in job.tasks.values() if t.status in ALLOCATED_STATUS)
+    # Whole means every member still holding room, the surplus ones too (taking the rest while keeping a surplus
+    # member — given back, or refused by a vote — would leave the gang short): one the eviction may not take keeps
+    # the gang from going whole.
+    if len(eligible) == held and len(surplus) < held:
+        everyone = sorted(eligible, key=lambda t: (t.priority, t.uid))
+        out.append(Bundle(BundleKind.WHOLE, job, everyone, _sum(inside, zeros), _sum(everyone, zeros)))
     return out
 
 
@@ -157,13 +158,20 @@ def _tie(left: Bundle, right: Bundle, need: Vec, pods: int) -> int:
     return (lk > rk) - (lk < rk)
 
 
+def _first(left: Bundle, right: Bundle) -> int:
+    """Idle-reclaimable bundles before busy ones (an idle job goes before any busy victim), then surplus before
+    whole."""
+    lidle, ridle = all(t.idle for t in left.tasks), all(t.idle for t in right.tasks)
+    if lidle != ridle:
+        return -1 if lidle else 1
+    return int(left.kind) - int(right.kind)
+
+
 def sort_for_preempt(bundles: list[Bundle], need: Vec, pods: int) -> list[Bundle]:
     """Volcano's `SortBundlesForPreempt` with upstream's importance in place of the reverse job order."""
 
     def compare(left: Bundle, right: Bundle) -> int:
-        if left.kind != right.kind:
-            return int(left.kind) - int(right.kind)
-        return _tie(left, right, need, pods)
+        return _first(left, right) or _tie(left, right, need, pods)
 
     return sorted(bundles, key=cmp_to_key(compare))
 
@@ -174,8 +182,9 @@ def sort_for_reclaim(bundles: list[Bundle], need: Vec, pods: int, queue_of: Call
     efficiency."""
 
     def compare(left: Bundle, right: Bundle) -> int:
-        if left.kind != right.kind:
-            return int(left.kind) - int(right.kind)
+        first = _first(left, right)
+        if first:
+            return first
         lq, rq = queue_of(left.job), queue_of(right.job)
         if lq is not rq:
             order = victim_queue_order(lq, rq)

@@ -36,7 +36,9 @@ def preempt_note(job: Job, bundle: Bundle) -> EvictionNote:
     victim = bundle.job
     pods = f"{len(bundle.tasks)} pod(s)"
     for_whom = f"for gang {job.uid} (priority {job.priority} > {victim.priority})"
-    if bundle.kind is BundleKind.WHOLE:
+    if all(t.idle for t in bundle.tasks):
+        text = f"{pods} of gang {victim.uid} idle past its queue's idle-GPU grace evicted for gang {job.uid}"
+    elif bundle.kind is BundleKind.WHOLE:
         text = f"gang {victim.uid} evicted whole ({pods}) {for_whom}"
     elif victim.ready_num() < victim.min_member:
         text = f"{pods} of gang {victim.uid}, already below its minAvailable {victim.min_member}, evicted {for_whom}"
@@ -45,21 +47,27 @@ def preempt_note(job: Job, bundle: Bundle) -> EvictionNote:
     return EvictionNote(NAME, job.uid, f"{NAME}: {text}")
 
 
-def _victim_jobs(ssn: Session, job: Job) -> list[Job]:
-    return [v for v in sorted(ssn.jobs.values(), key=lambda j: j.uid)
-            if v.queue == job.queue and v.uid != job.uid and v.priority < job.priority and v.gang_evictable]
-
-
-def _eligible(task: Task) -> bool:
-    return task.status in PREEMPTABLE_STATUS and task.preemptable
+def _victims(ssn: Session, job: Job) -> list[tuple[Job, list[Task]]]:
+    """The other gangs of `job`'s queue and their Bound or Running, preemptable pods it may take: a lower-priority
+    gang's, and any gang's idle-reclaimable ones (its queue's idle-GPU policy gave their room up)."""
+    out: list[tuple[Job, list[Task]]] = []
+    for victim in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        if victim.queue != job.queue or victim.uid == job.uid or not victim.gang_evictable:
+            continue
+        lower = victim.priority < job.priority
+        members = [t for t in victim.tasks.values()
+                   if t.status in PREEMPTABLE_STATUS and t.preemptable and (lower or t.idle)]
+        if members:
+            out.append((victim, members))
+    return out
 
 
 def _sort(ssn: Session, _queue: Queue, bundles: list[Bundle], need: Vec) -> list[Bundle]:
     return sort_for_preempt(bundles, need, ssn.dims.pods)
 
 
-POLICY = Policy(NAME, EvictionKind.GANG_PREEMPT, skip_overused=False, victims=_victim_jobs, eligible=_eligible,
-                sort=_sort, note=preempt_note, may=lambda _ssn, _queue, _actor: True)
+POLICY = Policy(NAME, EvictionKind.GANG_PREEMPT, skip_overused=False, victims=_victims, sort=_sort,
+                note=preempt_note, may=lambda _ssn, _queue, _actor: True)
 
 
 def admit_for_preemption(ssn: Session) -> list[Job]:
@@ -82,7 +90,7 @@ def admit_for_preemption(ssn: Session) -> list[Job]:
         need = job.min_resources
         if need is None or ssn.queues[job.queue].state != "Open":
             continue
-        held = [t.resreq for v in _victim_jobs(ssn, job) for t in v.tasks.values() if _eligible(t)]
+        held = [t.resreq for _, members in _victims(ssn, job) for t in members]
         if not held:
             continue
         room = idle + np.sum(held, axis=0) - claimed.get(job.queue, ssn.dims.zeros())

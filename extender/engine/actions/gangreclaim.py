@@ -31,20 +31,28 @@ def reclaim_note(job: Job, bundle: Bundle) -> EvictionNote:
     victim = bundle.job
     pods = f"{len(bundle.tasks)} pod(s)"
     for_whom = f"for gang {job.uid} of queue {job.queue}"
-    if bundle.kind is BundleKind.WHOLE:
+    if all(t.idle for t in bundle.tasks):
+        text = f"{pods} of gang {victim.uid} of queue {victim.queue} idle past its idle-GPU grace evicted {for_whom}"
+    elif bundle.kind is BundleKind.WHOLE:
         text = f"gang {victim.uid} of queue {victim.queue} evicted whole ({pods}) {for_whom}"
     else:
         text = f"{pods} of gang {victim.uid} of queue {victim.queue} evicted (its gang keeps running) {for_whom}"
     return EvictionNote(NAME, job.uid, f"{NAME}: {text}")
 
 
-def _victim_jobs(ssn: Session, job: Job) -> list[Job]:
-    return [v for v in sorted(ssn.jobs.values(), key=lambda j: j.uid)
-            if v.queue != job.queue and ssn.queues[v.queue].reclaimable and v.gang_evictable]
-
-
-def _eligible(task: Task) -> bool:
-    return task.status is TaskStatus.RUNNING and task.preemptable
+def _victims(ssn: Session, job: Job) -> list[tuple[Job, list[Task]]]:
+    """The gangs of other queues and their Running, preemptable pods `job` may take: a reclaimable queue's, and any
+    queue's idle-reclaimable ones (its idle-GPU policy gave their room up, reclaimable or not)."""
+    out: list[tuple[Job, list[Task]]] = []
+    for victim in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        if victim.queue == job.queue or not victim.gang_evictable:
+            continue
+        reclaimable = ssn.queues[victim.queue].reclaimable
+        members = [t for t in victim.tasks.values()
+                   if t.status is TaskStatus.RUNNING and t.preemptable and (reclaimable or t.idle)]
+        if members:
+            out.append((victim, members))
+    return out
 
 
 def _sort(ssn: Session, queue: Queue, bundles: list[Bundle], need: Vec) -> list[Bundle]:
@@ -52,8 +60,8 @@ def _sort(ssn: Session, queue: Queue, bundles: list[Bundle], need: Vec) -> list[
                             lambda left, right: ssn.victim_queue_order(left, right, queue))
 
 
-POLICY = Policy(NAME, EvictionKind.GANG_RECLAIM, skip_overused=True, victims=_victim_jobs, eligible=_eligible,
-                sort=_sort, note=reclaim_note, may=lambda ssn, queue, actor: ssn.preemptive(queue, actor))
+POLICY = Policy(NAME, EvictionKind.GANG_RECLAIM, skip_overused=True, victims=_victims, sort=_sort,
+                note=reclaim_note, may=lambda ssn, queue, actor: ssn.preemptive(queue, actor))
 
 
 class GangReclaim:

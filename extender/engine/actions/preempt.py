@@ -28,7 +28,7 @@ from extender.engine.actions.registry import register_action
 from extender.engine.model import PREEMPTABLE_STATUS, Job, Node, Queue, Task, TaskStatus
 from extender.engine.session import EvictionNote, Session
 from extender.engine.statement import Statement
-from extender.engine.victims import candidate_nodes, validate_victims, victim_order
+from extender.engine.victims import candidate_nodes, idle_first, validate_victims, victim_order, with_idle
 from lapilli.resources.vector import less_equal
 
 Filter = Callable[[Task], bool]
@@ -107,13 +107,16 @@ def _note(ssn: Session, victim: Task, preemptor: Task) -> EvictionNote:
 def _try_node(ssn: Session, stmt: Statement, preemptor: Task, queue: Queue, node: Node, allowed: Filter) -> bool:
     # Plugins that ration victims (gang's minMember, drf's share) keep the first ones they see: offer the least
     # important first, so what they spare is what matters most (upstream's map order leaves it to chance).
-    candidates = victim_order(ssn, (t for t in node.tasks.values() if allowed(t)), preemptor)
+    # Idle-reclaimable tasks of other jobs go first and are victims whatever the votes (`victims.with_idle`).
+    candidates = idle_first(victim_order(ssn, (t for t in node.tasks.values() if allowed(t)), preemptor))
     victims = ssn.preemptable(preemptor, candidates)
+    if all(t.job != preemptor.job for t in candidates):  # a job never takes its own idle pods' room
+        victims = with_idle(victims, candidates)
     if not validate_victims(ssn, preemptor, node, victims):
         return False
     node_stmt = Statement(ssn)
     fits = _fits(ssn, queue, preemptor, node)
-    for victim in victim_order(ssn, victims or [], preemptor):
+    for victim in idle_first(victim_order(ssn, victims or [], preemptor)):
         if fits:
             break
         node_stmt.evict(victim, _note(ssn, victim, preemptor))

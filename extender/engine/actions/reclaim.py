@@ -17,7 +17,7 @@ from extender.engine.actions.registry import register_action
 from extender.engine.model import Job, Node, Queue, Task, TaskStatus
 from extender.engine.session import EvictionNote, Session
 from extender.engine.statement import Statement
-from extender.engine.victims import candidate_nodes, validate_victims, victim_order
+from extender.engine.victims import candidate_nodes, idle_first, validate_victims, victim_order, with_idle
 from lapilli.resources.vector import less_equal
 
 
@@ -27,7 +27,8 @@ def _reclaimees(ssn: Session, node: Node, job: Job) -> list[Task]:
         if task.status is not TaskStatus.RUNNING or not task.preemptable or task.job not in ssn.jobs:
             continue
         queue = ssn.jobs[task.job].queue
-        if queue != job.queue and ssn.queues[queue].reclaimable:
+        # An idle-reclaimable task's queue gave its room up by its idle-GPU policy, reclaimable or not.
+        if queue != job.queue and (ssn.queues[queue].reclaimable or task.idle):
             out.append(task)
     return out
 
@@ -36,13 +37,15 @@ def _try_node(ssn: Session, stmt: Statement, task: Task, job: Job, node: Node) -
     reclaimees = _reclaimees(ssn, node, job)
     if not reclaimees:
         return False
-    # Offered least important first, so plugins that ration victims (gang's minMember) spare the most important.
-    victims = ssn.reclaimable(task, victim_order(ssn, reclaimees, task))
+    # Offered least important first (idle ones before all), so plugins that ration victims (gang's minMember,
+    # proportion's share) spare the most important.
+    offered = idle_first(victim_order(ssn, reclaimees, task))
+    victims = with_idle(ssn.reclaimable(task, offered), offered)
     if not validate_victims(ssn, task, node, victims):
         return False
     node_stmt = Statement(ssn)
     available = ssn.arrays.future_idle_row(node.idx)
-    for victim in victim_order(ssn, victims or [], task):
+    for victim in idle_first(victim_order(ssn, victims or [], task)):
         # Evict only while the task still does not fit: no victim beyond what is needed.
         if less_equal(task.resreq, available):
             break

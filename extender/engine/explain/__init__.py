@@ -11,8 +11,9 @@ applies, most important first:
 3. fair share: the queue holds its deserved share, so allocate gives it nothing more now;
 4. order: jobs (or queues) ordered first take the room it needs this session, with the job's place among its
    queue's waiting jobs and the queue's place among queues, and the keys that order them;
-5. placement: how many of minMember pods fit now, and what blocks the rest on how many nodes; "nothing in the
-   cluster can ever fit this gang" when they do not fit even on empty nodes;
+5. placement: for a gang with a hard network topology, the HyperNodes of its allowed tiers and the room the best
+   of them has (`topology.py`); how many of minMember pods fit now, and what blocks the rest on how many nodes;
+   "nothing in the cluster can ever fit this gang" when they do not fit even on empty nodes;
 6. what would free room: reclaim allowed or not (and why), preemption candidates (shown only when the session did
    not preempt: a gang the candidates cannot make whole, say; when it does preempt, the answer is "starting soon").
 """
@@ -42,6 +43,7 @@ from extender.engine.explain.probe import (
     quota_views,
 )
 from extender.engine.explain.report import WHY_CONDITION, Explanation, Kind, Reason
+from extender.engine.explain.topology import topology_reasons
 from extender.engine.explain.unblock import preempt, reclaim, request_text
 from extender.engine.explain.units import amount, number
 from extender.engine.explain.usage import usage_order
@@ -238,6 +240,7 @@ def _admitted(run: _Run, job: Job) -> list[Reason]:
             reasons.append(ahead)
     if share is not None:
         reasons.append(share)
+    reasons.extend(topology_reasons(run.before, before_job))
     fit = now_fit if not now_fit.fits else open_fit
     if not fit.fits:
         reasons.append(Reason(Kind.PLACEMENT, fit.summary(), _fit_data(fit)))
@@ -408,7 +411,7 @@ def _empty_cluster_fit(run: _Run, job: Job) -> GangFit | None:
     snap = run.snap
     pg = snap.podgroups[job.uid]
     empty = Snapshot(nodes=dict(snap.nodes), queues=dict(snap.queues), priority_classes=dict(snap.priority_classes),
-                     default_priority=snap.default_priority)
+                     default_priority=snap.default_priority, namespaces=dict(snap.namespaces))
     empty.podgroups[job.uid] = pg
     for key, pod in snap.pods.items():
         if pod.group == pg.name and pod.namespace == pg.namespace and pod.phase in ("Pending", "Running"):

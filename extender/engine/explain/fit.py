@@ -4,7 +4,8 @@ The count is the engine's own placement (the session's `choose` in task order, t
 moves are always discarded), so a pod counted as placeable is one allocate would place. A node that refuses a pod is
 named by its first blocker: a static predicate (cordoned, a taint the pod does not tolerate, node selector or
 affinity), else the resource with too little free room, devices first. The predicate verdict is the session's;
-the predicates plugin's own helpers only name it.
+the predicates plugin's own helpers name it, and the other filters (ports, pod affinity, topology spread) in their
+own words.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class GangFit:
 
 
 _SINGULAR = {"are": "is", "have": "has", "lack": "lacks", "do": "does", "fail": "fails"}
+NODES = "node(s) "  # how kube-scheduler's filters start their reasons
 
 
 def _nodes_phrase(count: int, why: str) -> str:
@@ -62,6 +64,10 @@ def node_blocker(ssn: ExplainView, task: Task, node: Node) -> str:
             return "are tainted " + ", ".join(str(t) for t in taints)
         if not task.placement.matches_node(node.labels, node.name):
             return "do not match the pod's node selector/affinity"
+        # The other predicates' own words ("node(s) didn't match pod anti-affinity rules"), for several nodes.
+        for reason in ssn.predicate_reasons(task, node):
+            if reason.startswith(NODES):
+                return reason.removeprefix(NODES)
         return "fail a scheduling predicate (host port or other)"
     future = ssn.arrays.future_idle_row(node.idx)
     allocatable = ssn.arrays.allocatable[node.idx]

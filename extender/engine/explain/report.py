@@ -28,6 +28,7 @@ class Kind(StrEnum):
     FAIR_SHARE = "FairShare"  # allocate: the queue holds its deserved share
     WAITING_PODS = "WaitingPods"  # fewer pods than minMember exist
     ORDER = "Order"  # the room goes to jobs or queues ordered first
+    TOPOLOGY = "Topology"  # no HyperNode its network topology allows has the room (or the tree is unusable)
     PLACEMENT = "Placement"  # the gang does not fit the nodes' free room or predicates now
     RECLAIM = "Reclaim"  # taking room back from other queues: allowed or not, and why
     PREEMPT = "Preempt"  # evicting lower-priority jobs of the same queue: possible or not

@@ -16,5 +16,6 @@ for _name in (
     "task_topology",
     "deviceshare",
     "fairshare",
+    "network_topology",
 ):
     import_module(f"{__name__}.{_name}")  # a missing or broken module fails the import, loudly

@@ -123,16 +123,7 @@ class CardFit:
     def key(self, task: Task, row: int) -> Hashable:
         ledger = self.ledgers[row]
         ask = task.device_ask
-        if ledger is None or ask is None:
-            return None
-        parts: list[Hashable] = [ledger.signature()]
-        if ask.filters_uuids:
-            parts.append(tuple(c.uuid for c in ledger.cards.cards))
-        if ask.spread_group:
-            parts.append((ledger.cards_with(NOW, ask.spread_group), ledger.cards_with(FUTURE, ask.spread_group)))
-        if ask.rules:
-            parts.append((ledger.cards_with(NOW, rules=ask.rules), ledger.cards_with(FUTURE, rules=ask.rules)))
-        return tuple(parts)
+        return None if ledger is None or ask is None else ledger.fit_key(ask)
 
     def outcome(self, task: Task, row: int) -> Outcome | None:
         """(fit now, fit pipelined) of the task on node `row`; None for a node without usable cards."""

@@ -1,15 +1,19 @@
 """gang: all-or-nothing by PodGroup `minMember` / `minTaskMember` (Volcano's `plugins/gang/gang.go`).
 
-JobValid needs enough valid tasks (overall and per role); JobReady/JobPipelined/JobStarving follow the job's
-counters; not-ready jobs go first, a gang regaining lost members first of all (Lapilli); a victim may be taken from
-a job only while it stays above `minMember` (gangpreempt/gangreclaim: any, they keep minMember by bundles). At
-session close every job gets an `Unschedulable` or `Scheduled` condition.
+JobValid needs enough valid tasks (overall and per role) and enough sub-gangs of each subGroupPolicy;
+JobReady/JobPipelined/JobStarving follow the job's counters (and each policy's `minSubGroups` ready or pipelined
+sub-gangs); a sub-gang is ready or pipelined at its own size, and not-ready sub-gangs go first, as not-ready jobs
+do, a gang regaining lost members first of all (Lapilli); a victim may be taken from a job only while it stays
+above `minMember` (gangpreempt/gangreclaim: any, they keep minMember by bundles). At session close every job gets
+an `Unschedulable` or `Scheduled` condition.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from extender.engine.interface import PERMIT, REJECT, KeyedOrder, SessionView, ValidateResult, VictimsFn
-from extender.engine.model import READY_STATUS, SCHEDULED_STATUS, VALID_STATUS, Job, Task, TaskStatus
+from extender.engine.model import READY_STATUS, SCHEDULED_STATUS, VALID_STATUS, Job, SubJob, Task, TaskStatus
 from extender.engine.registry import register_plain_plugin
 
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
@@ -43,6 +47,22 @@ def task_pipelined(job: Job) -> bool:
     return _per_role_ok(job, READY_STATUS | PIPELINED_STATUS, best_effort_pending=True)
 
 
+def _subjobs_meet(job: Job, condition: Callable[[SubJob], bool]) -> bool:
+    """`checkSubJobCondition`: every policy with a `minSubGroups` has that many sub-gangs meeting `condition`."""
+    if not job.min_subjobs or job.subjobs is None:
+        return True
+    met: dict[str, int] = {}
+    for sub in job.subjobs.values():
+        if condition(sub):
+            met[sub.gid] = met.get(sub.gid, 0) + 1
+    return all(met.get(gid, 0) >= need for gid, need in job.min_subjobs.items() if need)
+
+
+def subjobs_valid(job: Job) -> bool:
+    """`CheckSubJobValid`: each policy has at least `minSubGroups` sub-gangs at all."""
+    return _subjobs_meet(job, lambda _sub: True)
+
+
 def releasing_only(job: Job) -> bool:
     """Volcano's `shouldSkipUnschedulableForReleasing`: the gang is short only because placed members are being
     deleted (counting them it has its minimum) and no member waits to be placed."""
@@ -57,8 +77,12 @@ class GangPlugin:
 
     def on_session_open(self, ssn: SessionView) -> None:
         ssn.add_job_valid(self._valid)
-        ssn.add_job_ready(lambda job: job.is_ready() and task_ready(job))
-        ssn.add_job_pipelined(lambda job: PERMIT if task_pipelined(job) and job.is_pipelined() else REJECT)
+        ssn.add_job_ready(lambda job: job.is_ready() and task_ready(job) and _subjobs_meet(job, SubJob.is_ready))
+        ssn.add_job_pipelined(lambda job: PERMIT if task_pipelined(job) and _subjobs_meet(job, SubJob.is_pipelined)
+                              and job.is_pipelined() else REJECT)
+        ssn.add_subjob_ready(SubJob.is_ready)
+        ssn.add_subjob_pipelined(lambda sub: PERMIT if sub.is_pipelined() else REJECT)
+        ssn.add_subjob_order(KeyedOrder(lambda sub: sub.is_ready()))
         ssn.add_job_starving(lambda job: job.is_starving())
         # Jobs not ready yet go first; among them a gang regaining lost members (model.Job.degraded) before new
         # work, so the room its member held goes back to it (Volcano #5805).
@@ -73,6 +97,9 @@ class GangPlugin:
     def _valid(job: Job) -> ValidateResult | None:
         if not _per_role_ok(job, VALID_STATUS):
             message = "Not enough valid pods of each task for gang-scheduling"
+            return ValidateResult(False, NOT_ENOUGH_PODS_OF_TASK, message)
+        if not subjobs_valid(job):
+            message = "Not enough valid subGroups of each task for gang-scheduling"
             return ValidateResult(False, NOT_ENOUGH_PODS_OF_TASK, message)
         valid = job.count(VALID_STATUS)
         if valid < job.min_member:

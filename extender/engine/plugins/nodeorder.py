@@ -2,10 +2,12 @@
 
 Row-local scores (LeastAllocated, MostAllocated, BalancedAllocation) are integers as upstream computes them and
 depend only on the node's row, so the session caches them per task class. NodeAffinity (preferred terms) and
-TaintToleration (PreferNoSchedule) are normalised over the candidate nodes, so they are computed at pick time.
-Arguments (defaults): `leastrequested.weight` 1, `mostrequested.weight` 0, `nodeaffinity.weight` 2,
-`balancedresource.weight` 1, `tainttoleration.weight` 3. InterPodAffinity, PodTopologySpread and ImageLocality are
-not evaluated (their weights are accepted and have no effect).
+TaintToleration (PreferNoSchedule) are normalised over the candidate nodes, so they are computed at pick time, as
+are InterPodAffinity (`interpodaffinity.py`) and PodTopologySpread's ScheduleAnyway constraints
+(`podtopologyspread.py`) for the tasks they concern. Arguments (defaults): `leastrequested.weight` 1,
+`mostrequested.weight` 0, `nodeaffinity.weight` 2, `balancedresource.weight` 1, `tainttoleration.weight` 3,
+`podaffinity.weight` 2, `podtopologyspread.weight` 2. ImageLocality is not evaluated (its weight is accepted and
+has no effect: the snapshot holds no images).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy.typing as npt
 from extender.engine.arguments import Arguments, number
 from extender.engine.interface import Index, SessionView
 from extender.engine.model import Task
+from extender.engine.plugins.podparts import ScorerPart, open_scorers
 from extender.engine.registry import register_plugin
 from extender.engine.rowmath import NodeRows, Num, Ops
 from lapilli.nodematch import PREFER_NO_SCHEDULE
@@ -39,6 +42,8 @@ class NodeOrderArgs:
     affinity: float = 2.0
     balanced: float = 1.0
     taint: float = 3.0
+    pod_affinity: float = 2.0
+    spread: float = 2.0
 
 
 def parse_arguments(arguments: Arguments) -> NodeOrderArgs:
@@ -48,6 +53,8 @@ def parse_arguments(arguments: Arguments) -> NodeOrderArgs:
         affinity=number(arguments, "nodeaffinity.weight", 2),
         balanced=number(arguments, "balancedresource.weight", 1),
         taint=number(arguments, "tainttoleration.weight", 3),
+        pod_affinity=number(arguments, "podaffinity.weight", 2),
+        spread=number(arguments, "podtopologyspread.weight", 2),
     )
 
 
@@ -55,7 +62,9 @@ class NodeOrderScorer:
     def __init__(self, args: NodeOrderArgs) -> None:
         self.least, self.most, self.affinity = args.least, args.most, args.affinity
         self.balanced, self.taint = args.balanced, args.taint
+        self.pod_affinity, self.spread = args.pod_affinity, args.spread
         self.ssn: SessionView | None = None
+        self.parts: list[ScorerPart] = []  # pod affinity and spread, when some pod has such terms
         # Raw NodeAffinity / TaintToleration counts over all nodes, per pod template (predicate key).
         self._raw_affinity: dict[str, Scores] = {}
         self._raw_taints: dict[str, Scores] = {}
@@ -72,6 +81,7 @@ class NodeOrderScorer:
         self._any_prefer_no_schedule = any(
             t.effect == PREFER_NO_SCHEDULE for n in ssn.nodes for t in n.taints
         )
+        self.parts = open_scorers(ssn, self.pod_affinity, self.spread)
 
     def _columns(self, task: Task) -> list[tuple[int, float]]:
         """cpu, memory (and GPU when the task asks for it) columns and what the task adds to each."""
@@ -149,6 +159,10 @@ class NodeOrderScorer:
             taint_scores = np.full(len(idx), MAX_SCORE) if top == 0 else np.floor((top - raw) * MAX_SCORE / top)
             taint_scores = self.taint * taint_scores
             extra = taint_scores if extra is None else extra + taint_scores
+        for part in self.parts:
+            more = part.normalized(task, idx)
+            if more is not None:
+                extra = more if extra is None else extra + more
         return extra
 
 
@@ -176,6 +190,7 @@ class NodeOrderPlugin:
 
     def on_session_close(self, ssn: SessionView) -> None:
         self.scorer.ssn = None
+        self.scorer.parts = []
 
 
 register_plugin("nodeorder", parse_arguments, NodeOrderPlugin)

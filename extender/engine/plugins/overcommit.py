@@ -1,6 +1,7 @@
 """overcommit: admit jobs into `Inqueue` while the cluster, overcommitted by a factor, has room for their minimum.
 
-Mirrors Volcano's `plugins/overcommit/overcommit.go`. idle = total × factor − Σ node used; inqueue = Σ minResources
+Mirrors Volcano's `plugins/overcommit/overcommit.go`. idle = total × factor − Σ node used (less what
+idle-reclaimable tasks hold, a Lapilli addition: `lapilli.idlegpu`); inqueue = Σ minResources
 of Inqueue jobs + Σ max(minResources − allocated, 0) of Running jobs that already hold their gang minimum. A job
 with minResources is enqueueable iff inqueue + minResources ≤ idle on the dimensions minResources requests (strict,
 `pods` ignored); once enqueued its minResources count as inqueue for the rest of the session.
@@ -68,6 +69,10 @@ class OvercommitPlugin:
             if resource in ssn.dims.index:
                 factors[ssn.dims.index[resource]] = factor
         used = ssn.arrays.used.sum(axis=0) if len(ssn.nodes) else ssn.dims.zeros()
+        # What idle-reclaimable tasks hold counts as room: a job admitted into it gets it through preempt or reclaim
+        # (`Task.idle`); without this, a cluster full of idle GPUs would admit nobody who could take them.
+        for task in ssn.idle_tasks:
+            used = used - task.resreq
         self.idle = ssn.total * factors - used
         self.inqueue = ssn.dims.zeros()
         for job in ssn.jobs.values():

@@ -152,6 +152,7 @@ async def test_a_namespace_only_user_sees_the_jobs_of_their_namespace(namespace:
         return
     assert sorted(gaps) == ["ConfigMap (lapilli-system/lapilli-scheduler-conf): 403 Forbidden",
                             "Event (default (about Queues)): 403 Forbidden",
+                            "Job (namespaces other than u): 403 Forbidden",
                             "Pod (namespaces other than u): 403 Forbidden",
                             "PodGroup (namespaces other than u): 403 Forbidden"]
     assert "u/big" in html and "other/run" not in html

@@ -10,7 +10,8 @@ from typing import Any
 
 from extender.engine.conf import FLAGS, Registry, parse_conf
 from extender.engine.results import Decisions
-from extender.engine.run import registry, run_session
+from extender.engine.run import open_session, registry, run_session
+from extender.engine.session import Session
 from extender.engine.snapshot import build_snapshot
 from tests.unit.extender.engine.fake_plugins import FAKE_PLUGINS
 
@@ -49,7 +50,8 @@ def pod(spec: dict[str, Any]) -> dict[str, Any]:
     for i, limits in enumerate(spec.get("more_containers", [])):  # further containers, given by their limits
         containers.append({"name": f"c{i + 1}", "resources": {"limits": limits}})
     pod_spec: dict[str, Any] = {"containers": containers}
-    for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName", "priority", "preemptionPolicy"):
+    for key in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "priorityClassName", "priority",
+                "preemptionPolicy"):
         if key in spec:
             pod_spec[key] = spec[key]
     if spec.get("node"):
@@ -70,7 +72,7 @@ def pod(spec: dict[str, Any]) -> dict[str, Any]:
 def podgroup(spec: dict[str, Any]) -> dict[str, Any]:
     ns, name = spec["name"].split("/")
     pg_spec: dict[str, Any] = {"queue": spec.get("queue", "default"), "minMember": spec.get("min", 0)}
-    for key in ("minTaskMember", "minResources", "priorityClassName"):
+    for key in ("minTaskMember", "minResources", "priorityClassName", "networkTopology", "subGroupPolicy"):
         if key in spec:
             pg_spec[key] = spec[key]
     meta: dict[str, Any] = {"name": name, "namespace": ns, "annotations": spec.get("annotations", {})}
@@ -81,7 +83,8 @@ def podgroup(spec: dict[str, Any]) -> dict[str, Any]:
         "kind": "PodGroup",
         "metadata": meta,
         "spec": pg_spec,
-        "status": {"phase": spec.get("phase", "Inqueue")},
+        "status": {"phase": spec.get("phase", "Inqueue"), **({"conditions": spec["conditions"]}
+                                                              if "conditions" in spec else {})},
     }
 
 
@@ -110,6 +113,23 @@ def priority_class(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def hypernode(spec: dict[str, Any]) -> dict[str, Any]:
+    """`{name, tier, tierName?, nodes: [...], hypernodes: [...], regex: [...], members: [raw members]}`."""
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in spec.get("nodes", [])]
+    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": h}}} for h in spec.get("hypernodes", [])]
+    members += [{"type": "Node", "selector": {"regexMatch": {"pattern": r}}} for r in spec.get("regex", [])]
+    members += spec.get("members", [])
+    hn_spec: dict[str, Any] = {"tier": spec["tier"], "members": members}
+    if "tierName" in spec:
+        hn_spec["tierName"] = spec["tierName"]
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": spec["name"]},
+            "spec": hn_spec}
+
+
+def namespace(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": spec["name"], "labels": spec.get("labels", {})}}
+
+
 def configmap(spec: dict[str, Any]) -> dict[str, Any]:
     ns, name = spec["name"].split("/")
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": spec["data"]}
@@ -117,6 +137,8 @@ def configmap(spec: dict[str, Any]) -> dict[str, Any]:
 
 def documents(scenario: dict[str, Any]) -> list[dict[str, Any]]:
     docs = [node(n) for n in scenario.get("nodes", [])]
+    docs += [hypernode(h) for h in scenario.get("hypernodes", [])]
+    docs += [namespace(n) for n in scenario.get("namespaces", [])]
     docs += [configmap(c) for c in scenario.get("configmaps", [])]
     docs += [queue(q) for q in scenario.get("queues", [])]
     docs += [priority_class(p) for p in scenario.get("priorityClasses", [])]
@@ -142,8 +164,16 @@ def registry_with_fakes() -> Registry:
                     action_arguments=engine.action_arguments)
 
 
-def run(scenario: dict[str, Any]) -> Decisions:
+def _conf(scenario: dict[str, Any]) -> Any:
     raw = go_tiers(scenario["conf"]) if scenario.get("flags") == "go" else scenario["conf"]
-    conf = parse_conf(raw, registry_with_fakes())
+    return parse_conf(raw, registry_with_fakes())
+
+
+def run(scenario: dict[str, Any]) -> Decisions:
     # `now` (epoch seconds) matters only to what decays with time (fairshare's usage records).
-    return run_session(build_snapshot(documents(scenario)), conf, float(scenario.get("now", 0.0)))
+    return run_session(build_snapshot(documents(scenario)), _conf(scenario), float(scenario.get("now", 0.0)))
+
+
+def opened(scenario: dict[str, Any]) -> Session:
+    """The scenario's session as it opens, before any action (for filter and score tables)."""
+    return open_session(build_snapshot(documents(scenario)), _conf(scenario), float(scenario.get("now", 0.0)))

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
+from extender.engine.session import Session
 from lapilli.devices.assign import encode_pod_devices
-from tests.unit.extender.engine.builders import run
+from tests.unit.extender.engine.builders import opened, run
 
 SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
 
@@ -22,10 +24,35 @@ def _cases() -> list[Any]:
     return cases
 
 
+def _task(ssn: Session, key: str) -> Any:
+    return next(t for t in ssn.tasks.values() if t.key == key)
+
+
+def _check_tables(scenario: dict[str, Any]) -> None:
+    """`filter`: per pod, each node's first refusal by the session's predicates ("" where it passes); `scores`:
+    per pod, each node's score from the session's node orders over every node as candidates."""
+    expect = scenario["expect"]
+    ssn = opened(scenario)
+    for key, nodes in (expect.get("filter") or {}).items():
+        task = _task(ssn, key)
+        got = {}
+        for node in ssn.nodes:
+            reasons = [r for pred in ssn.predicates.all() for r in pred.explain(task, node)]
+            assert ssn.predicate_node(task, node) == (not reasons), (node.name, reasons)
+            got[node.name] = reasons[0] if reasons else ""
+        assert got == nodes, key
+    for key, nodes in (expect.get("scores") or {}).items():
+        task = _task(ssn, key)
+        scores = ssn.scores(task, np.arange(len(ssn.nodes)))
+        assert {n.name: float(s) for n, s in zip(ssn.nodes, scores, strict=True)} == nodes, key
+
+
 @pytest.mark.parametrize("scenario", _cases())
 def test_scenario(scenario: dict[str, Any]) -> None:
-    result = run(scenario)
     expect = scenario["expect"]
+    if "filter" in expect or "scores" in expect:
+        _check_tables(scenario)
+    result = run(scenario)
     if "binds" in expect:
         assert result.binds == (expect["binds"] or {})
     if "bind_count" in expect:  # Volcano's ExpectBindsNum where ties leave the nodes open
@@ -42,6 +69,8 @@ def test_scenario(scenario: dict[str, Any]) -> None:
         assert [c.type for c in result.podgroups[key].conditions] == kinds, key
     for key, phase in (expect.get("phases") or {}).items():
         assert result.podgroups[key].phase == phase, key
+    for key, text in (expect.get("messages") or {}).items():  # words the gang's fit error must contain
+        assert text in result.podgroups[key].status.message, (key, result.podgroups[key].status)
     for key, code in (expect.get("codes") or {}).items():  # kube-scheduler's Status code of the gang's outcome
         assert result.podgroups[key].status.code.value == code, (key, result.podgroups[key].status)
     for key, counts in (expect.get("counts") or {}).items():  # the typed result's ready/pending/task counts

@@ -13,9 +13,11 @@ import aiohttp
 import pytest
 
 from lapilli.cluster import Event, RateLimiter, Reflector, diff, watch_timeout
+from lapilli.cluster import reflector as reflector_module
 from lapilli.kube import Gone
 from lapilli.kube.client import ObjectList
-from lapilli.kube.resources import NODES, PODS
+from lapilli.kube.errors import ApiError, NotFound
+from lapilli.kube.resources import HYPERNODES, NODES, PODS
 from lapilli.kube.watch import WatchEvent
 from lapilli.meta import key_of as object_key
 
@@ -225,3 +227,35 @@ async def test_transform_slims_what_is_stored_and_handed_out():
     await run_until_idle(reflector, client)
     assert reflector.store == {"ns/a": {"metadata": obj("a", 2)["metadata"]}}
     assert all("spec" not in e.obj for e in seen) and seen[1].old == {"metadata": fat["metadata"]}
+
+
+async def test_an_optional_resource_that_is_not_served_counts_as_empty_until_it_is(monkeypatch, caplog):
+    """HyperNodes on a cluster without their CRD (404) or without the RBAC rule (403): the reflector is synced and
+    empty at once, says so once, drops what it held and checks again every ABSENT_RETRY_S."""
+    monkeypatch.setattr(reflector_module, "ABSENT_RETRY_S", 0.001)
+    client = ScriptedClient(
+        lists=[ObjectList([obj("h1", 1, ns=None)], "1"), NotFound(404, "NotFound", "the server could not find it"),
+               ApiError(403, "Forbidden", "no rule"), NotFound(404, "NotFound", "still"), ObjectList([obj("h2", 5, ns=None)], "5")],
+        watches=[[Gone(410, "Expired", "crd deleted")], []],
+    )
+    seen: list[Event] = []
+    reflector = Reflector(client, HYPERNODES, handlers=[seen.append], optional=True)  # type: ignore[arg-type]
+    with caplog.at_level("INFO", logger="lapilli.cluster.reflector"):
+        await run_until_idle(reflector, client)
+    assert kinds(seen) == [("ADDED", "h1"), ("DELETED", "h1"), ("ADDED", "h2")]
+    assert reflector.synced.is_set() and not reflector.absent and list(reflector.store) == ["h2"]
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["hypernodes: resourceVersion 1 expired, re-listing",
+                        "hypernodes: not served (is its CRD installed?); treated as empty, checked again every 0s",
+                        "hypernodes: now served"]
+
+
+async def test_a_required_resource_that_is_not_served_is_not_synced():
+    client = ScriptedClient(lists=[NotFound(404, "NotFound", "no"), ObjectList([], "1")], watches=[[]])
+    reflector = Reflector(client, HYPERNODES, backoff=RateLimiter(0.001, 0.002))  # type: ignore[arg-type]
+    task = reflector.start()
+    await asyncio.sleep(0)
+    assert not reflector.synced.is_set()
+    await asyncio.wait_for(client.idle.wait(), 5)
+    await reflector.stop()
+    assert task.done() and reflector.restarts == 1

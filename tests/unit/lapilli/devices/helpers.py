@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
+from assembly.dev.vgpu import DEVICE_CONFIG
 from lapilli.devices.asks import ContainerAsk, DeviceAsk, device_ask
 from lapilli.devices.cards import CardLedger
 from lapilli.devices.config import DEFAULT_CONFIG, NvidiaConfig
 from lapilli.devices.register import Card, node_cards
 
 CONFIG = DEFAULT_CONFIG.nvidia
-# The A100-40GB entry of the device plugin's knownMigGeometries (three of its groups).
-A100_40GB_MIG = """nvidia:
-  knownMigGeometries:
-  - models: [A100-SXM4-40GB]
-    allowedGeometries:
-    - group: group1
-      geometries: [{name: 1g.5gb, memory: 5120, count: 7}]
-    - group: group2
-      geometries: [{name: 2g.10gb, memory: 10240, count: 3}, {name: 1g.5gb, memory: 5120, count: 1}]
-    - group: group3
-      geometries: [{name: 3g.20gb, memory: 20480, count: 2}]
-"""
+# The device plugin's knownMigGeometries for the A100 models (A100-40GB: group1 7 × 1g.5gb, group2 3 × 2g.10gb +
+# 1 × 1g.5gb, group3 2 × 3g.20gb, group4 1 × 7g.40gb), as `lapilli dev up --vgpu` creates it.
+A100_40GB_MIG = DEVICE_CONFIG
 
 
 def ledger(cards: int = 2, memory: int = 16384, split: int = 4, *, mode: str = "hami-core",

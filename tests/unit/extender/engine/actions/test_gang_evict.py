@@ -1,17 +1,23 @@
 """gangpreempt/gangreclaim arguments and candidate domains (extender/engine/actions/gang_evict.py).
 
 Ports of Volcano's gangpreempt_test.go and gangreclaim_test.go TestPickDomainsFromGradients_* and TestParseArguments*,
-each naming its Go test: arguments are read once, when the conf loads (Volcano reads them in every session), so
-the argument rows go through `parse_scheduler_conf`.
+each naming its Go test: the domains through `Session.candidate_domains` (Volcano's GetCandidateDomains around
+PickDomainsFromGradients) with the gradients a test plugin fixes; arguments are read once, when the conf loads
+(Volcano reads them in every session), so the argument rows go through `parse_scheduler_conf`. The hard-topology
+row of util_test.go (no fallback) is the topology engine's (Session.candidate_domains).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from extender.engine.actions.gang_evict import GangEvictArgs, pick_domains
+from extender.engine.actions.gang_evict import GangEvictArgs
 from extender.engine.arguments import ConfError
-from extender.engine.run import parse_scheduler_conf
+from extender.engine.conf import parse_conf
+from extender.engine.run import open_session, parse_scheduler_conf
+from extender.engine.snapshot import build_snapshot
+from lapilli.topology import CLUSTER_TOP
+from tests.unit.extender.engine.builders import documents, registry_with_fakes
 
 TIERS = "tiers: [{plugins: [{name: priority}, {name: gang}]}]"
 
@@ -23,22 +29,27 @@ def conf(action: str, arguments: str = "") -> str:
     return text
 
 
+def domains(gradients: str, max_domains: int) -> list[str]:
+    """`Session.candidate_domains` for a job with no topology, the gradients fixed by the test plugin."""
+    conf = parse_conf({"actions": "allocate", "tiers": [{"plugins": [
+        {"name": "test-gradients", "arguments": {"gradients": gradients}}]}]}, registry_with_fakes())
+    scenario = {"nodes": [{"name": "n1", "alloc": {"cpu": "1"}}], "queues": [{"name": "q"}],
+                "podgroups": [{"name": "ns/job", "queue": "q", "min": 1}], "pods": []}
+    ssn = open_session(build_snapshot(documents(scenario)), conf)
+    return ssn.candidate_domains(ssn.jobs["ns/job"], max_domains)
+
+
 def test_volcano_gangpreempt_pick_domains_from_gradients_max_domains_and_dedup() -> None:
-    assert pick_domains([["d1", "d2"], ["d2", "d3"]], 2, None) == ["d1", "d2"]
+    assert domains("d1,d2;d2,d3", 2) == ["d1", "d2"]
 
 
 def test_volcano_gangreclaim_pick_domains_from_gradients_max_domains_and_dedup() -> None:
-    assert pick_domains([["d1", "d2"], ["d2", "d3"]], 3, None) == ["d1", "d2", "d3"]
+    assert domains("d1,d2;d2,d3", 3) == ["d1", "d2", "d3"]
 
 
-@pytest.mark.parametrize("gradients", [[], [[]]], ids=["nil (gangpreempt)", "empty (gangreclaim)"])
-def test_volcano_pick_domains_from_gradients_fallback(gradients: list[list[str]]) -> None:
-    assert pick_domains(gradients, 8, "<cluster-top-hypernode>") == ["<cluster-top-hypernode>"]
-
-
-def test_no_fallback_for_a_job_with_hard_topology() -> None:
-    # Volcano's GetCandidateDomains: a job with a hard topology bound has no fallback to the whole cluster.
-    assert pick_domains([], 8, None) == []
+@pytest.mark.parametrize("gradients", ["", ";"], ids=["nil (gangpreempt)", "empty (gangreclaim)"])
+def test_volcano_pick_domains_from_gradients_fallback(gradients: str) -> None:
+    assert domains(gradients, 8) == [CLUSTER_TOP]  # Volcano's "<cluster-top-hypernode>"
 
 
 @pytest.mark.parametrize(("action", "max_domains"), [("gangpreempt", 3), ("gangreclaim", 5)])

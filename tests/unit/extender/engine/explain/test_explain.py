@@ -298,3 +298,87 @@ def test_a_gpu_asked_only_as_a_limit_is_counted_from_the_pods_not_min_resources(
     # One pod of 1 GPU of that queue is no such case.
     s = scenario(({**pg, "min": 1}, pods[:1]), nodes=gpu_nodes(2), queues=[{"name": "small", "capability": {GPU: "1"}}])
     assert why(s, "u/a").kind is not Kind.UNRESOLVABLE
+
+
+# ---- network topology (issue 17) ----------------------------------------------------------------------------------
+TOPOLOGY_CONF = parse_scheduler_conf(SHIPPED.read_text() + "  - name: network-topology-aware\n")
+LEAVES = {"leaf-a": ["n0", "n1", "n2", "n3"], "leaf-b": ["n4", "n5", "n6", "n7"]}
+
+
+def topology_scenario(size: int, gpus: int, topology: dict[str, Any], busy: int = 0) -> dict[str, Any]:
+    pg, pods = gang("ml/big", size, "default", gpus=gpus)
+    pg["networkTopology"] = topology
+    filler, running = gang("ml/filler", busy, "default", gpus=4, running_on="n4") if busy else ({}, [])
+    hypernodes = [{"name": leaf, "tier": 1, "nodes": nodes} for leaf, nodes in LEAVES.items()]
+    hypernodes.append({"name": "spine", "tier": 2, "hypernodes": list(LEAVES)})
+    gangs = [(pg, pods)] + ([(filler, running)] if busy else [])
+    return scenario(*gangs, nodes=gpu_nodes(8), hypernodes=hypernodes, queues=[{"name": "default"}])
+
+
+def why_topology(s: dict[str, Any], key: str) -> Any:
+    return explain(build_snapshot(documents(s)), TOPOLOGY_CONF, [key])[key]
+
+
+def test_topology_names_the_scarce_resource_and_the_best_hypernode() -> None:
+    # 5 pods of 4 GPUs: 20 GPUs, a leaf has 16 (leaf-b only 12: one node is busy) — the cluster has room, no leaf has.
+    s = topology_scenario(5, 4, {"mode": "hard", "highestTierAllowed": 1}, busy=1)
+    assert run_session(build_snapshot(documents(s)), TOPOLOGY_CONF).binds == {}
+    answer = why_topology(s, "ml/big")
+    reasons = {r.kind: r for r in answer.reasons}
+    assert reasons[Kind.TOPOLOGY].message == ("no HyperNode of tier ≤ 1 has 20 free nvidia.com/gpu "
+                                              "(best: leaf-a with 16)")
+    assert reasons[Kind.TOPOLOGY].data == {"tier": 1, "pods": 5, "hypernodes": 2, "resource": GPU, "need": 20,
+                                           "best": "leaf-a", "bestFree": 16}
+    assert Kind.PLACEMENT not in reasons  # the cluster-wide fit says nothing to this gang
+
+
+def test_topology_by_tier_name_and_pods_that_fit() -> None:
+    # 16 GPUs free in leaf-a in sum, but a pod asks 5 of a node's 4: no room for any pod anywhere.
+    s = topology_scenario(3, 5, {"mode": "hard", "highestTierAllowed": 1})
+    answer = why_topology(s, "ml/big")
+    assert Kind.UNRESOLVABLE in {r.kind for r in answer.reasons}  # what no tier could fix comes first
+    s = topology_scenario(5, 3, {"mode": "hard", "highestTierAllowed": 1})
+    message = {r.kind: r.message for r in why_topology(s, "ml/big").reasons}[Kind.TOPOLOGY]
+    assert message == "no HyperNode of tier ≤ 1 has room for 5 pods as they ask (best: leaf-a, room for 4)"
+
+
+def test_topology_is_no_reason_when_a_tier_fits_or_soft_or_without_the_plugin() -> None:
+    fits = topology_scenario(4, 4, {"mode": "hard", "highestTierAllowed": 1})
+    assert Kind.TOPOLOGY not in {r.kind for r in why_topology(fits, "ml/big").reasons}
+    soft = topology_scenario(5, 4, {"mode": "soft"})
+    assert Kind.TOPOLOGY not in {r.kind for r in why_topology(soft, "ml/big").reasons}
+    hard = topology_scenario(5, 4, {"mode": "hard", "highestTierAllowed": 1})
+    assert Kind.TOPOLOGY not in {r.kind for r in why(hard, "ml/big").reasons}  # shipped conf: placed anywhere
+
+
+def test_topology_tree_that_cannot_be_used() -> None:
+    s = topology_scenario(2, 4, {"mode": "hard", "highestTierAllowed": 1})
+    s["hypernodes"].append({"name": "spine-2", "tier": 2, "hypernodes": ["leaf-a"]})  # leaf-a with two parents
+    reasons = why_topology(s, "ml/big").reasons
+    assert reasons[0].kind is Kind.TOPOLOGY
+    assert reasons[0].message == ("the HyperNode tree cannot be used, so jobs with a network topology wait: HyperNode "
+                                  "leaf-a is a member of more than one HyperNode: spine and spine-2")
+
+
+ONE_PER_NODE = {"labels": {"app": "trainer"}, "affinity": {"podAntiAffinity": {
+    "requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "trainer"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
+
+
+def test_one_worker_per_node_on_too_few_nodes_names_the_anti_affinity() -> None:
+    nodes = [dict(n, labels={"kubernetes.io/hostname": n["name"]}) for n in gpu_nodes(3)]
+    s = scenario(gang("u/ddp", 4, "lab-a", **ONE_PER_NODE), nodes=nodes, queues=[{"name": "lab-a"}])
+    e = why(s, "u/ddp")
+    assert e.kind is Kind.UNRESOLVABLE, e.render()
+    assert "3 of 4 pods placeable: 3 nodes didn't match pod anti-affinity rules" in e.headline, e.render()
+    assert run_session(build_snapshot(documents(s)), CONF).binds == {}
+
+
+def test_a_spread_the_zones_cannot_hold_names_the_constraint() -> None:
+    spread = {"labels": {"app": "web"}, "topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "minDomains": 3,
+         "labelSelector": {"matchLabels": {"app": "web"}}}]}
+    nodes = [dict(n, labels={"zone": f"z{i % 2}"}) for i, n in enumerate(gpu_nodes(4))]
+    s = scenario(gang("u/web", 4, "lab-a", **spread), nodes=nodes, queues=[{"name": "lab-a"}])
+    e = why(s, "u/web")
+    assert "2 of 4 pods placeable: 4 nodes didn't match pod topology spread constraints" in e.headline, e.render()

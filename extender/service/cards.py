@@ -1,0 +1,207 @@
+"""The vGPU cards of every node as the extender's verbs must see them now (the session's ledgers, live).
+
+A session plans on a snapshot; between sessions kube-scheduler asks filter about single pods (gangs of one pass it
+without a plan), moves planned members in re-plan, and binds. Each of those must see a card as taken once any pod
+holds it: a pod bound to the node with its assignment annotation (`volcano.sh/vgpu-ids-new`, merged in by the
+Binding; so a restarted service rebuilds everything from pods), a gang member planned there and not bound yet, and a
+bind on its way (parked at the permit cache, posted, or posted and not yet seen by the watch). The book keeps one
+`CardLedger` per node holding all of these, rebuilt only for a node something touched: a pod bound to it or leaving
+it, the node itself, a plan change naming it, a reservation. What cards answer an ask is memoised per ask and node
+shape and usage (`CardLedger.fit_key`), as in the engine.
+
+Active only when the scheduler conf runs deviceshare with `deviceshare.VGPUEnable`; its arguments and the device
+config (the snapshot's ConfigMap, else the defaults) are those of the conf the session loop runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from extender.engine.conf import SchedulerConf
+from extender.engine.plugins.deviceshare import NAME, DeviceShareArgs, parse_arguments
+from extender.service.plan import Plan
+from extender.service.state import ClusterState
+from lapilli.devices.asks import DeviceAsk, device_ask, matching_rules
+from lapilli.devices.assign import PodDevices
+from lapilli.devices.cards import NOW, CardLedger, Fit, Shortfall
+from lapilli.devices.config import DEFAULT_CONFIG, NvidiaConfig
+from lapilli.devices.facts import pod_device_facts
+from lapilli.devices.register import advertises, node_cards
+from lapilli.meta import annotations_of, labels_of, namespace_of
+
+log = logging.getLogger("lapilli.extender")
+
+MEMO_LIMIT = 65_536
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Cards given to a pod whose bind is on its way (parked, posted, or posted and not yet seen bound)."""
+
+    node: str
+    devices: PodDevices
+
+
+def vgpu_arguments(conf: SchedulerConf) -> DeviceShareArgs | None:
+    """The deviceshare arguments of `conf` when it turns vGPU on (its first such entry), else None."""
+    for tier in conf.tiers:
+        for option in tier.plugins:
+            if option.name == NAME:
+                args = parse_arguments(option.arguments)  # validated when the conf was loaded
+                if args.vgpu:
+                    return args
+    return None
+
+
+class CardBook:
+    def __init__(self, state: ClusterState, plan: Plan) -> None:
+        self.state, self.plan = state, plan
+        self.args: DeviceShareArgs | None = None
+        self.config: NvidiaConfig = DEFAULT_CONFIG.nvidia
+        self._ledgers: dict[str, CardLedger | None] = {}  # node -> its ledger (absent: to be rebuilt)
+        self._epoch: dict[str, int] = {}  # node -> times touched, for the per-ask answers
+        self.reserved: dict[str, Reservation] = {}  # pod key -> cards of a bind on its way
+        self._answers: dict[DeviceAsk, dict[str, tuple[int, Fit | Shortfall | None]]] = {}
+        self._memo: dict[tuple[DeviceAsk, Hashable], Fit | Shortfall] = {}
+        self._asks: dict[DeviceAsk, DeviceAsk] = {}
+
+    @property
+    def active(self) -> bool:
+        return self.args is not None
+
+    # ---- keeping up ----------------------------------------------------------------------------------------
+    def configure(self, conf: SchedulerConf) -> None:
+        """Follow the conf the session loop runs and the device config in the cluster; forget everything when
+        either changed."""
+        args = vgpu_arguments(conf)
+        config = DEFAULT_CONFIG.nvidia
+        if args is not None:
+            found = self.state.snapshot.device_configs.get(args.config_key)
+            config = found.nvidia if found is not None else config
+        if args != self.args or config != self.config:
+            self.args, self.config = args, config
+            self.reset()
+
+    def reset(self) -> None:
+        self._ledgers.clear()
+        self._answers.clear()
+        self._memo.clear()
+        self._asks.clear()
+        for node in self._epoch:
+            self._epoch[node] += 1
+
+    def touch(self, node: str) -> None:
+        """Something holding or offering cards on `node` changed: re-read it when next asked."""
+        self._ledgers.pop(node, None)
+        self._epoch[node] = self._epoch.get(node, 0) + 1
+
+    def reserve(self, key: str, node: str, devices: PodDevices) -> None:
+        self.reserved[key] = Reservation(node, devices)
+        self.touch(node)
+
+    def release(self, key: str) -> None:
+        """A bind that did not happen, or a pod the cluster cache now shows bound (its own annotation holds its
+        cards from then on), ended or gone."""
+        held = self.reserved.pop(key, None)
+        if held is not None:
+            self.touch(held.node)
+
+    # ---- reading -------------------------------------------------------------------------------------------
+    def ledger(self, node: str) -> CardLedger | None:
+        """The node's cards and everything holding them now; None when it offers no usable cards."""
+        if node in self._ledgers:
+            return self._ledgers[node]
+        ledger = self._ledgers[node] = self._build(node)
+        return ledger
+
+    def _build(self, node: str) -> CardLedger | None:
+        record = self.state.snapshot.nodes.get(node)
+        if record is None or not record.cards.cards or not advertises(record.allocatable, self.config):
+            return None
+        ledger = CardLedger(node_cards(node, record.cards.cards, self.config))
+        pods = self.state.snapshot.pods
+        rules = [dict(r) for r in self.args.rules] if self.args is not None else []
+        for key in self.state.pods_on(node):
+            pod = pods.get(key)
+            facts = pod.devices if pod is not None else None
+            if pod is None or facts is None or facts.assigned is None or pod.phase in ("Succeeded", "Failed"):
+                continue
+            if facts.assigned_node and facts.assigned_node != node:
+                continue
+            group = f"{pod.namespace}/{pod.group}" if pod.group else ""
+            ledger.hold(key, facts.assigned, group=group, rules=matching_rules(facts.labels, rules))
+        for key, devices in self.plan.devices_on(node):
+            if key not in ledger.pods:
+                ledger.hold(key, devices, group=self._group(key))
+        for key, held in self.reserved.items():
+            if held.node == node:
+                ledger.hold(key, held.devices, group=self._group(key))
+        return ledger
+
+    def _group(self, key: str) -> str:
+        pod = self.state.snapshot.pods.get(key)
+        return f"{pod.namespace}/{pod.group}" if pod is not None and pod.group else ""
+
+    def ask(self, pod: Mapping[str, Any]) -> DeviceAsk | None:
+        """The pod's card asks under the current config (None: it asks for no card, or vGPU is off)."""
+        if self.args is None:
+            return None
+        annotations, labels = annotations_of(pod), labels_of(pod)
+        try:
+            facts = pod_device_facts(pod.get("spec") or {}, annotations, labels)
+        except ValueError:
+            return None  # a quantity the pod's own request parse refuses already
+        if facts is None:
+            return None
+        group = annotations.get("scheduling.k8s.io/group-name")
+        group_key = f"{namespace_of(pod) or 'default'}/{group}" if group else ""
+        rules = matching_rules(facts.labels, [dict(r) for r in self.args.rules]) if self.args.rules else frozenset()
+        found = device_ask(facts.containers, facts.annotations, self.config, group_key, rules)
+        return None if found is None else self._asks.setdefault(found, found)
+
+    def fit(self, ask: DeviceAsk, node: str, exclude: str = "") -> Fit | Shortfall | None:
+        """Where the ask fits on `node` now (everything held counts, `exclude`'s own holding aside); None when
+        the node offers no usable cards."""
+        ledger = self.ledger(node)
+        if ledger is None:
+            return None
+        held = ledger.pods.get(exclude) if exclude else None
+        if held is not None:  # the pod's own planned cards do not stand in its way
+            scratch = CardLedger(ledger.cards, {k: v for k, v in ledger.pods.items() if k != exclude})
+            return self._fit(scratch, ask)
+        epoch = self._epoch.get(node, 0)
+        answers = self._answers.setdefault(ask, {})
+        cached = answers.get(node)
+        if cached is not None and cached[0] == epoch:
+            return cached[1]
+        result = self._fit(ledger, ask)
+        answers[node] = (epoch, result)
+        return result
+
+    def _fit(self, ledger: CardLedger, ask: DeviceAsk) -> Fit | Shortfall:
+        assert self.args is not None
+        key = (ask, ledger.fit_key(ask))
+        found = self._memo.get(key)
+        if found is None:
+            if len(self._memo) >= MEMO_LIMIT:
+                self._memo.clear()
+            found = self._memo[key] = ledger.fit(ask, NOW, self.args.policy, self.config.gpu_memory_factor)
+        return found
+
+    def devices(self, fit: Fit, node: str) -> PodDevices:
+        ledger = self.ledger(node)
+        assert ledger is not None
+        return fit.devices(ledger.cards)
+
+    def check(self, node: str, devices: PodDevices, exclude: str) -> list[str]:
+        """Why `devices` cannot go on `node` now, its pod's own holding (`exclude`) aside; [] when they can."""
+        ledger = self.ledger(node)
+        if ledger is None:
+            return [f"node {node} offers no vGPU cards"]
+        return ledger.check(devices, exclude)
+
+
+__all__ = ["CardBook", "Reservation", "vgpu_arguments"]
