@@ -38,7 +38,7 @@ from extender.engine.actions.hyperallocate import HyperAllocator, job_sheet, nee
 from extender.engine.actions.ordering import PriorityQueue, each_starving
 from extender.engine.arguments import Arguments, boolean, integer
 from extender.engine.interface import PURPOSE_EVICT, EvictionContext, EvictionKind, Index
-from extender.engine.model import Job, Queue, Task
+from extender.engine.model import Job, Queue, Task, TaskStatus
 from extender.engine.session import EvictionNote, Session
 from extender.engine.statement import Statement
 from lapilli.resources.vector import Vec, less_equal
@@ -114,6 +114,24 @@ def as_one_request(pending: Sequence[Task], need: Vec) -> Task:
 def future_idle(ssn: Session, domain: Domain) -> Vec:
     rows = ssn.arrays.future_idle()[domain.rows]
     return rows.sum(axis=0) if len(rows) else ssn.dims.zeros()
+
+
+def victim_members(ssn: Session, job: Job, statuses: frozenset[TaskStatus],
+                   gives: Callable[[Job], bool | None]) -> list[tuple[Job, list[Task]]]:
+    """The gangs whose pods may go for `job`, each with those pods: preemptable ones in `statuses`. `gives(victim)`
+    is None for a gang left out, True when any such pod may go, False when only its idle-reclaimable ones (its
+    queue's idle-GPU policy gave their room up: `Task.idle`)."""
+    out: list[tuple[Job, list[Task]]] = []
+    for victim in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        if victim.uid == job.uid or not victim.gang_evictable:
+            continue
+        whole = gives(victim)
+        if whole is None:
+            continue
+        members = [t for t in victim.tasks.values() if t.status in statuses and t.preemptable and (whole or t.idle)]
+        if members:
+            out.append((victim, members))
+    return out
 
 
 # A placement made in a domain: the applied Statement, and the HyperNode each sub-gang went to (its nomination).
@@ -338,4 +356,4 @@ def _evict_for(ssn: Session, stmt: Statement, policy: Policy, args: GangEvictArg
 
 __all__ = ["MAX_DOMAINS", "Domain", "GangEvictArgs", "Plan", "Policy", "arguments_of", "as_one_request",
            "candidate_domains", "domain_of", "evict_for_gang", "future_idle", "gang_need", "parse_arguments",
-           "pending_members", "run", "select_bundles", "simulate"]
+           "pending_members", "run", "select_bundles", "simulate", "victim_members"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from extender.engine.actions.bundles import Bundle, BundleKind, sort_for_preempt
-from extender.engine.actions.gang_evict import Policy, parse_arguments, run
+from extender.engine.actions.gang_evict import Policy, parse_arguments, run, victim_members
 from extender.engine.actions.ordering import PriorityQueue
 from extender.engine.actions.registry import register_action
 from extender.engine.interface import EvictionKind
@@ -49,17 +49,9 @@ def preempt_note(job: Job, bundle: Bundle) -> EvictionNote:
 
 def _victims(ssn: Session, job: Job) -> list[tuple[Job, list[Task]]]:
     """The other gangs of `job`'s queue and their Bound or Running, preemptable pods it may take: a lower-priority
-    gang's, and any gang's idle-reclaimable ones (its queue's idle-GPU policy gave their room up)."""
-    out: list[tuple[Job, list[Task]]] = []
-    for victim in sorted(ssn.jobs.values(), key=lambda j: j.uid):
-        if victim.queue != job.queue or victim.uid == job.uid or not victim.gang_evictable:
-            continue
-        lower = victim.priority < job.priority
-        members = [t for t in victim.tasks.values()
-                   if t.status in PREEMPTABLE_STATUS and t.preemptable and (lower or t.idle)]
-        if members:
-            out.append((victim, members))
-    return out
+    gang's, and any gang's idle-reclaimable ones."""
+    return victim_members(ssn, job, PREEMPTABLE_STATUS,
+                          lambda victim: victim.priority < job.priority if victim.queue == job.queue else None)
 
 
 def _sort(ssn: Session, _queue: Queue, bundles: list[Bundle], need: Vec) -> list[Bundle]:

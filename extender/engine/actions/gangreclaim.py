@@ -16,8 +16,10 @@ Usable beside `reclaim` or instead of it (see gangpreempt).
 
 from __future__ import annotations
 
+from typing import Final
+
 from extender.engine.actions.bundles import Bundle, BundleKind, sort_for_reclaim
-from extender.engine.actions.gang_evict import Policy, parse_arguments, run
+from extender.engine.actions.gang_evict import Policy, parse_arguments, run, victim_members
 from extender.engine.actions.registry import register_action
 from extender.engine.interface import EvictionKind
 from extender.engine.model import Job, Queue, Task, TaskStatus
@@ -25,6 +27,7 @@ from extender.engine.session import EvictionNote, Session
 from lapilli.resources.vector import Vec
 
 NAME = "gangreclaim"
+RUNNING_ONLY: Final = frozenset({TaskStatus.RUNNING})  # reclaim takes Running pods only (Volcano)
 
 
 def reclaim_note(job: Job, bundle: Bundle) -> EvictionNote:
@@ -42,17 +45,9 @@ def reclaim_note(job: Job, bundle: Bundle) -> EvictionNote:
 
 def _victims(ssn: Session, job: Job) -> list[tuple[Job, list[Task]]]:
     """The gangs of other queues and their Running, preemptable pods `job` may take: a reclaimable queue's, and any
-    queue's idle-reclaimable ones (its idle-GPU policy gave their room up, reclaimable or not)."""
-    out: list[tuple[Job, list[Task]]] = []
-    for victim in sorted(ssn.jobs.values(), key=lambda j: j.uid):
-        if victim.queue == job.queue or not victim.gang_evictable:
-            continue
-        reclaimable = ssn.queues[victim.queue].reclaimable
-        members = [t for t in victim.tasks.values()
-                   if t.status is TaskStatus.RUNNING and t.preemptable and (reclaimable or t.idle)]
-        if members:
-            out.append((victim, members))
-    return out
+    queue's idle-reclaimable ones (reclaimable or not)."""
+    return victim_members(ssn, job, RUNNING_ONLY,
+                          lambda victim: ssn.queues[victim.queue].reclaimable if victim.queue != job.queue else None)
 
 
 def _sort(ssn: Session, queue: Queue, bundles: list[Bundle], need: Vec) -> list[Bundle]:
