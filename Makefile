@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo venv lint unit e2e k8s bench lab-week clean image chromium
+.PHONY: test demo venv lint unit e2e k8s bench lab-week topology-sim clean image chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,7 +31,11 @@ unit: $(STAMP)
 chromium:
 	command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
 
-test: $(STAMP) chromium
+# Idle-GPU reclaim's end-to-end test reads a real Prometheus (Debian's package); installed here when missing.
+prometheus:
+	command -v prometheus >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; }
+
+test: $(STAMP) chromium prometheus
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
@@ -53,6 +57,11 @@ bench: $(STAMP)
 lab-week: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/fair_share.py
+
+# Network-topology-aware scheduling in the simulator: with the plugin, without it, kube-scheduler; table and picture.
+topology-sim: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python bench/network_topology.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .import_linter_cache

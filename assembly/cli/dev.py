@@ -195,7 +195,12 @@ def supervise(pid_file: Path, argv: tuple[str, ...]) -> None:
               help="Touched once the kubelet has listed nodes and pods.")
 @click.option("--workers", default=64, show_default=True, help="Concurrent pod/node updates.")
 @click.option("--heartbeat", default=60.0, show_default=True, help="Seconds between heartbeats of a node.")
-def kubelet(kubeconfig: Path, ready_file: Path | None, workers: int, heartbeat: float) -> None:
+@click.option("--metrics-port", type=int, default=None,
+              help="Serve the simulated GPUs' utilisation (DCGM_FI_DEV_GPU_UTIL per pod, from each pod's "
+                   "sim.lapilli.io/gpu-util) on http://127.0.0.1:PORT/metrics.")
+def kubelet(
+    kubeconfig: Path, ready_file: Path | None, workers: int, heartbeat: float, metrics_port: int | None,
+) -> None:
     """Run the simulated kubelet for every simulated node until SIGTERM (`dev up` starts it)."""
     from assembly.dev import SimKubelet
     from lapilli.kube import KubeClient, load_kubeconfig
@@ -205,7 +210,7 @@ def kubelet(kubeconfig: Path, ready_file: Path | None, workers: int, heartbeat: 
     async def run() -> None:
         loop = asyncio.get_running_loop()
         async with KubeClient(load_kubeconfig(kubeconfig)) as client:
-            sim = SimKubelet(client, workers=workers, heartbeat_s=heartbeat)
+            sim = SimKubelet(client, workers=workers, heartbeat_s=heartbeat, metrics_port=metrics_port)
             task = sim.start()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, task.cancel)

@@ -61,6 +61,8 @@ def podgroup_document(state: JobState, epoch: float | None = None) -> dict[str, 
     }
     if job.priority_class:
         spec["priorityClassName"] = job.priority_class
+    if job.network_topology is not None:
+        spec["networkTopology"] = dict(job.network_topology)
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
@@ -148,7 +150,7 @@ class LapilliScheduler:
     def documents(self, cluster: Cluster) -> list[dict[str, Any]]:
         work = cluster.workload
         queues = [self._queue_document(q) for q in work.queues]
-        docs: list[dict[str, Any]] = [*work.nodes, *work.priority_classes, *queues]
+        docs: list[dict[str, Any]] = [*work.nodes, *work.hypernodes, *work.priority_classes, *queues]
         if all(name_of(q) != DEFAULT_QUEUE for q in work.queues):
             docs.append(_default_queue())
         for state in cluster.jobs.values():

@@ -50,6 +50,7 @@ class JobOutcome:
     pods: int = 0  # pods of the job
     placed: int = 0  # of them placed when the simulation stopped
     gpus_held: float = 0.0  # GPUs those placed pods hold when the simulation stopped
+    span: int | None = None  # HyperNode tiers its pods spanned beyond the lowest (a workload with HyperNodes)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +58,7 @@ class JobOutcome:
             "started": _number(self.started),
             "finished": _number(self.finished),
             "state": self.state,
+            **({"span": self.span} if self.span is not None else {}),
         }
 
 
@@ -121,6 +123,7 @@ def _outcomes(cluster: Cluster, stuck: bool) -> dict[str, JobOutcome]:
             len(st.job.pods),
             len(held),
             sum(gpus(p.request) for p in held),
+            st.span,
         )
     return out
 

@@ -12,9 +12,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from assembly.sim.topology import spans, workload_tree
 from assembly.sim.workload import SimJob, SimPodSpec, Workload, gpus
 from extender.engine.snapshot import NodeRecord, build_snapshot
 from lapilli.resources.units import Units
+from lapilli.topology import HyperNodeTree
 
 
 @dataclass(slots=True)
@@ -56,6 +58,7 @@ class JobState:
     finish_at: float | None = None
     pg_phase: str = "Pending"
     interruptions: int = 0
+    span: int | None = None  # tiers its pods spanned beyond the lowest when it last started (HyperNodes only)
 
     @property
     def active(self) -> bool:
@@ -69,11 +72,13 @@ class Cluster:
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
     pods: dict[str, PodState] = field(default_factory=dict)
     jobs: dict[str, JobState] = field(default_factory=dict)
+    tree: HyperNodeTree | None = None  # the workload's HyperNodes over its nodes (assembly.sim.topology)
 
     @classmethod
     def create(cls, workload: Workload) -> Cluster:
-        nodes = build_snapshot(workload.nodes).nodes
-        return cls(workload, dict(sorted(nodes.items())), {}, {j.key: JobState(j) for j in workload.jobs})
+        nodes = dict(sorted(build_snapshot(workload.nodes).nodes.items()))
+        jobs = {j.key: JobState(j) for j in workload.jobs}
+        return cls(workload, nodes, {}, jobs, workload_tree(workload, nodes))
 
     @property
     def total_gpus(self) -> float:
@@ -117,7 +122,9 @@ class Cluster:
             if state.started is None and placed >= state.job.min_available:
                 state.started = now
                 nodes = {p.name: p.node for p in self.job_pods(key)}
-                state.finish_at = now + state.job.run_time(nodes)
+                if self.tree is not None:
+                    state.span = spans(self.tree, (n for n in nodes.values() if n))
+                state.finish_at = now + state.job.run_time(nodes, state.span or 0)
                 events.append((state.finish_at, key))
             elif state.started is not None and placed < state.job.min_available:
                 state.started = None

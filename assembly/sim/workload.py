@@ -6,6 +6,12 @@ Each Job carries `sim.lapilli.io/submit-at` (default 0) and `sim.lapilli.io/dura
 `sim.lapilli.io/exchange-cost` (a duration): the job runs that much longer when every pair of those roles sits on
 different nodes, and that share of it when some pairs share a node (pairs on one node exchange for free).
 
+A workload may hold `topology.volcano.sh/v1alpha1 HyperNode` documents: the network tree Lapilli's scheduler sees. A
+Job's `spec.networkTopology` goes to its PodGroup, and `sim.lapilli.io/tier-penalty` (a fraction, e.g. `0.25`) is
+the cost model of a gang spread over the network: each HyperNode tier its pods span beyond the lowest adds that
+share of `duration` to its run time (all pods under one leaf: none; over two leaves of one spine: one; across
+spines: two, with Volcano's cluster-top root as the tier above the highest HyperNode).
+
 A Job expands as Volcano's job controller would expand it
 (reference §3.3–3.4): tasks named `default<i>` when unnamed, pods `<job>-<task>-<i>` whose spec is the task
 template's, `minAvailable` defaulted by the webhook to Σ task minAvailable (task minAvailable defaults to
@@ -33,6 +39,7 @@ SUBMIT_AT: Final = "sim.lapilli.io/submit-at"
 DURATION: Final = "sim.lapilli.io/duration"
 EXCHANGE: Final = "sim.lapilli.io/exchange"
 EXCHANGE_COST: Final = "sim.lapilli.io/exchange-cost"
+TIER_PENALTY: Final = "sim.lapilli.io/tier-penalty"
 JOB_API_VERSION: Final = "batch.volcano.sh/v1alpha1"
 DEFAULT_MAX_PODS: Final = "110"  # kubelet's default --max-pods, for Nodes that do not state `pods`
 
@@ -40,6 +47,7 @@ _PASS_THROUGH: Final = {
     ("v1", "Node"),
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("topology.volcano.sh/v1alpha1", "HyperNode"),
 }
 
 
@@ -74,23 +82,27 @@ class SimJob:
     annotations: Mapping[str, str] = field(default_factory=dict)  # the Job's, which its PodGroup inherits
     exchange: tuple[str, str] | None = None  # two roles that exchange data
     exchange_cost: float = 0.0  # seconds added when every pair of them is on different nodes
+    network_topology: Mapping[str, Any] | None = None  # the Job's spec.networkTopology, for its PodGroup
+    tier_penalty: float = 0.0  # share of `duration` added per HyperNode tier its pods span beyond the lowest
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    def run_time(self, node_of: Mapping[str, str | None]) -> float:
+    def run_time(self, node_of: Mapping[str, str | None], spans: int = 0) -> float:
         """How long the job runs with its pods on these nodes (pod name -> node): `duration`, plus the exchange
-        cost times the share of exchanging pairs that sit on different nodes."""
+        cost times the share of exchanging pairs that sit on different nodes, plus the tier penalty for each of
+        the `spans` tiers its pods reach beyond the lowest."""
+        duration = self.duration * (1.0 + self.tier_penalty * spans)
         if self.exchange is None or self.exchange_cost <= 0:
-            return self.duration
+            return duration
         left = [node_of.get(p.name) for p in self.pods if p.task == self.exchange[0]]
         right = [node_of.get(p.name) for p in self.pods if p.task == self.exchange[1]]
         pairs = [(a, b) for a in left for b in right]
         if not pairs:
             return self.duration
         apart = sum(1 for a, b in pairs if a is None or a != b)
-        return self.duration + self.exchange_cost * apart / len(pairs)
+        return duration + self.exchange_cost * apart / len(pairs)
 
 
 @dataclass(slots=True)
@@ -99,12 +111,14 @@ class Workload:
     queues: list[dict[str, Any]] = field(default_factory=list)
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
     jobs: list[SimJob] = field(default_factory=list)
+    hypernodes: list[dict[str, Any]] = field(default_factory=list)
 
     def first_jobs(self, count: int) -> Workload:
         """The same cluster with only the first `count` jobs (by submission time, then document order)."""
         ordered = sorted(enumerate(self.jobs), key=lambda item: (item[1].submit_at, item[0]))
         keep = {job.key for _, job in ordered[:count]}
-        return Workload(self.nodes, self.queues, self.priority_classes, [j for j in self.jobs if j.key in keep])
+        return Workload(self.nodes, self.queues, self.priority_classes, [j for j in self.jobs if j.key in keep],
+                        self.hypernodes)
 
 
 def _describe(index: int, doc: Mapping[str, Any]) -> str:
@@ -212,6 +226,16 @@ def _job(doc: Mapping[str, Any], queues: set[str], priorities: Mapping[str, int]
         for i in range(task.replicas):
             pods.append(SimPodSpec(f"{name}-{task.name}-{i}", task.name, i, len(pods), spec, request))
     exchange, exchange_cost = _exchange(annotations, {t.name for t in tasks})
+    tier_penalty = 0.0
+    if TIER_PENALTY in annotations:
+        try:
+            tier_penalty = float(annotations[TIER_PENALTY])
+        except ValueError:
+            raise ValueError(f"metadata.annotations.{TIER_PENALTY}: {annotations[TIER_PENALTY]!r} is not a number "
+                             "(the share of duration added per tier spanned, e.g. 0.25)") from None
+        if tier_penalty < 0:
+            raise ValueError(f"metadata.annotations.{TIER_PENALTY}: must be ≥ 0, got {tier_penalty:g}")
+    topology = model.spec.network_topology
     need = model.spec.min_available or sum(_task_min(t) for t in tasks)
     if need > len(pods):
         raise ValueError(f"spec.minAvailable: {need} is greater than the {len(pods)} replicas of all tasks")
@@ -231,6 +255,8 @@ def _job(doc: Mapping[str, Any], queues: set[str], priorities: Mapping[str, int]
         annotations=dict(annotations),
         exchange=exchange,
         exchange_cost=exchange_cost,
+        network_topology=topology.to_wire() if topology is not None else None,
+        tier_penalty=tier_penalty,
     )
 
 
@@ -288,9 +314,8 @@ def load_workload(docs: Sequence[Any]) -> Workload:
             add_object(scratch, doc)
         except (ValueError, KeyError, TypeError) as exc:
             raise WorkloadError(f"{_describe(index, doc)}: {exc}") from None
-        {"Node": work.nodes, "Queue": work.queues, "PriorityClass": work.priority_classes}[doc["kind"]].append(
-            dict(doc)
-        )
+        {"Node": work.nodes, "Queue": work.queues, "PriorityClass": work.priority_classes,
+         "HyperNode": work.hypernodes}[doc["kind"]].append(dict(doc))
     queues = {*scratch.queues, DEFAULT_QUEUE}
     seen: set[str] = set()
     for index, doc in jobs:
@@ -317,6 +342,7 @@ __all__ = [
     "EXCHANGE",
     "EXCHANGE_COST",
     "SUBMIT_AT",
+    "TIER_PENALTY",
     "SimJob",
     "SimPodSpec",
     "Workload",

@@ -94,6 +94,12 @@ class ExtenderMetrics:
             "lapilli_extender_bind_refusals", "Binds refused before reaching the API server, by reason.", ["reason"],
             registry=registry,
         )
+        self.replans = Counter(
+            "lapilli_extender_replans_total", "Planned pods kube-scheduler did not offer their planned node, by what "
+            "filter or bind did: moved to another offered node the pod fits (resources, then pod affinity, spread "
+            "and ports against the pods bound or planned), or failed (the gang's plan is dropped).", ["result"],
+            registry=registry,
+        )
         self.permit_timeouts = Counter(
             "lapilli_gang_permit_timeouts_total", "Gangs whose permit timed out at bind.", registry=registry
         )

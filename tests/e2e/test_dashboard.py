@@ -5,7 +5,9 @@ are printed): README's docs/dashboard.png is taken from there."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -14,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from assembly.dev import DevCluster
-from lapilli.kube.resources import QUEUES
+from lapilli.kube.errors import NotFound
+from lapilli.kube.resources import HYPERNODES, QUEUES
 from tests.e2e.browser import chromium, open_page
 from tests.e2e.extender_helpers import Pool, eventually, open_pool
 from tests.e2e.test_why import ONE, SLOT, api, gang, make_queue, running
@@ -78,3 +81,43 @@ async def test_dashboard_in_chromium(pool: Pool, dashboard: str, tmp_path: Path)
         await eventually(started, 90, every_s=1.0)
         print(f"dashboard screenshot: {await page.screenshot(ARTIFACTS / 'dashboard-running.png')}")
         assert page.errors == [], page.errors
+
+
+async def test_dashboard_shows_the_hypernode_tree_with_free_gpus(pool: Pool, dashboard: str, tmp_path: Path) -> None:
+    """Issue 17: the network topology section, a spine over two leaves of this pool's nodes, each domain with the
+    GPUs its nodes have free as the page's session counts them (one GPU taken by a running pod)."""
+    assert chromium() is not None, "chromium is missing: `make test` installs it (apt-get install chromium)"
+    first, second = await pool.add_nodes(2, gpus=4)
+    client = api(pool)
+    leaves = [f"{pool.name}-leaf-{i}" for i in (0, 1)]
+    spine = f"{pool.name}-spine"
+
+    def hypernode(name: str, tier: int, kind: str, *members: str) -> dict:
+        return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+                "spec": {"tier": tier, "tierName": "leaf" if tier == 1 else "spine",
+                         "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members]}}
+
+    made = [hypernode(leaves[0], 1, "Node", first), hypernode(leaves[1], 1, "Node", second),
+            hypernode(spine, 2, "HyperNode", *leaves)]
+    try:
+        for obj in made:
+            await client.create(HYPERNODES, obj)
+        pods = await pool.gang("one-gpu", 1, {"nvidia.com/gpu": "1", "cpu": "1"})
+        await eventually(lambda: pool.placed(pods), 60)
+        async with open_page(tmp_path / "profile") as page:
+            await page.goto(dashboard)
+
+            async def shown() -> str | None:  # the spine's row: tier (name), nodes, GPUs free
+                text = await page.text("live")
+                return text if re.search(rf"{re.escape(spine)}\s+2 \(spine\)\s+2\s+7 free / 8", text) else None
+
+            text = await eventually(shown, 60, every_s=1.0)
+            assert "Network topology" in text
+            assert text.index(spine) < text.index(leaves[0]) < text.index(leaves[1])
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            print(f"dashboard screenshot: {await page.screenshot(ARTIFACTS / 'dashboard-topology.png')}")
+            assert page.errors == [], page.errors
+    finally:
+        for obj in reversed(made):
+            with contextlib.suppress(NotFound):
+                await client.delete(HYPERNODES, obj["metadata"]["name"])

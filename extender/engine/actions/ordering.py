@@ -97,7 +97,7 @@ def starving_by_queue(ssn: Session) -> tuple[list[Queue], dict[str, list[Job]]]:
         if job.queue not in starving:
             starving[job.queue] = []
             queues.append(ssn.queues[job.queue])
-        if ssn.job_starving(job):
+        if ssn.job_starving(job) and job.uid not in ssn.parked:  # a parked gang is left out (parking.py)
             starving[job.queue].append(job)
     return queues, starving
 

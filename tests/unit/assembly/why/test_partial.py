@@ -49,7 +49,7 @@ async def test_a_namespaced_role_gives_a_partial_answer_with_the_schedulers_cond
     conf = await read_conf(client, None)  # type: ignore[arg-type]
     assert set(view.snapshot.podgroups) == {"u/big"} and not view.snapshot.nodes
     assert [str(u) for u in view.unreadable] == [
-        "Node (cluster): 403 Forbidden", "Pod (namespaces other than u): 403 Forbidden",
+        "HyperNode (cluster): 403 Forbidden", "Node (cluster): 403 Forbidden", "Pod (namespaces other than u): 403 Forbidden",
         "PodGroup (namespaces other than u): 403 Forbidden", "PriorityClass (cluster): 403 Forbidden",
         "Queue (cluster): 403 Forbidden"]
     assert conf.unreadable == Unreadable("ConfigMap", "lapilli-system/lapilli-scheduler-conf", 403, "Forbidden")
@@ -60,7 +60,8 @@ async def test_a_namespaced_role_gives_a_partial_answer_with_the_schedulers_cond
     assert {(u["kind"], u["status"]) for u in data["unreadable"]} >= {("Node", 403), ("Queue", 403), ("ConfigMap", 403)}
     assert data["scheduler_condition"]["reason"] == "OverCapability"
     text = answer.render()
-    assert "PARTIAL ANSWER: your credentials could not read Node (cluster): 403 Forbidden; " in text
+    assert ("PARTIAL ANSWER: your credentials could not read HyperNode (cluster): 403 Forbidden; Node (cluster): 403 "
+            "Forbidden; ") in text
     assert ("the scheduler's own answer (condition lapilli.io/Why of 2026-01-01T00:00:00Z): OverCapability: "
             "1. needs nvidia.com/gpu 4") in text
 
@@ -77,3 +78,18 @@ async def test_full_read_access_is_not_partial_and_a_missing_configmap_is_no_gap
     assert "PARTIAL" not in answer.render() and "lapilli.io/Why" not in answer.render()
     assert answer.to_json()["scheduler_condition"] == {k: WHY[k] for k in
                                                        ("status", "reason", "message", "lastTransitionTime")}
+
+
+
+async def test_a_kind_the_cluster_does_not_serve_is_no_gap() -> None:
+    """HyperNodes on a cluster without their CRD (404): none exists, so nothing is hidden and the answer is exact."""
+    class NoTopology(_Client):
+        async def list(self, res: Resource, namespace: str | None = None, **_: Any) -> ObjectList:
+            if res.kind == "HyperNode":
+                raise NotFound(404, "NotFound", "the server could not find the requested resource")
+            return ObjectList([o for o in self.objects if o["kind"] == res.kind], "1")
+
+    client = NoTopology(_objects(), NotFound(404, "NotFound", "no such ConfigMap"))
+    view, conf = await read_cluster(client, "u"), await read_conf(client, None)  # type: ignore[arg-type]
+    assert view.unreadable == [] and view.objects["HyperNode"] == {}
+    assert not Answer.of(view, conf, why(view, conf.conf, "u/big")).partial
