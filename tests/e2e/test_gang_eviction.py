@@ -17,6 +17,7 @@ kubelet deletes a deleted node's pods as kube-controller-manager's does.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -122,6 +123,7 @@ async def test_the_issues_case_two_low_gangs_go_whole_and_none_is_left_in_part(c
         for name in lows:  # one after another, so the later-started gangs are the ones to go
             apply(cluster, gang(name, ns, 2, "gang-low"), tmp_path)  # no policy: an evicted pod is made again
             await running_pods(api, ns, name, 2, timeout_s=90)
+            await asyncio.sleep(1.1)  # creation times are whole seconds: the next gang starts a second later
         async with never_partly_bound(cluster, ns):
             apply(cluster, gang("high", ns, 3, "gang-high"), tmp_path)
             await running_pods(api, ns, "high", 3, timeout_s=120)
@@ -160,6 +162,7 @@ async def test_an_eight_pod_gang_evicts_exactly_one_eight_pod_gang_whole(cluster
         for name in lows:  # two pods of every low gang on every node: per-pod preemption takes pods of several
             apply(cluster, gang(name, ns, 2, "gang-low", spread=nodes), tmp_path)
             await running_pods(api, ns, name, 8, timeout_s=120)
+            await asyncio.sleep(1.1)  # creation times are whole seconds: the next gang starts a second later
         before = {name: {p["metadata"]["uid"] for p in await bound(api, ns, name)} for name in lows}
         async with never_partly_bound(cluster, ns):
             apply(cluster, gang("high", ns, 8, "gang-high"), tmp_path)
