@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
+from enum import Enum, IntEnum
 from typing import Final, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -125,6 +125,31 @@ class VictimsFn(Protocol):
     """Preemptable / Reclaimable: which of `candidates` the plugin lets go (None abstains)."""
 
     def __call__(self, actor: Task, candidates: list[Task], /) -> list[Task] | None: ...
+
+
+class EvictionKind(Enum):
+    """Which gang-aware eviction asks (Volcano's `api.EvictionKind`)."""
+
+    GANG_PREEMPT = "gangpreempt"
+    GANG_RECLAIM = "gangreclaim"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionContext:
+    """Volcano's `api.EvictionContext`: who evicts, for which gang, in which domain. `actor` is the gang's pending
+    need as one request (a pending member whose `resreq` is the sum), for votes that weigh a reclaimer's request."""
+
+    kind: EvictionKind
+    job: Job
+    actor: Task
+    domain: str
+
+
+class EvictableFn(Protocol):
+    """UnifiedEvictable: which of `candidates` (whole gangs and surplus members, least important first) the plugin
+    lets a gang-aware eviction take (None abstains)."""
+
+    def __call__(self, ctx: EvictionContext, candidates: list[Task], /) -> list[Task] | None: ...
 
 
 class QueuePredicateFn(Protocol):
@@ -313,6 +338,10 @@ class SessionView(Protocol):
 
     def add_reclaimable(self, fn: VictimsFn) -> None: ...
 
+    def add_evictable(self, fn: EvictableFn, *, guard: bool = False) -> None:
+        """A vote for gangpreempt/gangreclaim; `guard`: it also applies whatever tier decides (the queue-share
+        plugins' reclaim check, so a queue within its deserved share never loses a gang)."""
+
     def add_overused(self, fn: QueuePredicateFn) -> None: ...
 
     def add_allocatable(self, fn: QueueTaskFn) -> None: ...
@@ -425,6 +454,9 @@ __all__ = [
     "SUCCESS",
     "Code",
     "EventHandler",
+    "EvictableFn",
+    "EvictionContext",
+    "EvictionKind",
     "ExplainView",
     "HyperNodeGradientFn",
     "HyperNodeOrderFn",
