@@ -31,7 +31,11 @@ unit: $(STAMP)
 chromium:
 	command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
 
-test: $(STAMP) chromium
+# Idle-GPU reclaim's end-to-end test reads a real Prometheus (Debian's package); installed here when missing.
+prometheus:
+	command -v prometheus >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; }
+
+test: $(STAMP) chromium prometheus
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy

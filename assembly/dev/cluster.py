@@ -83,6 +83,8 @@ class ClusterSpec:
     etcd_in_memory: bool = True  # etcd data on /dev/shm when present: fsync is what makes etcd slow here
     kubelet_workers: int = 64
     serve_args: tuple[str, ...] = ()  # appended to `lapilli serve` (e.g. "--disable-controllers" in benchmarks)
+    # The scheduler conf `lapilli serve --scheduler-conf` runs; None: the shipped one (manifests/scheduler).
+    scheduler_conf: Path | None = None
     # kube-scheduler calls this extender URL instead of the service's (benchmarks measure what the extender
     # protocol itself costs with a do-nothing extender).
     extender_url: str | None = None
@@ -133,6 +135,7 @@ class _Ports:
     extender: int
     default_scheduler: int  # kube-scheduler for `default-scheduler` pods, when the extender is wired
     default_scheduler_http: int
+    gpu_metrics: int  # the simulated kubelet's DCGM-style /metrics (assembly.dev.gpumetrics)
 
     def in_use(self, plan: ServicePlan | None) -> dict[str, int]:
         ports = {"etcd": self.etcd, "etcd-peer": self.etcd_peer, "kube-apiserver": self.apiserver,
@@ -225,7 +228,7 @@ class DevCluster:
 
     async def _start_all(self) -> ClusterInfo:
         bins = self.binaries = self.binaries or find_binaries()
-        ports = _Ports(*free_ports(9))
+        ports = _Ports(*free_ports(10))
         creds = _write_credentials(self.state_dir / "pki")
         server, ca_pem = await self._start_etcd_and_apiserver(bins, ports, creds)
         write_kubeconfig(self.kubeconfig, server, creds.admin.token, ca_pem)
@@ -236,9 +239,12 @@ class DevCluster:
         self.client = KubeClient(load_kubeconfig(self.kubeconfig))
 
         wanted = service_available() if self.spec.extender is None else self.spec.extender
-        serve_args = ("--scheduler-conf", str(VGPU_CONF), *self.spec.serve_args) if self.spec.vgpu else (
-            self.spec.serve_args)
-        plan = plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, serve_args) if wanted else None
+        # --vgpu runs the vGPU conf unless a conf is named.
+        conf = self.spec.scheduler_conf or (VGPU_CONF if self.spec.vgpu else None)
+        plan = (
+            plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, self.spec.serve_args, conf)
+            if wanted else None
+        )
         if wanted and plan is None:
             raise ComponentFailed("the Lapilli service was asked for, but `lapilli serve` does not exist yet")
         await bootstrap(self.client, manifests_dir())
@@ -246,14 +252,15 @@ class DevCluster:
             await create_device_config(self.client)
         await asyncio.gather(
             self._start_scheduler(sched_kc, ports, plan),
-            self._start_kubelet(),
+            self._start_kubelet(ports.gpu_metrics),
             self._create_nodes(self.spec.nodes),
         )
         if self.spec.topology:
             await create_or_replace(self.client, discovery_configmap(self.spec.topology, SERVICE_NAMESPACE))
         return ClusterInfo(
             state_dir=str(self.state_dir), kubeconfig=str(self.kubeconfig), server=server,
-            kubernetes=bins.version_text, ports=ports.in_use(plan), service=plan is not None,
+            kubernetes=bins.version_text, service=plan is not None,
+            ports={**ports.in_use(plan), **({"gpu-metrics": ports.gpu_metrics} if self.spec.kubelet != "none" else {})},
             extender=plan is not None and plan.extender_url is not None,
             etcd_data=str((self.state_dir / "etcd").resolve()), nodes=self.spec.nodes, vgpu=self.spec.vgpu,
         )
@@ -323,13 +330,15 @@ class DevCluster:
         """The pid of `lapilli serve` itself (its supervisor's child), or None while it is not running."""
         return service_pid(self.state_dir)
 
-    async def _start_kubelet(self) -> None:
+    async def _start_kubelet(self, metrics_port: int) -> None:
+        """The simulated kubelet, serving its GPUs' utilisation on `metrics_port` (DCGM-style /metrics)."""
         mode = self.spec.kubelet
         if mode == "inprocess":
             # Its own client: the kubelet's connection pool must not compete with the caller's requests.
             self._kubelet_client = KubeClient(load_kubeconfig(self.kubeconfig))
             self.kubelet = SimKubelet(
                 self._kubelet_client, workers=self.spec.kubelet_workers, heartbeat_s=self.spec.heartbeat_s,
+                metrics_port=metrics_port,
             )
             self.kubelet.start()
             async with asyncio.timeout(60):
@@ -339,6 +348,7 @@ class DevCluster:
             record = self._spawn("kubelet", lapilli_argv(
                 "dev", "kubelet", "--kubeconfig", str(self.kubeconfig), "--ready-file", str(ready_file),
                 "--workers", str(self.spec.kubelet_workers), "--heartbeat", str(self.spec.heartbeat_s),
+                "--metrics-port", str(metrics_port),
             ))
             deadline = time.monotonic() + 60
             while not ready_file.exists():

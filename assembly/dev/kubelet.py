@@ -4,7 +4,9 @@ Two reflectors (simulated nodes by label; bound pods by `spec.nodeName!=`) feed 
 queue; a bounded pool of workers applies `podsim`'s decisions through pods/status patches and deletes, so
 thousands of pods move without one slow request holding up the rest. Nodes are kept Ready: a node that
 shows up not-ready or tainted `not-ready` is repaired at once, and every node gets a heartbeat
-(`lastHeartbeatTime`) spread evenly over the heartbeat period rather than in one burst.
+(`lastHeartbeatTime`) spread evenly over the heartbeat period rather than in one burst. The pods of a node that is
+deleted are deleted too, as kube-controller-manager's pod garbage collector does with orphaned pods (a dev cluster
+runs none): their owners see them gone and act, as on a real cluster.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from aiohttp import web
+
 from assembly.dev.devicesim import REFUSED_REASON, CardAdmission
+from assembly.dev.gpumetrics import GpuSeries, exposition, node_series
 from assembly.dev.nodes import SIM_SELECTOR, is_ready, make_ready, slim_node
 from assembly.dev.podsim import finished_patch, next_action, outcome, rejected_patch, running_patch, slim_pod
 from lapilli.cluster import Event, RateLimiter, Reflector, WorkQueue, run_worker
@@ -27,11 +32,11 @@ from lapilli.kube import REQUEST_ERRORS, Conflict, KubeClient, NotFound
 from lapilli.kube.resources import CONFIG_MAPS, NODES, PODS
 from lapilli.meta import key_of, name_of, namespace_of, revision, uid_of
 from lapilli.tasks import cancel_and_wait
-from lapilli.times import rfc3339
+from lapilli.times import parse_rfc3339, rfc3339
 
 log = logging.getLogger(__name__)
 
-Item = tuple[Literal["pod", "node"], str]
+Item = tuple[Literal["pod", "node", "orphan"], str]
 _HEARTBEAT_TYPES = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
 
 
@@ -43,6 +48,7 @@ class KubeletStats:
     started: int = 0
     finished: int = 0
     deleted: int = 0
+    orphans: int = 0  # pods of deleted nodes, deleted (the pod garbage collector's part)
     repaired_nodes: int = 0
     refused: int = 0  # pods the simulated vGPU device plugin refused (their cards over-full or unknown)
     heartbeats: int = 0
@@ -56,7 +62,7 @@ class KubeletStats:
             f"start lag p50 {lags[len(lags) // 2] * 1000:.0f}ms p99 {lags[int(len(lags) * 0.99)] * 1000:.0f}ms "
             f"max {lags[-1] * 1000:.0f}ms over {len(lags)}" if lags else "no starts"
         )
-        return (f"started {self.started} finished {self.finished} deleted {self.deleted} "
+        return (f"started {self.started} finished {self.finished} deleted {self.deleted} orphans {self.orphans} "
                 f"repaired {self.repaired_nodes} refused {self.refused} heartbeats {self.heartbeats} "
                 f"errors {self.errors}; {window}")
 
@@ -106,11 +112,16 @@ class SimKubelet:
 
     def __init__(
         self, client: KubeClient, *, workers: int = 64, heartbeat_s: float = 60.0, node_selector: str = SIM_SELECTOR,
-        device_config: NvidiaConfig | None = None,
+        device_config: NvidiaConfig | None = None, metrics_port: int | None = None,
     ) -> None:
         """`device_config`: the vGPU device config the simulated device plugin reads (MIG geometries); None: the
-        cluster's `volcano-vgpu-device-config`, read at start."""
+        cluster's `volcano-vgpu-device-config`, read at start. `metrics_port`: serve the simulated GPUs' utilisation on
+        http://127.0.0.1:PORT/metrics, as the DCGM exporter would (`gpumetrics`); 0 picks a free port (then
+        `metrics_port` is the bound one once `ready` is set)."""
         self.client = client
+        self.metrics_port = metrics_port
+        self._metrics_runner: web.AppRunner | None = None
+        self._bad_util: dict[str, str] = {}  # pod -> why its utilisation annotation is not read (logged once)
         self.workers = workers
         self.heartbeat_s = heartbeat_s
         self.nodes = Reflector(client, NODES, label_selector=node_selector, handlers=[self._on_node], name="sim-nodes",
@@ -162,6 +173,8 @@ class SimKubelet:
             tasks.append(self.pods.start())
             tasks += [asyncio.create_task(self._worker(), name=f"sim-kubelet-{i}") for i in range(self.workers)]
             await self.pods.synced.wait()
+            if self.metrics_port is not None:
+                await self._serve_metrics(self.metrics_port)
             self.ready.set()
             tasks.append(asyncio.create_task(self._heartbeats(), name="sim-kubelet-heartbeat"))
             tasks.append(asyncio.create_task(self._reports(), name="sim-kubelet-report"))
@@ -172,12 +185,57 @@ class SimKubelet:
             await asyncio.gather(*tasks, return_exceptions=True)
             for timer in self._timers.values():
                 timer.cancel()
+            if self._metrics_runner is not None:
+                await self._metrics_runner.cleanup()
+                self._metrics_runner = None
+
+    # -- the simulated GPUs' metrics ---------------------------------------------------------------------
+
+    async def _serve_metrics(self, port: int) -> None:
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        self._metrics_runner = web.AppRunner(app, access_log=None)
+        await self._metrics_runner.setup()
+        site = web.TCPSite(self._metrics_runner, "127.0.0.1", port)
+        await site.start()
+        sockets = getattr(site._server, "sockets", None) or []
+        self.metrics_port = sockets[0].getsockname()[1] if sockets else port
+        log.info("sim-kubelet: GPU metrics on http://127.0.0.1:%d/metrics", self.metrics_port)
+
+    def gpu_series(self, now: float | None = None) -> list[GpuSeries]:
+        """DCGM_FI_DEV_GPU_UTIL of every Running pod with GPUs on a simulated node."""
+        now = time.time() if now is None else now
+        out: list[GpuSeries] = []
+        for node in sorted(self.nodes.store):
+            running = []
+            for key in self._pods_on.get(node, ()):
+                pod = self.pods.store.get(key)
+                if pod is None or (pod.get("status") or {}).get("phase") != "Running":
+                    continue
+                started = self._started.get(uid_of(pod))
+                if started is None:
+                    stamp = (pod.get("status") or {}).get("startTime")
+                    started = parse_rfc3339(stamp) if stamp else now
+                running.append((pod, now - started))
+            series, problems = node_series(node, running)
+            out += series
+            for key, why in problems.items():
+                if self._bad_util.get(key) != why:
+                    log.warning("sim-kubelet: pod %s exports no GPU utilisation: %s", key, why)
+            self._bad_util = {k: v for k, v in {**self._bad_util, **problems}.items() if k in self.pods.store}
+        return out
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        return web.Response(text=exposition(self.gpu_series()), content_type="text/plain", charset="utf-8",
+                            headers={"X-Content-Type-Options": "nosniff"})
 
     # -- event handlers: cheap bookkeeping, then a key on the queue --------------------------------------
 
     def _on_node(self, event: Event) -> None:
         name = name_of(event.obj)
         if event.type == "DELETED":
+            for key in self._pods_on.get(name, ()):
+                self.queue.add(("orphan", key))
             return
         if not is_ready(event.obj):
             self.queue.add(("node", name))
@@ -226,6 +284,8 @@ class SimKubelet:
         try:
             if item[0] == "pod":
                 await self._sync_pod(item[1])
+            elif item[0] == "orphan":
+                await self._collect_orphan(item[1])
             else:
                 await self._sync_node(item[1])
         except (NotFound, Conflict):
@@ -236,6 +296,14 @@ class SimKubelet:
         if node is not None and not is_ready(node):
             await make_ready(self.client, node)
             self.stats.repaired_nodes += 1
+
+    async def _collect_orphan(self, key: str) -> None:
+        """A pod bound to a node that no longer exists is deleted at once (PodGC's orphan sweep, without its wait)."""
+        pod = self.pods.store.get(key)
+        if pod is None or pod["spec"]["nodeName"] in self.nodes.store:
+            return
+        await self.client.delete(PODS, name_of(pod), namespace_of(pod), grace_period_seconds=0, uid=uid_of(pod) or None)
+        self.stats.orphans += 1
 
     async def _sync_pod(self, key: str) -> None:
         pod = self.pods.store.get(key)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from assembly.dev.gpumetrics import UTIL_ANNOTATION
 from lapilli.devices.facts import POD_KEYS
 from lapilli.meta import Obj, annotations_of, is_deleting, section, uid_of
 from lapilli.times import parse_rfc3339, parse_seconds, rfc3339
@@ -24,13 +25,17 @@ EXIT_CODE_ANNOTATION: Final = "sim.lapilli.io/exit-code"
 
 
 
+# The simulated GPU exporter (gpumetrics) reads the utilisation annotation (and each container's GPU asks, kept
+# with the other extended resources).
+_READ_ANNOTATIONS: Final = (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION, UTIL_ANNOTATION)
+
+
 def slim_pod(pod: Obj) -> dict[str, Any]:
     """Only what the kubelet reads (a Reflector transform): keeps a 10,000-pod store small for the GC."""
     meta, spec, status = section(pod, "metadata"), section(pod, "spec"), section(pod, "status")
     notes = meta.get("annotations") or {}
     slim_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp") if k in meta}
-    slim_meta["annotations"] = {k: v for k, v in notes.items()
-                                if k in (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION) or k in POD_KEYS}
+    slim_meta["annotations"] = {k: v for k, v in notes.items() if k in _READ_ANNOTATIONS or k in POD_KEYS}
     containers = {
         key: [{"name": c["name"], "image": c.get("image", ""), **_extended(c)} for c in spec.get(key) or []]
         for key in ("containers", "initContainers")

@@ -1,7 +1,8 @@
 """What `lapilli job why` and `lapilli dashboard` read from the cluster with the user's own kubeconfig: the
 scheduler's inputs (Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes — the objects the live scheduler
-watches; a kind the cluster does not serve, such as HyperNodes without their CRD, reads as none), the
-scheduler conf from where the cluster's scheduler reads it, and who closed a queue.
+watches; a kind the cluster does not serve, such as HyperNodes without their CRD, reads as none; `job why` also
+Namespaces, for pod affinity's namespace selectors), the scheduler conf from where the cluster's scheduler reads
+it, and who closed a queue.
 
 What the credentials may not read is recorded (`Unreadable`: the kind, where, and the API server's HTTP status), never
 silently taken as empty: an answer computed without the nodes, or without other namespaces' PodGroups, is partial,
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from extender.engine.conf import ConfError, SchedulerConf
+from extender.engine.plugins.deviceshare import vgpu_arguments
 from extender.engine.run import parse_scheduler_conf
 from extender.engine.snapshot import Snapshot, add_object, idle_reclaimable_pods
 from lapilli.api.constants import QUEUE_KIND
@@ -28,6 +30,7 @@ from lapilli.kube.resources import (
     CONFIG_MAPS,
     EVENTS,
     HYPERNODES,
+    NAMESPACES,
     NODES,
     PODGROUPS,
     PODS,
@@ -100,13 +103,7 @@ def fallback(res: Resource, exc: ApiError, namespace: str | None) -> tuple[str |
 def build_view(objects: Mapping[str, Iterable[dict[str, Any]]]) -> ClusterView:
     view = ClusterView()
     for kind, items in objects.items():
-        per = view.objects.setdefault(kind, {})
-        for obj in items:
-            per[key_of(obj)] = obj
-            try:
-                add_object(view.snapshot, obj)
-            except (ValueError, KeyError, TypeError) as exc:
-                view.skipped.append(f"{kind} {key_of(obj)}: {exc}")
+        add_objects(view, kind, items)
     # What the leader's idle-GPU monitor marked reclaimable, as the PodGroups' conditions say.
     view.snapshot.idle_reclaimable = idle_reclaimable_pods(view.snapshot)
     return view
@@ -136,8 +133,27 @@ async def read_cluster(client: KubeClient, namespace: str | None = None) -> Clus
             return res.kind, []
 
     view = build_view(dict(await gather_or_cancel(*(one(res) for res in SCHEDULER_INPUTS))))
+    await _read_namespaces(client, view, unreadable)
     view.unreadable = sorted(unreadable, key=lambda u: (u.kind, u.scope))
     return view
+
+
+async def _read_namespaces(client: KubeClient, view: ClusterView, unreadable: list[Unreadable]) -> None:
+    """Namespaces' labels, which the namespace selectors of pod affinity terms match. Many users may not list
+    namespaces; that leaves a gap worth reporting only when some pod's terms select namespaces by label."""
+    try:
+        items = (await client.list(NAMESPACES)).items
+    except ApiError as exc:
+        if exc.status == UNAUTHORIZED:
+            raise
+        if any(t.namespace_selector.selector is not None for pod in view.snapshot.pods.values() if pod.terms
+               for t in (*pod.terms.affinity, *pod.terms.anti_affinity,
+                         *(w.term for w in (*pod.terms.preferred_affinity, *pod.terms.preferred_anti_affinity)))):
+            unreadable.append(refused(NAMESPACES, exc))
+        return
+    merged = build_view({NAMESPACES.kind: items})
+    view.objects[NAMESPACES.kind] = merged.objects[NAMESPACES.kind]
+    view.snapshot.namespaces.update(merged.snapshot.namespaces)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +190,35 @@ async def read_conf(client: KubeClient, path: Path | None) -> ClusterConf:
     if SHIPPED_CONF.is_file():
         return ClusterConf(parse_scheduler_conf(SHIPPED_CONF.read_text()), _display(SHIPPED_CONF), gap)
     return ClusterConf(parse_scheduler_conf(None), "Volcano's default conf", gap)
+
+
+async def read_device_config(client: KubeClient, conf: SchedulerConf) -> list[dict[str, Any]]:
+    """The vGPU device config ConfigMap the conf's deviceshare names (renamed resources, MIG geometries), as a
+    one-item list for `build_view`; none when the conf shares no GPUs, or the ConfigMap does not exist or may not be
+    read (the defaults then stand, as in the scheduler when it is missing)."""
+    args = vgpu_arguments(conf)
+    if args is None:
+        return []
+    try:
+        found = await client.get(CONFIG_MAPS, args.config_name, args.config_namespace)
+    except NotFound:
+        return []
+    except ApiError as exc:
+        if exc.status == UNAUTHORIZED:
+            raise
+        return []
+    return [{**found, "apiVersion": "v1", "kind": "ConfigMap"}]
+
+
+def add_objects(view: ClusterView, kind: str, items: Iterable[dict[str, Any]]) -> None:
+    """More of the scheduler's inputs (the device config, read once the conf is known) into `view`."""
+    per = view.objects.setdefault(kind, {})
+    for obj in items:
+        per[key_of(obj)] = obj
+        try:
+            add_object(view.snapshot, obj)
+        except (ValueError, KeyError, TypeError) as exc:
+            view.skipped.append(f"{kind} {key_of(obj)}: {exc}")
 
 
 def _display(path: Path) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
+from enum import Enum, IntEnum
 from typing import Final, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -125,6 +125,31 @@ class VictimsFn(Protocol):
     """Preemptable / Reclaimable: which of `candidates` the plugin lets go (None abstains)."""
 
     def __call__(self, actor: Task, candidates: list[Task], /) -> list[Task] | None: ...
+
+
+class EvictionKind(Enum):
+    """Which gang-aware eviction asks (Volcano's `api.EvictionKind`)."""
+
+    GANG_PREEMPT = "gangpreempt"
+    GANG_RECLAIM = "gangreclaim"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionContext:
+    """Volcano's `api.EvictionContext`: who evicts, for which gang, in which domain. `actor` is the gang's pending
+    need as one request (a pending member whose `resreq` is the sum), for votes that weigh a reclaimer's request."""
+
+    kind: EvictionKind
+    job: Job
+    actor: Task
+    domain: str
+
+
+class EvictableFn(Protocol):
+    """UnifiedEvictable: which of `candidates` (whole gangs and surplus members, least important first) the plugin
+    lets a gang-aware eviction take (None abstains)."""
+
+    def __call__(self, ctx: EvictionContext, candidates: list[Task], /) -> list[Task] | None: ...
 
 
 class QueuePredicateFn(Protocol):
@@ -240,6 +265,11 @@ class NodeLocal(Protocol):
 
     def explain(self, task: Task, node: Node) -> list[str]: ...
 
+    def summary(self, task: Task, rows: Index) -> str:
+        """One line on what comes closest when none of the nodes `rows` admits the task by its local state ("" when
+        one does): `no card with 20 GB free: best sim-node-3 card 1 with 12 GB`."""
+        ...
+
 
 # ---- what a plugin sees ---------------------------------------------------------------------------------------
 class SessionView(Protocol):
@@ -251,9 +281,14 @@ class SessionView(Protocol):
     total: Vec
     arrays: NodeArrays
     queue_reports: dict[str, QueueReport]
+    # Jobs this session leaves out (extender/engine/parking.py): no action tries them and their PodGroup result is
+    # the one they got when parked, so a plugin's per-job close work skips them.
+    parked: frozenset[str]
     topology: Topology
     # Each task's card assignment (task uid -> cards), kept by the device plugin as it places and undoes.
     assignments: dict[str, PodDevices]
+    # Each node's cards once the session ends: per card (uuid, MB in use, MB, pods, split), for reports.
+    card_report: dict[str, tuple[tuple[str, int, int, int, int], ...]]
     # Tasks whose GPUs idle under a policy that reclaims them (`Task.idle`), by pod key.
     idle_tasks: list[Task]
 
@@ -311,6 +346,10 @@ class SessionView(Protocol):
     def add_preemptable(self, fn: VictimsFn) -> None: ...
 
     def add_reclaimable(self, fn: VictimsFn) -> None: ...
+
+    def add_evictable(self, fn: EvictableFn, *, guard: bool = False) -> None:
+        """A vote for gangpreempt/gangreclaim; `guard`: it also applies whatever tier decides (the queue-share
+        plugins' reclaim check, so a queue within its deserved share never loses a gang)."""
 
     def add_overused(self, fn: QueuePredicateFn) -> None: ...
 
@@ -375,6 +414,8 @@ class ExplainView(SessionView, Protocol):
 
     def predicate_reasons(self, task: Task, node: Node) -> list[str]: ...
 
+    def local_summary(self, task: Task) -> str: ...
+
     def choose(self, task: Task) -> tuple[Node, bool] | None: ...
 
     def trial(self) -> Trial: ...
@@ -424,6 +465,9 @@ __all__ = [
     "SUCCESS",
     "Code",
     "EventHandler",
+    "EvictableFn",
+    "EvictionContext",
+    "EvictionKind",
     "ExplainView",
     "HyperNodeGradientFn",
     "HyperNodeOrderFn",

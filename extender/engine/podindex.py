@@ -89,16 +89,8 @@ class KeyDomains:
         return slot_counts if self.singletons else slot_counts[self.ids]
 
     def from_domains(self, domain_values: Counts) -> Counts:
-        """Values per domain (then the "no label" slot, as `sums` gives them), seen from each node."""
+        """Values per domain (then the "no label" slot), seen from each node."""
         return domain_values[self.ids]
-
-    def sums(self, node_counts: Counts, nodes: Flags | None = None) -> Counts:
-        """Per domain (then the "no label" slot, 0), the sum of `node_counts` over its nodes (only `nodes`)."""
-        ids = self.ids if nodes is None else self.ids[nodes]
-        values = node_counts if nodes is None else node_counts[nodes]
-        out = np.bincount(ids, weights=values, minlength=self.count + 1).astype(np.int64)
-        out[self.count] = 0
-        return out
 
     def present(self, nodes: Flags) -> Flags:
         """Per domain (then the "no label" slot, False): whether one of `nodes` is in it."""
@@ -321,11 +313,23 @@ class PodCounts:
             self._selected[pod.uid] = found
         return found
 
+    def matters(self, pod: Pod) -> bool:
+        """Whether `pod` carries terms or some registered matcher selects it. When not, its placements move no
+        count: that is remembered, so the session's events about it cost one lookup."""
+        if pod.terms is None and not self.selected(pod):
+            self._matches[pod.uid] = ()
+            return False
+        return True
+
     # ---- moves -------------------------------------------------------------------------------------------------
     def _moved_by(self, pod: Pod) -> tuple[int, ...]:
         found = self._matches.get(pod.uid)
         if found is None:
-            ids = [c for m in self.selected(pod) for c in self._by_matcher[m]]
+            selected = self.selected(pod)
+            if not selected and pod.terms is None:  # most pods: nothing selects them and they carry nothing
+                self._matches[pod.uid] = ()
+                return ()
+            ids = [c for m in selected for c in self._by_matcher[m]]
             if pod.terms is not None:
                 for kind, extract in self._kinds.items():
                     ids.extend(c for term in extract(pod.terms) if (c := self._idents.get((kind, term))) is not None)

@@ -50,11 +50,21 @@ class PodGroupEvent(NamedTuple):
     message: str
 
 
+class EvictionNote(NamedTuple):
+    """Why a pod is evicted, for the Event on it and on its PodGroup and the PodGroup's condition (Volcano's
+    `Statement.Evict(task, reason)`, with the reason naming who the room is for)."""
+
+    action: str  # gangpreempt | gangreclaim | preempt | reclaim
+    preemptor: str  # the PodGroup (ns/name) the room is made for
+    message: str  # one line: what is evicted, for whom, and why that is allowed
+
+
 @dataclass(slots=True)
 class SessionRecords:
     binds: dict[str, str] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
     events: list[PodGroupEvent] = field(default_factory=list)
+    eviction_notes: dict[str, EvictionNote] = field(default_factory=dict)  # pod key -> why it is evicted
     # PodGroup -> sub-gang -> HyperNode: where gang eviction made room, for the next sessions' allocate
     nominations: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -86,11 +96,15 @@ def _task_status(pod: PodRecord) -> TaskStatus:
 
 class Session(Callbacks):
     def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0,
-                 probe: SessionProbe | None = None, *, statements: Callable[[Session], Trial]) -> None:
-        """`statements` makes a Statement over this session (the `Statement` class): what `trial` returns."""
+                 probe: SessionProbe | None = None, *, statements: Callable[[Session], Trial],
+                 parked: frozenset[str] = frozenset()) -> None:
+        """`statements` makes a Statement over this session (the `Statement` class): what `trial` returns.
+        `parked`: jobs no action tries and no result is made for (`parking.py`)."""
         super().__init__(conf, probe)
         self._statements = statements
         self.now = now
+        self.parked = parked
+        self.tried: set[str] = set()  # jobs allocate took a turn on (parking.parkable)
         self.records = SessionRecords()
         names: set[str] = set()
         for n in snap.nodes.values():
@@ -110,6 +124,7 @@ class Session(Callbacks):
         self.conditions: dict[str, tuple[str, str, str]] = {}
         self._device_configs = dict(snap.device_configs)
         self.assignments: dict[str, PodDevices] = {}
+        self.card_report: dict[str, tuple[tuple[str, int, int, int, int], ...]] = {}
         self._open_plugins(self)
         self.placement.plug(self.predicates.all(), self.node_orders.all(), self.node_locals.all(),
                             self.node_bonuses.all())
@@ -196,6 +211,7 @@ class Session(Callbacks):
                 allocated=self.dims.zeros(),
                 annotations=dict(pg.annotations),
                 conditions=pg.conditions,
+                gang_evictable=pg.gang_evictable,
             )
         self.tasks: dict[str, Task] = {}
         self.other_tasks: list[Task] = []
@@ -401,6 +417,13 @@ class Session(Callbacks):
         """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
         return self.placement.predicate_reasons(task, node)
 
+    def local_summary(self, task: Task) -> str:
+        """What comes closest when no node the static predicates accept admits `task` by its local state (vGPU
+        cards); "" when one does."""
+        rows = np.flatnonzero(self.placement.static_mask(task))
+        return "; ".join(s for local in self.node_locals.all() if local.applies(task)
+                         if (s := local.summary(task, rows)))
+
     def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Why no node accepts `task`: Volcano's FitErrors text (`0/N nodes are unavailable: 3 Insufficient
         cpu.`), UnschedulableAndUnresolvable when the static predicates refuse every node (no eviction helps); over
@@ -465,4 +488,4 @@ class Session(Callbacks):
             plugin.on_session_close(self)
 
 
-__all__ = ["Index", "Mask", "PodGroupEvent", "QueueReport", "Scores", "Session", "SessionRecords"]
+__all__ = ["EvictionNote", "Index", "Mask", "PodGroupEvent", "QueueReport", "Scores", "Session", "SessionRecords"]

@@ -24,6 +24,7 @@ from extender.engine.plugins.binpack import BinpackArgs, binpack_score, binpack_
 from extender.engine.results import resource_units
 from extender.engine.rowmath import VECTOR, MatrixRows
 from extender.engine.status import Code, Status
+from extender.service import placecheck
 from extender.service.bindcheck import Refusal, names_refusal, node_refusal, pod_refusal, room_refusal
 from extender.service.cards import CardBook
 from extender.service.loop import SessionLoop
@@ -246,7 +247,7 @@ class Extender:
         domain = gang.domain if gang is not None else None
         candidates = [n for n in offered if n in latest.node_index and (domain is None or n in domain)]
         if not candidates:
-            return None
+            return self._replanned(None)
         idx = np.array([latest.node_index[n] for n in candidates])
         fits = np.all(req < self._room(latest)[idx] + TOLERANCE, axis=1)
         book = self._cards()
@@ -260,7 +261,20 @@ class Extender:
                 else:
                     fits[i] = False
         if not fits.any():
-            return None
+            return self._replanned(None)
+        fitting = [n for n, fit in zip(candidates, fits, strict=True) if fit]
+        # The same evaluation as the session's for what depends on other pods (affinity, spread, ports) against the
+        # whole plan. A spread gang's members are checked by kube-scheduler one by one in an order of its own, so it
+        # may refuse one in a state the plan passes through differently (each order ends as even): where the plan
+        # leaves nowhere, such a member moves by kube-scheduler's own view (bound pods and those parked at bind).
+        conf, snap = self.loop.conf.conf, self.state.snapshot
+        allowed = set(placecheck.allowed(snap, self.plan.placements(), conf, key, fitting))
+        if not allowed and placecheck.order_dependent(snap, key):
+            seen = {**self.permit.placements(), **self._inflight}
+            allowed = set(placecheck.allowed(snap, seen, conf, key, fitting))
+        fits &= np.array([n in allowed for n in candidates])
+        if not fits.any():
+            return self._replanned(None)
         scores = self._binpack(req, idx)
         scores[~fits] = -1
         best = candidates[int(np.argmax(scores))]
@@ -271,7 +285,11 @@ class Extender:
             self._moved[latest.node_index[planned]] += req
         self._tables_for = None  # the room it counted has moved
         self.plan.move(key, best, book.devices(cards[best], best) if best in cards else None)
-        return best
+        return self._replanned(best)
+
+    def _replanned(self, node: str | None) -> str | None:
+        self.metrics.replans.labels("moved" if node is not None else "failed").inc()
+        return node
 
     def _room(self, latest: Outcome) -> np.ndarray:
         """Each node's idle room over `latest`'s rows, with filter's re-plans since it counted."""

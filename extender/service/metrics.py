@@ -94,10 +94,20 @@ class ExtenderMetrics:
             "lapilli_extender_bind_refusals", "Binds refused before reaching the API server, by reason.", ["reason"],
             registry=registry,
         )
+        self.replans = Counter(
+            "lapilli_extender_replans_total", "Planned pods kube-scheduler did not offer their planned node, by what "
+            "filter or bind did: moved to another offered node the pod fits (resources, then pod affinity, spread "
+            "and ports against the pods bound or planned), or failed (the gang's plan is dropped).", ["result"],
+            registry=registry,
+        )
         self.permit_timeouts = Counter(
             "lapilli_gang_permit_timeouts_total", "Gangs whose permit timed out at bind.", registry=registry
         )
         self.evictions = Counter("lapilli_evictions_total", "Pods evicted by preempt or reclaim.", registry=registry)
+        # Read with lapilli_evictions_total as the release pair below: a gang evicted whole is partly bound between
+        # the Eviction calls of its pods.
+        self.evictions_in_flight = Gauge("lapilli_evictions_in_flight", "Evictions a session asked for whose "
+                                         "Eviction calls are not all answered.", registry=registry)
         self.evictions_by = Counter(
             "lapilli_evictions_by_action_total", "Pods evicted, by the action that chose them (preempt, reclaim) and "
             "the queue they were taken from.", ["action", "queue"], registry=registry)

@@ -74,6 +74,10 @@ class PermitCache:
         """Keys (ns/name) of the pods parked for `node`: their room is taken, though the cache shows them unbound."""
         return [f"{p.namespace}/{p.name}" for g in self._gangs.values() for p in g.parked.values() if p.node == node]
 
+    def placements(self) -> dict[str, str]:
+        """Every parked pod (ns/name) and its node: what kube-scheduler has assumed and not yet seen bound."""
+        return {f"{p.namespace}/{p.name}": p.node for g in self._gangs.values() for p in g.parked.values()}
+
     def parked(self, gang: str) -> list[str]:
         return [f"{p.namespace}/{p.name}" for p in self._gangs[gang].parked.values()] if gang in self._gangs else []
 

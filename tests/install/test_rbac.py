@@ -109,6 +109,7 @@ _TABLE: dict[str, list[tuple]] = {
          r"WATCHED.*PODGROUPS, QUEUES"),
         ("scheduling.k8s.io", ("priorityclasses",), ("list", "watch"), "extender/service/state.py",
          r"WATCHED.*PRIORITY_CLASSES"),
+        ("", ("namespaces",), ("list", "watch"), "extender/service/state.py", r"WATCHED.*NAMESPACES"),
         ("topology.volcano.sh", ("hypernodes",), ("list", "watch"), "extender/service/state.py",
          r"WATCHED.*HYPERNODES"),
         ("", ("pods",), ("get",), "extender/service", r"client\.get\(PODS"),

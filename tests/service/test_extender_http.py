@@ -269,3 +269,54 @@ async def test_preempt_takes_no_victim_from_a_queue_that_may_not_be_reclaimed(ai
     body = await (await http.post("/extender/preempt", json={"Pod": asking, "NodeNameToMetaVictims": victims})).json()
     assert body == ({"NodeNameToMetaVictims": {"n0": {"Pods": [{"UID": "ml-held-w-0"}], "NumPDBViolations": 0}}}
                     if reclaimable else {"NodeNameToMetaVictims": {}})
+
+
+def _one_per_node(name: str) -> dict:
+    return volcano_pod({"name": name, "group": "ddp", "req": {"cpu": "1"}, "labels": {"app": "ddp"},
+                        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {"matchLabels": {"app": "ddp"}},
+                             "topologyKey": "kubernetes.io/hostname"}]}}})
+
+
+async def test_filter_replan_keeps_a_gangs_anti_affinity_against_its_planned_siblings():
+    """A worker of a one-per-node gang whose planned node is not offered moves to an offered node its planned
+    sibling does not hold, though binpack would prefer the sibling's (fuller) node; offered only the sibling's node,
+    it does not move and the gang is re-planned. Each attempt is counted on /metrics."""
+    docs = [node({"name": f"n{i}", "alloc": {"cpu": "8", "memory": "16Gi"},
+                  "labels": {"kubernetes.io/hostname": f"n{i}"}}) for i in range(3)]
+    docs += [queue({"name": "default"}), podgroup({"name": "ml/ddp", "min": 2, "phase": "Inqueue"})]
+    docs += [_one_per_node(f"ml/ddp-w-{i}") for i in range(2)]
+    extender = await _extender_over(docs)
+    first, sibling = extender.plan.node_for("ml/ddp-w-0"), extender.plan.node_for("ml/ddp-w-1")
+    assert first and sibling and first != sibling
+    free = next(n for n in ("n0", "n1", "n2") if n not in (first, sibling))
+    moved = extender.filter(ExtenderArgs.model_validate(_args(_one_per_node("ml/ddp-w-0"), [sibling, free])))
+    assert moved["NodeNames"] == [free], moved
+    assert extender.plan.node_for("ml/ddp-w-0") == free
+    refused = extender.filter(ExtenderArgs.model_validate(_args(_one_per_node("ml/ddp-w-1"), [free])))
+    assert refused["NodeNames"] == [] and extender.plan.node_for("ml/ddp-w-1") is None, refused
+    counts = {s.labels["result"]: s.value for m in extender.metrics.replans.collect() for s in m.samples
+              if s.name.endswith("_total")}
+    assert counts == {"moved": 1.0, "failed": 1.0}
+
+
+def _zone_spread(name: str) -> dict:
+    return volcano_pod({"name": name, "group": "web", "req": {"cpu": "1"}, "labels": {"app": "web"},
+                        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                                                       "whenUnsatisfiable": "DoNotSchedule",
+                                                       "labelSelector": {"matchLabels": {"app": "web"}}}]})
+
+
+async def test_a_spread_member_kube_scheduler_meets_out_of_the_plans_order_moves_by_its_view():
+    """kube-scheduler checks a spread gang's members one by one in its own order: the second member may come first
+    and be refused its planned zone... The plan (its sibling planned in the other zone) leaves it nowhere else, so it
+    moves by what kube-scheduler has seen (nothing bound or parked yet), which ends even whatever the order."""
+    docs = [node({"name": f"n{i}", "alloc": {"cpu": "8", "memory": "16Gi"}, "labels": {"zone": f"z{i}"}})
+            for i in range(2)]
+    docs += [queue({"name": "default"}), podgroup({"name": "ml/web", "min": 2, "phase": "Inqueue"})]
+    docs += [_zone_spread(f"ml/web-w-{i}") for i in range(2)]
+    extender = await _extender_over(docs)
+    first, second = extender.plan.node_for("ml/web-w-0"), extender.plan.node_for("ml/web-w-1")
+    assert {first, second} == {"n0", "n1"}
+    moved = extender.filter(ExtenderArgs.model_validate(_args(_zone_spread("ml/web-w-1"), [first])))
+    assert moved["NodeNames"] == [first], moved

@@ -52,10 +52,11 @@ class CodedFilter:
         rules = self.rules(task)
         if not rules:
             allowed = np.ones(self.size, dtype=bool)
-        elif len(rules) == 1:
-            allowed = ~rules[0][1]
         else:
-            allowed = ~np.logical_or.reduce([refused for _, refused in rules])
+            refused = rules[0][1].copy() if len(rules) > 1 else rules[0][1]
+            for _, more in rules[1:]:
+                refused |= more
+            allowed = ~refused
         self._last = _Verdict(task.uid, self.counts.version, rules, allowed)
         return self._last
 

@@ -92,9 +92,9 @@ class AffinityFilter(CodedFilter):
         """Counters of the carried anti-affinity terms that select `task`."""
         found = self._concerned.get(task.uid)
         if found is None:
-            existing = self._existing
+            selected, existing = self.counts.selected(task), self._existing
             found = self._concerned[task.uid] = tuple(
-                c for m in self.counts.selected(task) if m in existing for c in existing[m])
+                c for m in selected if m in existing for c in existing[m]) if selected else ()
         return found
 
     def rules(self, task: Task) -> list[Rule]:
@@ -187,9 +187,9 @@ class AffinityScorer:
     def _selected_by(self, task: Task) -> tuple[tuple[int, int], ...]:
         found = self._concerned.get(task.uid)
         if found is None:
-            carried = self._carried
+            selected, carried = self.counts.selected(task), self._carried
             found = self._concerned[task.uid] = tuple(
-                entry for m in self.counts.selected(task) if m in carried for entry in carried[m])
+                entry for m in selected if m in carried for entry in carried[m]) if selected else ()
         return found
 
     def raw(self, task: Task) -> npt.NDArray[np.int64]:

@@ -49,7 +49,8 @@ def _open(ssn: SessionView, counts: PodCounts, parts: list[Part], scores: bool) 
         for task in node.tasks.values():
             counts.add(task, node.name)
     for pod in pods:
-        if pod.status is not TaskStatus.PENDING:
+        # A pod with no terms of its own that nothing selects concerns no part (the common case, decided once).
+        if pod.status is not TaskStatus.PENDING or not counts.matters(pod):
             continue
         for part in parts:
             if part.concerns(pod):

@@ -49,6 +49,14 @@ class _Constraint:
     counter: int  # pods it counts, per node
 
 
+@dataclass(frozen=True, slots=True)
+class _Eligible:
+    nodes: Mask  # the nodes a constraint counts over
+    ids: npt.NDArray[np.intp]  # their domains
+    present: Mask  # per domain (then False for "no label"): whether one of the nodes is in it
+    domains: int  # how many domains have one
+
+
 class _Constraints:
     """The constraints of one kind (hard or soft) of each pod template, with their counters, and the nodes each
     pod's inclusion policies admit."""
@@ -57,6 +65,8 @@ class _Constraints:
         self.nodes, self.domains, self.counts, self.hard = nodes, domains, counts, hard
         self._plans: dict[tuple[int, str], tuple[_Constraint, ...]] = {}  # (id(terms), namespace) -> constraints
         self._policy: dict[tuple[str, bool, bool], Mask] = {}
+        self._keyed: dict[int, Mask] = {}
+        self._eligible: dict[tuple[int, int, str], _Eligible] = {}
 
     def register(self, pods: Iterable[Task]) -> None:
         for pod in pods:
@@ -76,10 +86,13 @@ class _Constraints:
         return self._plans.get((id(task.terms), task.namespace), ())
 
     def all_keys(self, constraints: tuple[_Constraint, ...]) -> Mask:
-        """Nodes with every topology key of the constraints."""
-        mask = np.ones(len(self.nodes), dtype=bool)
-        for c in constraints:
-            mask &= c.domains.has
+        """Nodes with every topology key of the constraints (kept per template: read only)."""
+        mask = self._keyed.get(id(constraints))
+        if mask is None:
+            mask = np.ones(len(self.nodes), dtype=bool)
+            for c in constraints:
+                mask &= c.domains.has
+            self._keyed[id(constraints)] = mask
         return mask
 
     def policy(self, task: Task, spec: SpreadConstraint) -> Mask:
@@ -96,11 +109,25 @@ class _Constraints:
                 dtype=bool, count=len(self.nodes))
         return mask
 
-    def domain_counts(self, task: Task, c: _Constraint, keyed: Mask) -> tuple[npt.NDArray[np.int64], Mask]:
-        """Per domain: the pods the constraint counts over its eligible nodes, and whether an eligible node is
-        in it."""
-        eligible = keyed & self.policy(task, c.spec)
-        return c.domains.sums(self.counts.counts(c.counter), eligible), c.domains.present(eligible)
+    def eligible(self, task: Task, constraints: tuple[_Constraint, ...], c: _Constraint) -> _Eligible:
+        """The nodes the constraint counts over for the task (every key of `constraints`, its policies), kept per
+        template: what is placed changes the counts, not the nodes."""
+        key = (id(constraints), id(c), task.predicate_key)
+        found = self._eligible.get(key)
+        if found is None:
+            nodes = self.all_keys(constraints) & self.policy(task, c.spec)
+            ids = c.domains.ids[nodes]
+            present = np.bincount(ids, minlength=c.domains.count + 1) > 0
+            present[c.domains.count] = False
+            found = self._eligible[key] = _Eligible(nodes, ids, present, int(present.sum()))
+        return found
+
+    def domain_counts(self, c: _Constraint, eligible: _Eligible) -> npt.NDArray[np.int64]:
+        """Per domain (then 0 for "no label"): the pods the constraint counts over its eligible nodes."""
+        counts = np.bincount(eligible.ids, weights=self.counts.counts(c.counter)[eligible.nodes],
+                             minlength=c.domains.count + 1).astype(np.int64)
+        counts[c.domains.count] = 0
+        return counts
 
 
 class SpreadFilter(CodedFilter):
@@ -120,13 +147,12 @@ class SpreadFilter(CodedFilter):
 
     def rules(self, task: Task) -> list[Rule]:
         constraints = self.constraints.of(task)
-        keyed = self.constraints.all_keys(constraints)
         rules: list[Rule] = []
         for c in constraints:
-            counts, present = self.constraints.domain_counts(task, c, keyed)
-            domains = int(present.sum())
-            least = int(counts[present].min()) if domains else NO_DOMAIN_MIN
-            if domains < c.spec.min_domains:
+            eligible = self.constraints.eligible(task, constraints, c)
+            counts = self.constraints.domain_counts(c, eligible)
+            least = int(counts[eligible.present].min()) if eligible.domains else NO_DOMAIN_MIN
+            if eligible.domains < c.spec.min_domains:
                 least = 0
             itself = int(c.spec.selector.matches(task.labels))
             rules.append((1, ~c.domains.has))
@@ -163,7 +189,8 @@ class SpreadScorer:
                 size, count = int(kept.sum()), node_counts[idx]
             else:
                 size = int(c.domains.present(kept).sum())
-                count = c.domains.from_domains(self.constraints.domain_counts(task, c, keyed)[0])[idx]
+                eligible = self.constraints.eligible(task, constraints, c)
+                count = c.domains.from_domains(self.constraints.domain_counts(c, eligible))[idx]
             score = count * np.log(size + 2) + (c.spec.max_skew - 1)
             total += np.where(c.domains.has[idx], score, 0.0)
         return np.floor(total + 0.5).astype(np.int64), ignored
