@@ -21,7 +21,7 @@ from lapilli.api.constants import DEFAULT_QUEUE
 from lapilli.meta import annotations_of, name_of
 from lapilli.resources.units import Units
 from lapilli.times import rfc3339_micro
-from lapilli.usage import USAGE_ANNOTATION, UsageRecord, advance, record_of
+from lapilli.usage import HELD_BACK, USAGE_ANNOTATION, UsageRecord, advance, record_of
 
 # Volcano's default configuration with GPU-aware binpack added to the second tier.
 SIM_CONF: Final = DEFAULT_CONF.rstrip() + "\n  - name: binpack\n"
@@ -132,9 +132,12 @@ class LapilliScheduler:
         ancestors = ancestors_of({name_of(q): str((q.get("spec") or {}).get("parent") or "") for q in queues})
         pairs = [(cluster.jobs[p.job].job.queue, p.request) for p in cluster.pods.values() if p.node is not None]
         held = held_by_queue(pairs, ancestors)
+        # A record seeded from a Queue (a replay of a live cluster) may be older than `start`: what the queue held
+        # before the simulation is counted as the leader's next sample would count it (`UsageRecord.next_sample`).
+        since = self.epoch + start - HELD_BACK * args.sampling_interval
         for name in ancestors:
             record = self.records.get(name)
-            usage = record.at_time(self.epoch + end, args.half_life, held.get(name, {})) if record else advance(
+            usage = record.at_time(self.epoch + end, args.half_life, held.get(name, {}), since) if record else advance(
                 {}, held.get(name, {}), end - start, args.half_life)
             self.records[name] = UsageRecord(self.epoch + end, args.half_life, usage)
         self.usage_history.append((end, {name: dict(r.usage) for name, r in self.records.items()}))

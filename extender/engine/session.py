@@ -158,7 +158,7 @@ class Session(Callbacks):
     def _add_usage(self, snap: Snapshot, args: FairShareArgs) -> None:
         """Each queue's decayed usage at `now` (and the share plugins' bias): data the snapshot carried."""
         tau = mean_life(args.half_life)
-        for name, units in decayed(snap, args.half_life, self.now).items():
+        for name, units in decayed(snap, args, self.now).items():
             queue = self.queues[name]
             queue.usage = self.dims.vector({k: v for k, v in units.items() if k in self.dims.index})
             if args.share_weight > 0:
