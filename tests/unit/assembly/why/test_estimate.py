@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from assembly.why.estimate import Estimate, about, estimates, history, run_time
+from assembly.sim.forward import forward
+from assembly.why.estimate import Estimate, about, estimates, history, live_jobs, run_time
 from extender.engine.run import parse_scheduler_conf
 from lapilli.meta import key_of
 from lapilli.times import rfc3339
@@ -98,3 +99,16 @@ def test_words() -> None:
     assert about(2400) == "about 40 min" and about(60) == "about a minute" and about(5 * 3600) == "about 5.0 h"
     assert about(3 * 86400) == "about 3.0 days"
     assert Estimate(0).text() == "expected to start now"
+
+
+def test_a_job_the_replay_cannot_read_is_left_out_and_the_others_are_estimated() -> None:
+    llama = vcjob("llama-70b", 2, phase="Running", annotations={"volcano.sh/expected-duration": "1h"},
+                  started=NOW - 1200)
+    nxt = vcjob("next", 2, created=NOW - 7200)
+    lost = vcjob("lost", 1, queue_name="no-such-queue")
+    objects = view(llama, nxt, lost, pods=running_pods(llama, "n1"))
+    live, _ = live_jobs([llama, nxt, lost], list(objects["Pod"].values()), NOW)
+    forecast = forward(list(objects["Node"].values()), list(objects["Queue"].values()), [], live,
+                       list(objects["Pod"].values()), CONF, NOW)
+    assert list(forecast.skipped) == ["ml/lost"] and "no-such-queue" in forecast.skipped["ml/lost"]
+    assert forecast.started["ml/next"] == pytest.approx(2400)
