@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from assembly.cli.vcctl import since
+from assembly.dashboard.forecast import Forecast
 from assembly.dashboard.topology import Topology, topology
 from assembly.why.answer import STARTED_KINDS, condition_line, service_condition
-from assembly.why.estimate import estimates, jobs_by_podgroup
+from assembly.why.estimate import jobs_by_podgroup
 from assembly.why.gather import ClusterView, Unreadable
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain import Context, Explanation, explain
@@ -85,6 +86,7 @@ class Page:
     unreadable: list[str] = field(default_factory=list)  # what the credentials could not read: the page is partial
     missing: list[JobRow] = field(default_factory=list)  # PodGroups whose queue does not exist (or is not readable)
     topology: Topology | None = None  # None: the cluster has no HyperNode
+    estimated_at: str = ""  # when the expected starts shown were made, if the cluster changed since
 
 
 def _parent(queue: Mapping[str, Any]) -> str:
@@ -118,9 +120,11 @@ def _owner_job(pg: Mapping[str, Any]) -> str:
 
 
 def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Mapping[str, str],
-          now: datetime | None = None, unreadable: Sequence[Unreadable] = (), jobs: Sequence[Obj] = ()) -> Page:
+          now: datetime | None = None, unreadable: Sequence[Unreadable] = (), jobs: Sequence[Obj] = (),
+          forecast: Forecast | None = None) -> Page:
     """`unreadable`: what the credentials could not read besides `view.unreadable` (the conf's ConfigMap); `jobs`:
-    the cluster's Volcano Jobs, for the waiting ones' expected start (none without them)."""
+    the cluster's Volcano Jobs, and `forecast` a start-time replay over them (`assembly.dashboard.forecast`), for
+    the waiting ones' expected start (none without them)."""
     now = now or datetime.now(UTC)
     snap = view.snapshot
     result = run_session(snap, conf, now.timestamp())
@@ -129,7 +133,7 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
     raw_queues = view.objects.get("Queue", {})
     raw_pgs = view.objects.get("PodGroup", {})
     gaps = [*view.unreadable, *unreadable]
-    starts = _starts(view, conf, jobs, answers, now)
+    starts = _starts(view, jobs, answers, forecast, now)
     by_queue: dict[str, list[JobRow]] = {}
     for key, answer in sorted(answers.items()):
         pg = raw_pgs.get(key) or {}
@@ -172,14 +176,14 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
                 tree)
 
 
-def _starts(view: ClusterView, conf: SchedulerConf, jobs: Sequence[Obj], answers: Mapping[str, Explanation],
+def _starts(view: ClusterView, jobs: Sequence[Obj], answers: Mapping[str, Explanation], forecast: Forecast | None,
             now: datetime) -> dict[str, str]:
     """PodGroup -> its Volcano Job's expected start, for the jobs that wait (one replay for all of them)."""
     waiting = [key for key, answer in answers.items() if answer.kind not in STARTED_KINDS]
-    if not jobs or not waiting:
+    if not jobs or not waiting or forecast is None:
         return {}
     owners = jobs_by_podgroup(jobs, view.objects.get("PodGroup", {}))
-    expected = estimates(view.objects, jobs, conf, now.timestamp())
+    expected = forecast.seen_at(now.timestamp())
     return {key: expected[owners[key]].text() for key in waiting if owners.get(key) in expected}
 
 

@@ -12,11 +12,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from assembly.dashboard.forecast import Forecaster
 from assembly.dashboard.page import build
 from assembly.dashboard.render import document, fragment
 from assembly.why.gather import (
@@ -60,6 +62,7 @@ class Dashboard:
         self.conf: ClusterConf | None = None
         self.device_config: list[dict[str, Any]] = []  # the vGPU device config the conf names, read at start
         self.narrowed: list[Unreadable] = []  # kinds refused across namespaces and watched in `namespace` only
+        self.forecaster = Forecaster()  # the waiting jobs' expected starts, replayed off the refresh
 
     async def start(self, sync_timeout_s: float = 30.0) -> None:
         self.conf = await read_conf(self.client, self.conf_path)
@@ -114,8 +117,14 @@ class Dashboard:
         view = build_view({**{r.resource.kind: list(r.store.values()) for r in self.reflectors},
                            "ConfigMap": self.device_config})
         closers = closed_by(view.objects.get("Queue", {}).values(), self.events.store.values())
-        page = build(view, self.conf.conf, self.conf.where, closers, unreadable=self.unreadable(),
-                     jobs=list(self.jobs.store.values()))
+        jobs = list(self.jobs.store.values())
+        # The replay reads the scheduler's inputs and the Jobs: it is due again when one of their watches moved.
+        inputs = tuple((r.name, r.namespace, r.resource_version) for r in [*self.reflectors, self.jobs])
+        forecast = self.forecaster.current(inputs, view.objects, jobs, self.conf.conf)
+        page = build(view, self.conf.conf, self.conf.where, closers, unreadable=self.unreadable(), jobs=jobs,
+                     forecast=forecast)
+        if forecast is not None and forecast.key != inputs:
+            page.estimated_at = datetime.fromtimestamp(forecast.at, UTC).strftime("%H:%M:%S UTC")
         return document(page) if whole else fragment(page)
 
 

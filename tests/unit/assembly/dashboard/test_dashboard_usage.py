@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from assembly.dashboard.forecast import replay
 from assembly.dashboard.page import build
 from assembly.dashboard.render import fragment
 from assembly.why.gather import build_view
@@ -42,8 +43,10 @@ def test_a_waiting_jobs_row_shows_its_expected_start() -> None:
                          "ownerReferences": [{"kind": "Job", "name": name, "uid": job["metadata"]["uid"]}]},
             "spec": {"queue": "default", "minMember": 2, "minResources": {"cpu": "2", "nvidia.com/gpu": "2"}},
             "status": {"phase": phase}}
-    page = build(build_view({k: list(v.values()) for k, v in objects.items()}), parse_scheduler_conf(None),
-                 "default", {}, now=datetime.fromtimestamp(NOW, UTC), jobs=[llama, nxt])
+    conf = parse_scheduler_conf(None)
+    forecast = replay(objects, [llama, nxt], conf, NOW)
+    page = build(build_view({k: list(v.values()) for k, v in objects.items()}), conf,
+                 "default", {}, now=datetime.fromtimestamp(NOW, UTC), jobs=[llama, nxt], forecast=forecast)
     rows = {j.key: j for q in page.queues for j in q.jobs}
     assert rows["ml/next"].estimate.startswith("expected to start in about 40 min (when ml/llama-70b ends")
     assert rows["ml/llama-70b"].estimate == ""
