@@ -20,9 +20,12 @@ from assembly.why.gather import ClusterView, Unreadable
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain import Context, Explanation, explain
 from extender.engine.explain.units import number
+from extender.engine.results import QueueResult
 from extender.engine.run import run_session
+from extender.engine.snapshot import QueueRecord
 from lapilli.meta import Obj, meta, name_of, owner_references
 from lapilli.resources.units import CPU, GPU, MEMORY, PODS
+from lapilli.resources.vector import Dims
 from lapilli.usage import shown_usage
 
 
@@ -148,16 +151,7 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
         row = QueueRow(name, depth, record.state if record else "", record.weight if record else 0,
                        computed.share if computed else 0.0)
         row.usage = shown_usage(meta(raw_queues.get(name)).get("annotations") or {}, now.timestamp())
-        for i, resource in enumerate(dims.names):
-            if resource in (PODS,) or record is None:
-                continue
-            allocated = float(computed.allocated[i]) if computed else 0.0
-            deserved = float(computed.deserved[i]) if computed and computed.deserved is not None else None
-            cap = record.capability.get(resource)
-            if not allocated and not deserved and cap is None:
-                continue
-            row.bars.append(Bar(resource, number(resource, deserved) if deserved is not None else None,
-                                number(resource, allocated), number(resource, cap) if cap is not None else None))
+        row.bars = _bars(record, computed, dims) if record is not None else []
         row.jobs = by_queue.pop(name, [])
         rows.append(row)
     nodes = []
@@ -174,6 +168,22 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
                     {n.name: (n.gpus_used, n.gpus) for n in nodes})
     return Page(rows, nodes, conf_where, now.strftime("%Y-%m-%d %H:%M:%S UTC"), [str(u) for u in gaps], missing,
                 tree)
+
+
+def _bars(record: QueueRecord, computed: QueueResult | None, dims: Dims) -> list[Bar]:
+    """Allocated / deserved / capability of each resource the queue has any of (pods left out)."""
+    bars = []
+    for i, resource in enumerate(dims.names):
+        if resource == PODS:
+            continue
+        allocated = float(computed.allocated[i]) if computed else 0.0
+        deserved = float(computed.deserved[i]) if computed and computed.deserved is not None else None
+        cap = record.capability.get(resource)
+        if not allocated and not deserved and cap is None:
+            continue
+        bars.append(Bar(resource, number(resource, deserved) if deserved is not None else None,
+                        number(resource, allocated), number(resource, cap) if cap is not None else None))
+    return bars
 
 
 def _starts(view: ClusterView, jobs: Sequence[Obj], answers: Mapping[str, Explanation], forecast: Forecast | None,
