@@ -4,6 +4,14 @@ is explained by the first rule that does (kube-scheduler's Filter returns the fi
 A task's rules are computed over all nodes at once and kept until the placed pods change, so placement's mask, the
 fit error's walk over the nodes (`explain`) and preempt's one-node checks reuse them; the per-node codes are built
 only when an explanation asks.
+
+What these rules refuse counts as Unschedulable, also where kube-scheduler says UnschedulableAndUnresolvable (pod
+affinity, a node without a spread constraint's key): the code reaches kube-scheduler only as a gang's answer to
+filter (FailedNodes rather than FailedAndUnresolvableNodes), and then changes nothing it does. It filters with its
+own InterPodAffinity and PodTopologySpread first, so the extender sees only nodes those pass with the bound pods;
+the preemption it may then try for a gang member ends at the extender's preempt verb, which gives a gang no victims.
+The engine's preempt tries such nodes too and finds nothing there: the dynamic predicates are asked before any
+eviction is kept (`actions/preempt._fits`).
 """
 
 from __future__ import annotations
