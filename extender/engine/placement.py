@@ -198,6 +198,20 @@ class Placement:
         return entry
 
     # ---- queries --------------------------------------------------------------------------------------------
+    def preempt_mask(self, task: Task) -> Mask:
+        """Nodes where evicting pods might let the task in: the static predicates accept it, and no predicate that
+        depends on other pods refuses it UnschedulableAndUnresolvable. Shared for a task no such predicate concerns
+        (callers must not modify it)."""
+        static = self.static_mask(task)
+        if not task.dynamic:
+            return static
+        refused: Mask | None = None
+        for pred in self._predicates:
+            mask = pred.unresolvable_mask(task, self._every)
+            if mask is not None:
+                refused = mask if refused is None else refused | mask
+        return static if refused is None else static & ~refused
+
     def _dynamic_mask(self, task: Task, idx: Index) -> Mask | None:
         combined: Mask | None = None
         for pred in self._predicates:
@@ -319,7 +333,7 @@ class Placement:
 
     def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,
-        UnschedulableAndUnresolvable when the static predicates refuse every node (kube-scheduler's code for
+        UnschedulableAndUnresolvable when no eviction could open any node (`preempt_mask`; kube-scheduler's code for
         what no eviction fixes). Over the nodes `rows` of HyperNode `hypernode` only, when given (`In hyperNode
         leaf-3: 0/4 nodes are unavailable: …`): allocate's view when a gang must stay inside one HyperNode.
 
@@ -354,7 +368,7 @@ class Placement:
             reasons[reason] = reasons.get(reason, 0) + count
         histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
         text = f"0/{len(self.nodes)} nodes are unavailable"
-        code = Code.UNSCHEDULABLE if static.any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        code = Code.UNSCHEDULABLE if self.preempt_mask(task).any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         status = Status(code, f"{text}: {histogram}." if histogram else text)
         if dynamic is None and not locals_:
             self._fit_errors[key] = (len(self._log), status)
@@ -375,7 +389,7 @@ class Placement:
         histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
         text = f"0/{len(rows)} nodes are unavailable"
         text = f"{text}: {histogram}." if histogram else text
-        code = Code.UNSCHEDULABLE if static.any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        code = Code.UNSCHEDULABLE if self.preempt_mask(task)[rows].any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return Status(code, f"In hyperNode {hypernode}: {text}" if hypernode and histogram else text)
 
     def _explain(self, task: Task, rows: Index, locals_: Sequence[NodeLocal] = ()) -> dict[str, int]:

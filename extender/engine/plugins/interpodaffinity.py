@@ -84,6 +84,7 @@ class AffinityFilter(CodedFilter):
     """The filter as a `Predicate` part (only `dynamic_mask` and `explain` constrain anything)."""
 
     reasons = REASONS
+    unresolvable = frozenset({1})  # no eviction brings a pod the affinity needs
 
     def __init__(self, nodes: Sequence[Node], domains: Domains, counts: PodCounts) -> None:
         super().__init__(counts, len(nodes))
