@@ -112,3 +112,6 @@ def test_a_job_the_replay_cannot_read_is_left_out_and_the_others_are_estimated()
                        list(objects["Pod"].values()), CONF, NOW)
     assert list(forecast.skipped) == ["ml/lost"] and "no-such-queue" in forecast.skipped["ml/lost"]
     assert forecast.started["ml/next"] == pytest.approx(2400)
+    got = estimates(objects, [llama, nxt, lost], CONF, NOW)
+    assert got["ml/lost"].text().startswith("expected start: unknown (the scheduler's replay cannot read this Job: ")
+    assert "no-such-queue" in got["ml/lost"].text() and got["ml/next"].seconds == pytest.approx(2400)
