@@ -123,20 +123,9 @@ class _Cluster:
 
 
 async def test_the_page_replays_once_while_its_watches_see_no_change() -> None:
-    from tests.unit.assembly.why.test_estimate import NOW, running_pods, vcjob, view
+    from tests.unit.assembly.why.test_estimate import NOW, waiting_behind_llama
 
-    llama = vcjob("llama-70b", 2, phase="Running", annotations={"volcano.sh/expected-duration": "1h"},
-                  started=NOW - 1200)
-    nxt = vcjob("next", 2, created=NOW - 7200)
-    objects = view(llama, nxt, pods=running_pods(llama, "n1"))
-    for job, phase in ((llama, "Running"), (nxt, "Inqueue")):
-        name = job["metadata"]["name"]
-        objects.setdefault("PodGroup", {})[f"ml/{name}"] = {
-            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "ml", "creationTimestamp": job["metadata"]["creationTimestamp"],
-                         "ownerReferences": [{"kind": "Job", "name": name, "uid": job["metadata"]["uid"]}]},
-            "spec": {"queue": "default", "minMember": 2, "minResources": {"cpu": "2", "nvidia.com/gpu": "2"}},
-            "status": {"phase": phase}}
+    llama, nxt, objects = waiting_behind_llama()
     cluster = _Cluster([o for kind in objects.values() for o in kind.values()] + [llama, nxt])
     dashboard = Dashboard(cluster, None)  # type: ignore[arg-type]
     calls: list[float] = []

@@ -58,6 +58,24 @@ def view(*jobs: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, dict[st
     return objects
 
 
+def waiting_behind_llama() -> tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, dict[str, Any]]]]:
+    """ml/llama-70b runs 1h from 20 min ago on both GPUs of n1 and ml/next waits for them: the Jobs, and the
+    cluster's objects with each Job's PodGroup (Running, Inqueue) as the dashboard reads them."""
+    llama = vcjob("llama-70b", 2, phase="Running", annotations={"volcano.sh/expected-duration": "1h"},
+                  started=NOW - 1200)
+    nxt = vcjob("next", 2, created=NOW - 7200)
+    objects = view(llama, nxt, pods=running_pods(llama, "n1"))
+    for job, phase in ((llama, "Running"), (nxt, "Inqueue")):
+        name = job["metadata"]["name"]
+        objects.setdefault("PodGroup", {})[f"ml/{name}"] = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "ml", "creationTimestamp": job["metadata"]["creationTimestamp"],
+                         "ownerReferences": [{"kind": "Job", "name": name, "uid": job["metadata"]["uid"]}]},
+            "spec": {"queue": "default", "minMember": 2, "minResources": {"cpu": "2", "nvidia.com/gpu": "2"}},
+            "status": {"phase": phase}}
+    return llama, nxt, objects
+
+
 def test_a_job_waiting_behind_a_running_job_with_an_expected_duration() -> None:
     llama = vcjob("llama-70b", 2, phase="Running", annotations={"volcano.sh/expected-duration": "1h"},
                   started=NOW - 1200)
