@@ -7,10 +7,10 @@ feeds its stores (`cache.Store`) and then the controllers' handlers; workers sta
 synced, so no Job is reconciled against a half-listed cluster. Commands are watched last, for the same
 reason. At start the standing queues are ensured and objects of Jobs deleted while no controller ran are swept.
 
-A replica that does not hold the Lease keeps no controller caches: nothing it could keep warm would be
-trusted by the next term anyway (work queues, expectations and deletions in flight belong to the term that
-made them), and the relist a takeover costs is small next to the lease duration it waits first. It watches
-nothing but the Lease, so standby replicas add no load on the API server.
+Every replica, leading or not, keeps the watch caches of the five kinds the Job, Queue and PodGroup controllers read
+(`warm.py`), so a takeover costs the Lease and not a relist of every pod: a new term starts from them (it is handed
+every stored object, as a relist into empty caches would). What belongs
+to a term stays per term: work queues, expectations, deletions in flight, the Command, Node and HyperNode watches.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from controller.metrics import ControllerMetrics
 from controller.podgroups.controller import PodGroupController
 from controller.queues.controller import QueueController
 from controller.settings import ControllerSettings
+from controller.warm import WarmCaches
 from lapilli.cluster import Event, LeaseElector, Reflector
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import (
@@ -55,8 +56,11 @@ log = logging.getLogger(__name__)
 class ControllerSet:
     """The controllers over caches of their own, for one leadership term: `start`, then `stop` once."""
 
-    def __init__(self, client: KubeClient, settings: ControllerSettings, metrics: ControllerMetrics) -> None:
+    def __init__(self, client: KubeClient, settings: ControllerSettings, metrics: ControllerMetrics,
+                 warm: WarmCaches) -> None:
+        """`warm`: the watch caches of the five kinds the controllers read, kept across terms (`warm.py`)."""
         self.settings = settings
+        self.warm = warm
         self.ctx = Context(client, settings, EventRecorder(client), metrics,
                            pod_gate=asyncio.Semaphore(settings.pod_concurrency))
         self.jobs = JobController(self.ctx, cleanup=self._cleanup_job)
@@ -65,13 +69,6 @@ class ControllerSet:
         self.commands = CommandRouter(self.ctx, self.jobs, self.queues)
         self.ttl = TTLCollector(client)
         self.cleanup = Cleanup(self.ctx, self.jobs.actions.plugins)
-        self.reflectors = [
-            Reflector(client, QUEUES, handlers=[self._on_queue], name="ctl-queues"),
-            Reflector(client, PRIORITY_CLASSES, handlers=[self._on_priority_class], name="ctl-priorityclasses"),
-            Reflector(client, PODGROUPS, handlers=[self._on_podgroup], name="ctl-podgroups"),
-            Reflector(client, PODS, handlers=[self._on_pod], name="ctl-pods"),
-            Reflector(client, VC_JOBS, handlers=[self._on_job], name="ctl-jobs"),
-        ]
         self.command_reflector = Reflector(client, COMMANDS, handlers=[self.commands.on_command], name="ctl-commands")
         # Topology: not waited for at start nor counted for readiness (a cluster without the HyperNode CRD keeps
         # its Job controllers); the HyperNode controller itself waits for them.
@@ -141,18 +138,15 @@ class ControllerSet:
     # -- lifecycle ---------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        for reflector in [*self.reflectors, *self.topology_reflectors]:
+        for reflector in self.topology_reflectors:
             self._tasks.append(reflector.start())
-        waits = [asyncio.create_task(r.synced.wait()) for r in self.reflectors]
-        try:
-            _done, pending = await asyncio.wait(waits, timeout=self.settings.sync_timeout_s)
-        finally:  # also when the term ends while the caches are still syncing
-            for task in waits:
-                task.cancel()
-        if pending:
-            laggards = ", ".join(r.name for r in self.reflectors if not r.synced.is_set())
+        self.warm.start()  # already running on a replica that stood by: its caches are synced
+        laggards = await self.warm.wait_synced(self.settings.sync_timeout_s)
+        if laggards:
             log.warning("controllers: caches not synced after %.0fs (%s); starting anyway",
-                        self.settings.sync_timeout_s, laggards)
+                        self.settings.sync_timeout_s, ", ".join(laggards))
+        self.warm.attach({QUEUES: self._on_queue, PRIORITY_CLASSES: self._on_priority_class,
+                          PODGROUPS: self._on_podgroup, PODS: self._on_pod, VC_JOBS: self._on_job})
         workers = [self.jobs.run_worker() for _ in range(self.settings.job_workers)]
         workers += [self.queues.run_worker() for _ in range(2)] + [self.podgroups.run_worker() for _ in range(4)]
         workers += [self.commands.run_worker() for _ in range(2)] + [self.hypernodes.run_worker() for _ in range(2)]
@@ -172,12 +166,13 @@ class ControllerSet:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-        for reflector in [*self.reflectors, self.command_reflector, *self.topology_reflectors]:
+        self.warm.detach()  # the caches stay warm for the next term
+        for reflector in [self.command_reflector, *self.topology_reflectors]:
             await reflector.stop()
         await self.ctx.recorder.flush()
 
     def ready(self) -> bool:
-        return self._running and all(r.synced.is_set() for r in [*self.reflectors, self.command_reflector])
+        return self._running and self.warm.synced() and self.command_reflector.synced.is_set()
 
 
 class Controllers:
@@ -196,14 +191,17 @@ class Controllers:
         # Writes are fenced by the Lease: once it is lost (renew deadline passed, or another holder seen) every
         # write fails at once, even from a task the end of the term has not cancelled yet.
         self.client = client if elector is None else elector.fence(client, "the controllers'")
+        # Listed and watched on every replica, leading or not: a takeover finds them synced (`warm.py`).
+        self.warm = WarmCaches(client)
         self.current: ControllerSet | None = None
         self._term_started = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
     async def start(self) -> None:
+        self.warm.start()
         if self.elector is None:
-            self.current = ControllerSet(self.client, self.settings, self.metrics)
+            self.current = ControllerSet(self.client, self.settings, self.metrics, self.warm)
             await self.current.start()
         else:
             await self._start_elected(self.elector)
@@ -224,7 +222,7 @@ class Controllers:
 
     async def _term(self) -> None:
         """One leadership term: runs until cancelled, which `while_leading` does as soon as the Lease is lost."""
-        controllers = self.current = ControllerSet(self.client, self.settings, self.metrics)
+        controllers = self.current = ControllerSet(self.client, self.settings, self.metrics, self.warm)
         try:
             await controllers.start()
             self._term_started.set()
@@ -241,6 +239,7 @@ class Controllers:
             await self.elector.release()
         elif self.current is not None:
             await self.current.stop()
+        await self.warm.stop()
 
     def ready(self) -> bool:
         """Elected: ready once started, leading or not. A standby replica serves the webhook, and a takeover

@@ -347,7 +347,14 @@ def why(master: str, kubeconfig: Path | None, namespace: str, name: str, podgrou
     """Why is a job pending? Each reason that applies, most important first, from the scheduler's own engine."""
     from assembly.why.answer import STARTED_KINDS, Answer, WhyError, estimate_of, podgroup_of_job
     from assembly.why.answer import why as explain_pg
-    from assembly.why.gather import read_cluster, read_conf, read_jobs, read_queue_events
+    from assembly.why.gather import (
+        add_objects,
+        read_cluster,
+        read_conf,
+        read_device_config,
+        read_jobs,
+        read_queue_events,
+    )
     from extender.engine.explain.closers import closed_by
 
     if bool(name) == bool(podgroup):
@@ -355,6 +362,7 @@ def why(master: str, kubeconfig: Path | None, namespace: str, name: str, podgrou
 
     async def work(client: KubeClient) -> str:
         view, source = await read_cluster(client, namespace), await read_conf(client, conf_file)
+        add_objects(view, "ConfigMap", await read_device_config(client, source.conf))
         warn_conf(source.conf, source.where)
         if podgroup:
             key = f"{namespace}/{podgroup}"

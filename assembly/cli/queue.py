@@ -40,12 +40,16 @@ def podgroup_stats(podgroups: Iterable[Obj]) -> dict[str, dict[str, int]]:
 
 
 def format_queues(queues: Iterable[Obj], stats: Mapping[str, Mapping[str, int]],
-                  shares: Mapping[str, float] | None = None, now: float | None = None) -> str:
+                  shares: Mapping[str, float] | None = None, now: float | None = None,
+                  gpu_memory: Mapping[str, float] | None = None) -> str:
     """`PrintQueues`: `%-25s%-8s...` header and one row per queue (PodGroups per phase: the queue's jobs), then
     Lapilli's columns: the queue's share (allocated / deserved) as the scheduler computes it now, `-` unknown, and
-    its decayed usage as the scheduler's leader last sampled it, decayed to `now` (fairshare; `-` without)."""
+    its decayed usage as the scheduler's leader last sampled it, decayed to `now` (fairshare; `-` without); when
+    some queue's pods hold shared GPUs, the GPU memory their cards hold (vGPU, GB)."""
     now = time.time() if now is None else now
-    lines = ["".join(f"{h:<{25 if i == 0 else 8}}" for i, h in enumerate(HEADER)) + " Share  Usage(decayed)"]
+    shared = {k: v for k, v in (gpu_memory or {}).items() if v > 0}
+    lines = ["".join(f"{h:<{25 if i == 0 else 8}}" for i, h in enumerate(HEADER)) + " Share  Usage(decayed)"
+             + ("  vGPU mem" if shared else "")]
     for queue in queues:
         name = name_of(queue)
         per = stats.get(name) or dict.fromkeys(_PHASES, 0)
@@ -55,7 +59,10 @@ def format_queues(queues: Iterable[Obj], stats: Mapping[str, Mapping[str, int]],
         share = (shares or {}).get(name)
         shown = "-" if share is None else f"{share:.2f}"
         usage = shown_usage(annotations_of(queue), now)
-        lines.append(f"{name:<25}{weight:<8}{state:<8}{counts}  {shown:<5}  {usage}")
+        line = f"{name:<25}{weight:<8}{state:<8}{counts}  {shown:<5}  {usage}"
+        if shared:
+            line = f"{line:<{len(lines[0]) - len('  vGPU mem')}}  {shared.get(name, 0):g} GB"
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 
@@ -98,14 +105,20 @@ async def _stats(client: KubeClient) -> dict[str, dict[str, int]]:
     return podgroup_stats((await client.list(PODGROUPS)).items)
 
 
-async def _shares(client: KubeClient) -> dict[str, float]:
-    """Each queue's share from one session of the scheduler's engine over the cluster, with the cluster's conf."""
-    from assembly.why.gather import read_cluster, read_conf
+async def _shares(client: KubeClient) -> tuple[dict[str, float], dict[str, float]]:
+    """Each queue's share, and the GPU memory its pods' shared cards hold (GB), from one session of the scheduler's
+    engine over the cluster, with the cluster's conf."""
+    from assembly.why.gather import add_objects, read_cluster, read_conf, read_device_config
+    from extender.engine.results import resource_units
     from extender.engine.run import run_session
+    from lapilli.devices.names import VGPU_MEMORY
 
     view, source = await read_cluster(client), await read_conf(client, None)
+    add_objects(view, "ConfigMap", await read_device_config(client, source.conf))
     decided = run_session(view.snapshot, source.conf, time.time())
-    return {name: float(q.share) for name, q in decided.queues.items()}
+    memory = {name: resource_units(decided.dims, q.allocated).get(VGPU_MEMORY, 0) / 1000 / 1024
+              for name, q in decided.queues.items()}
+    return {name: float(q.share) for name, q in decided.queues.items()}, memory
 
 
 @queue.command("list")
@@ -117,7 +130,8 @@ def list_(master: str, kubeconfig: Path | None) -> None:
         queues = (await client.list(QUEUES)).items
         if not queues:
             return "No resources found\n"
-        return format_queues(queues, await _stats(client), await _shares(client))
+        shares, memory = await _shares(client)
+        return format_queues(queues, await _stats(client), shares, gpu_memory=memory)
 
     click.echo(run_with_client(kubeconfig, master, work), nl=False)
 
@@ -131,7 +145,8 @@ def get(master: str, kubeconfig: Path | None, name: str) -> None:
         raise click.UsageError("name is mandatory to get the particular queue details")
 
     async def work(client: KubeClient) -> str:
-        return format_queues([await client.get(QUEUES, name)], await _stats(client), await _shares(client))
+        shares, memory = await _shares(client)
+        return format_queues([await client.get(QUEUES, name)], await _stats(client), shares, gpu_memory=memory)
 
     click.echo(run_with_client(kubeconfig, master, work), nl=False)
 

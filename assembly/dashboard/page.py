@@ -1,7 +1,7 @@
 """What the dashboard shows, as plain values computed from the cluster view: queues as a tree (lab → user) with
 deserved / allocated / capability per resource, each queue's jobs with state, age and the one-line why, the
-nodes' GPU use, and the HyperNode tree with the GPUs free in each domain. Numbers come from one session of the
-scheduler's engine and its explain module (the same conf)."""
+nodes' GPU use (each shared card's GPU memory too), and the HyperNode tree with the GPUs free in each domain.
+Numbers come from one session of the scheduler's engine and its explain module (the same conf)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,15 @@ class QueueRow:
     usage: str = "-"  # decayed usage as the leader last sampled it (fairshare), decayed to the page's time
 
 
+@dataclass(frozen=True, slots=True)
+class CardCell:
+    """One shared GPU of a node: its memory in use and in all (GB), and how many pods share it."""
+
+    used_gb: float
+    memory_gb: float
+    pods: int
+
+
 @dataclass(slots=True)
 class NodeRow:
     name: str
@@ -65,6 +74,7 @@ class NodeRow:
     gpus: float
     cpu_used: float
     cpu: float
+    cards: list[CardCell] = field(default_factory=list)  # vGPU cards (deviceshare), in card order
 
 
 @dataclass(slots=True)
@@ -154,7 +164,9 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
         for i, node in enumerate(room.names):
             gpu_used, gpus = _use(room.allocatable[i], room.idle[i], dims.index, GPU)
             cpu_used, cpu = _use(room.allocatable[i], room.idle[i], dims.index, CPU)
-            nodes.append(NodeRow(node, gpu_used, gpus, cpu_used, cpu))
+            cards = [CardCell(used / 1024, memory / 1024, pods)
+                     for _, used, memory, pods, _ in result.cards.get(node, ())]
+            nodes.append(NodeRow(node, gpu_used, gpus, cpu_used, cpu, cards))
     missing = [job for queue in sorted(by_queue) for job in by_queue[queue]]
     tree = topology(view.objects.get("HyperNode", {}).values(), view.objects.get("Node", {}),
                     {n.name: (n.gpus_used, n.gpus) for n in nodes})

@@ -9,7 +9,7 @@ from html import escape
 from typing import Final
 
 from assembly.dashboard.charts import queue_chart, wait_chart
-from assembly.dashboard.page import Bar, JobRow, Page, QueueRow, fraction
+from assembly.dashboard.page import Bar, CardCell, JobRow, Page, QueueRow, fraction
 from assembly.dashboard.timeline import Timeline
 from assembly.dashboard.topology import Topology
 from lapilli.resources.units import MEMORY
@@ -25,6 +25,7 @@ th{background:#f6f6f6;font-weight:600}
 .q{font-weight:600}.muted{color:#777}.small{font-size:.85em}
 .bar{position:relative;background:#eee;height:.9em;width:14em;display:inline-block;vertical-align:middle}
 .bar .a{position:absolute;left:0;top:0;bottom:0;background:#4a7bd0}
+.bar.card{width:6em;height:.7em}
 .bar .d{position:absolute;top:-2px;bottom:-2px;width:2px;background:#d04a4a}
 .kind{display:inline-block;padding:0 .4em;border-radius:3px;background:#eee;font-size:.85em}
 .chart-box{display:inline-block;margin:0 1em .6em 0;vertical-align:top}
@@ -122,6 +123,14 @@ def _partial(page: Page) -> str:
             'answer (condition lapilli.io/Why) is shown under each job.</p>')
 
 
+def _cards(cards: list[CardCell]) -> str:
+    """A node's shared GPUs: a short bar per card of its memory in use (`20/80 GB · 1 pod`)."""
+    return "<br>".join(
+        f'<span class="bar card"><span class="a" style="width:{fraction(c.used_gb, c.memory_gb) * 100:.1f}%">'
+        f'</span></span> {c.used_gb:g}/{c.memory_gb:g} GB · {c.pods} pod{"" if c.pods == 1 else "s"}'
+        for c in cards)
+
+
 def _topology(tree: Topology | None) -> str:
     """The HyperNode tree, top down, with each domain's free GPUs; nothing when the cluster has no HyperNode."""
     if tree is None:
@@ -162,16 +171,19 @@ def _timeline(timeline: Timeline | None) -> str:
 def fragment(page: Page) -> str:
     """The part the script refreshes."""
     queues = "".join(_queue(q) for q in page.queues) + _missing(page.missing)
+    shared = any(n.cards for n in page.nodes)
     nodes = "".join(
         f'<tr><td>{escape(n.name)}</td><td><span class="bar"><span class="a" style="width:'
         f'{fraction(n.gpus_used, n.gpus) * 100:.1f}%"></span></span> {n.gpus_used:g} / {n.gpus:g}</td>'
-        f'<td>{n.cpu_used:g} / {n.cpu:g}</td></tr>' for n in page.nodes)
+        + (f'<td class="small">{_cards(n.cards)}</td>' if shared else "")
+        + f'<td>{n.cpu_used:g} / {n.cpu:g}</td></tr>' for n in page.nodes)
+    card_header = "<th>GPU memory per card</th>" if shared else ""
     return (
         f'{_partial(page)}<p class="muted small">as of {escape(page.at)} · scheduler conf: {escape(page.conf)}</p>'
         '<h2>Queues and jobs</h2><table id="queues"><tr><th>Queue / job</th><th>State / phase</th>'
         '<th>Weight / age</th><th>Share / reason</th><th>Allocated · deserved · capability / why</th></tr>'
         f'{queues}</table>{_timeline(page.timeline)}'
-        '<h2>Nodes</h2><table id="nodes"><tr><th>Node</th><th>GPU used</th><th>CPU used</th></tr>'
+        f'<h2>Nodes</h2><table id="nodes"><tr><th>Node</th><th>GPU used</th>{card_header}<th>CPU used</th></tr>'
         f'{nodes}</table>{_topology(page.topology)}'
     )
 

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -28,6 +29,7 @@ from assembly.why.gather import (
     build_view,
     fallback,
     read_conf,
+    read_device_config,
     read_queue_events,
     refused,
 )
@@ -62,10 +64,12 @@ class Dashboard:
         # Volcano Jobs, finished ones too: the waiting jobs' expected start (assembly.why.estimate).
         self.jobs = Reflector(client, VC_JOBS)
         self.conf: ClusterConf | None = None
+        self.device_config: list[dict[str, Any]] = []  # the vGPU device config the conf names, read at start
         self.narrowed: list[Unreadable] = []  # kinds refused across namespaces and watched in `namespace` only
 
     async def start(self, sync_timeout_s: float = 30.0) -> None:
         self.conf = await read_conf(self.client, self.conf_path)
+        self.device_config = await read_device_config(self.client, self.conf.conf)
         for reflector in [*self.reflectors, self.events, self.jobs]:
             reflector.start()
         await self._listed(sync_timeout_s)
@@ -115,7 +119,8 @@ class Dashboard:
 
     def render(self, whole: bool) -> str:
         assert self.conf is not None
-        view = build_view({r.resource.kind: list(r.store.values()) for r in self.reflectors})
+        view = build_view({**{r.resource.kind: list(r.store.values()) for r in self.reflectors},
+                           "ConfigMap": self.device_config})
         closers = closed_by(view.objects.get("Queue", {}).values(), self.events.store.values())
         now = datetime.now(UTC)
         page = build(view, self.conf.conf, self.conf.where, closers, now, unreadable=self.unreadable(),

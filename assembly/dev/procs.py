@@ -131,9 +131,13 @@ def stop(record: ProcessRecord, state_dir: Path, *, timeout_s: float = 10.0) -> 
             _signal(record.pid, signal.SIGKILL)
             while is_alive(record):
                 time.sleep(0.02)
-    # Whatever it spawned that outlived it (its process group, started after it) goes too.
-    for pid in _group_members(record.pid, record.start_ticks):
-        _signal(pid, signal.SIGKILL)
+    # Whatever it spawned that outlived it (its process group, started after it) goes too. A SIGKILL is delivered
+    # when the process next runs: wait until the group is gone, so `stop` returning means nothing is left.
+    deadline = time.monotonic() + timeout_s
+    while (leftover := _group_members(record.pid, record.start_ticks)) and time.monotonic() < deadline:
+        for pid in leftover:
+            _signal(pid, signal.SIGKILL)
+        time.sleep(0.02)
     (state_dir / PID_DIR / f"{record.name}.json").unlink(missing_ok=True)
     return was_alive
 

@@ -4,7 +4,8 @@ Every node registers its cards (`volcano.sh/node-vgpu-register`) and their total
 `nvidia.com/gpu`: three nodes of four carry A100-80GB cards in hami-core mode (memory and compute shared by up to 10
 pods a card), every fourth A100-40GB cards in MIG mode. The device config (`volcano-vgpu-device-config` in
 `kube-system`, as the device plugin generates it) gives the MIG geometries of both models, and the service runs
-examples/scheduler-conf-vgpu.yaml (deviceshare with `VGPUEnable`, binpacking cards).
+examples/scheduler-conf-vgpu.yaml (deviceshare with `VGPUEnable`, binpacking cards), which is also put where an
+installed Lapilli keeps its conf (`lapilli-system/lapilli-scheduler-conf`) for `job why` and the dashboard.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Final
 
 from assembly.dev.nodes import CardShape, NodeShape
+from assembly.why.gather import CONF_CONFIGMAP_NAME, CONF_CONFIGMAP_NAMESPACE, CONF_KEY
 from lapilli.devices.names import CONFIG_KEY, CONFIG_MAP, CONFIG_NAMESPACE, MIG
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import CONFIG_MAPS
@@ -73,8 +75,19 @@ def device_configmap() -> dict[str, object]:
             "metadata": {"name": CONFIG_MAP, "namespace": CONFIG_NAMESPACE}, "data": {CONFIG_KEY: DEVICE_CONFIG}}
 
 
+def scheduler_conf_configmap() -> dict[str, object]:
+    """The conf the service runs, where an installed Lapilli keeps it: so `lapilli job why`, `queue list` and the
+    dashboard explain with deviceshare, as the scheduler decides."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": CONF_CONFIGMAP_NAME, "namespace": CONF_CONFIGMAP_NAMESPACE},
+            "data": {CONF_KEY: VGPU_CONF.read_text()}}
+
+
 async def create_device_config(client: KubeClient) -> None:
+    """The device config (before the kubelet starts: it reads the MIG geometries from it, as the device plugin)
+    and the scheduler conf's ConfigMap."""
     await client.create(CONFIG_MAPS, device_configmap(), CONFIG_NAMESPACE)
+    await client.create(CONFIG_MAPS, scheduler_conf_configmap(), CONF_CONFIGMAP_NAMESPACE)
 
 
 __all__ = ["DEVICE_CONFIG", "MIG_EVERY", "VGPU_CONF", "create_device_config", "device_configmap", "hami_cards",

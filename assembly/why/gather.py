@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from extender.engine.conf import ConfError, SchedulerConf
+from extender.engine.plugins.deviceshare import vgpu_arguments
 from extender.engine.run import parse_scheduler_conf
 from extender.engine.snapshot import Snapshot, add_object, idle_reclaimable_pods
 from lapilli.api.constants import QUEUE_KIND
@@ -102,13 +103,7 @@ def fallback(res: Resource, exc: ApiError, namespace: str | None) -> tuple[str |
 def build_view(objects: Mapping[str, Iterable[dict[str, Any]]]) -> ClusterView:
     view = ClusterView()
     for kind, items in objects.items():
-        per = view.objects.setdefault(kind, {})
-        for obj in items:
-            per[key_of(obj)] = obj
-            try:
-                add_object(view.snapshot, obj)
-            except (ValueError, KeyError, TypeError) as exc:
-                view.skipped.append(f"{kind} {key_of(obj)}: {exc}")
+        add_objects(view, kind, items)
     # What the leader's idle-GPU monitor marked reclaimable, as the PodGroups' conditions say.
     view.snapshot.idle_reclaimable = idle_reclaimable_pods(view.snapshot)
     return view
@@ -195,6 +190,35 @@ async def read_conf(client: KubeClient, path: Path | None) -> ClusterConf:
     if SHIPPED_CONF.is_file():
         return ClusterConf(parse_scheduler_conf(SHIPPED_CONF.read_text()), _display(SHIPPED_CONF), gap)
     return ClusterConf(parse_scheduler_conf(None), "Volcano's default conf", gap)
+
+
+async def read_device_config(client: KubeClient, conf: SchedulerConf) -> list[dict[str, Any]]:
+    """The vGPU device config ConfigMap the conf's deviceshare names (renamed resources, MIG geometries), as a
+    one-item list for `build_view`; none when the conf shares no GPUs, or the ConfigMap does not exist or may not be
+    read (the defaults then stand, as in the scheduler when it is missing)."""
+    args = vgpu_arguments(conf)
+    if args is None:
+        return []
+    try:
+        found = await client.get(CONFIG_MAPS, args.config_name, args.config_namespace)
+    except NotFound:
+        return []
+    except ApiError as exc:
+        if exc.status == UNAUTHORIZED:
+            raise
+        return []
+    return [{**found, "apiVersion": "v1", "kind": "ConfigMap"}]
+
+
+def add_objects(view: ClusterView, kind: str, items: Iterable[dict[str, Any]]) -> None:
+    """More of the scheduler's inputs (the device config, read once the conf is known) into `view`."""
+    per = view.objects.setdefault(kind, {})
+    for obj in items:
+        per[key_of(obj)] = obj
+        try:
+            add_object(view.snapshot, obj)
+        except (ValueError, KeyError, TypeError) as exc:
+            view.skipped.append(f"{kind} {key_of(obj)}: {exc}")
 
 
 def _display(path: Path) -> str:

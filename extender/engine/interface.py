@@ -231,6 +231,11 @@ class NodeLocal(Protocol):
 
     def explain(self, task: Task, node: Node) -> list[str]: ...
 
+    def summary(self, task: Task, rows: Index) -> str:
+        """One line on what comes closest when none of the nodes `rows` admits the task by its local state ("" when
+        one does): `no card with 20 GB free: best sim-node-3 card 1 with 12 GB`."""
+        ...
+
 
 # ---- what a plugin sees ---------------------------------------------------------------------------------------
 class SessionView(Protocol):
@@ -242,9 +247,14 @@ class SessionView(Protocol):
     total: Vec
     arrays: NodeArrays
     queue_reports: dict[str, QueueReport]
+    # Jobs this session leaves out (extender/engine/parking.py): no action tries them and their PodGroup result is
+    # the one they got when parked, so a plugin's per-job close work skips them.
+    parked: frozenset[str]
     topology: Topology
     # Each task's card assignment (task uid -> cards), kept by the device plugin as it places and undoes.
     assignments: dict[str, PodDevices]
+    # Each node's cards once the session ends: per card (uuid, MB in use, MB, pods, split), for reports.
+    card_report: dict[str, tuple[tuple[str, int, int, int, int], ...]]
     # Tasks whose GPUs idle under a policy that reclaims them (`Task.idle`), by pod key.
     idle_tasks: list[Task]
 
@@ -363,6 +373,8 @@ class ExplainView(SessionView, Protocol):
     def predicate_node(self, task: Task, node: Node) -> bool: ...
 
     def predicate_reasons(self, task: Task, node: Node) -> list[str]: ...
+
+    def local_summary(self, task: Task) -> str: ...
 
     def choose(self, task: Task) -> tuple[Node, bool] | None: ...
 

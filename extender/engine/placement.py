@@ -312,8 +312,10 @@ class Placement:
         return all(local.evaluate(task, node.idx)[1] for local in self._locals if local.applies(task))
 
     def predicate_reasons(self, task: Task, node: Node) -> list[str]:
-        """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
-        return [reason for pred in self._predicates for reason in pred.explain(task, node)]
+        """Why the plugin predicates (and node-local filters) refuse `task` on `node`, in their words (empty when
+        they accept it)."""
+        reasons = [reason for pred in self._predicates for reason in pred.explain(task, node)]
+        return reasons + [r for local in self._locals if local.applies(task) for r in local.explain(task, node)]
 
     def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,

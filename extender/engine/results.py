@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Condition, Job, TaskStatus
+from extender.engine.parking import parkable
 from extender.engine.session import Session
 from extender.engine.status import SUCCESS, Status
 from lapilli.devices.assign import PodDevices, encode_pod_devices
@@ -98,12 +99,17 @@ class Decisions:
     queues: dict[str, QueueResult] = field(default_factory=dict)
     nodes: NodeRoom | None = None
     evicted_by: dict[str, str] = field(default_factory=dict)  # pod -> the action that evicted it (run_session)
+    # Jobs judged this session that may be left out of the next ones (`parking.parkable`); parked jobs, which the
+    # session left out, have no entry in `podgroups`.
+    parkable: list[str] = field(default_factory=list)
     # PodGroup -> sub-gang -> HyperNode gang eviction nominated and allocate has not redeemed yet: the next
     # session's `Snapshot.nominations`.
     nominations: dict[str, dict[str, str]] = field(default_factory=dict)
     domains: dict[str, frozenset[str]] = field(default_factory=dict)  # a PodGroup's `hypernode` -> its nodes
     # bound or pipelined pod -> the vGPU cards it was given (deviceshare), per asking container
     devices: dict[str, PodDevices] = field(default_factory=dict)
+    # node -> its vGPU cards once the session's decisions are counted: (uuid, MB in use, MB, pods, split) per card
+    cards: dict[str, tuple[tuple[str, int, int, int, int], ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, JSON]:
         """The `lapilli schedule -o json` document (DESIGN.md); `devices` (each placed pod's cards, as the
@@ -228,6 +234,10 @@ def decisions(ssn: Session) -> Decisions:
     out = Decisions(dims=ssn.dims, binds=dict(ssn.records.binds), evictions=list(ssn.records.evictions),
                     nominations={k: dict(v) for k, v in ssn.records.nominations.items() if v})
     for job in ssn.jobs.values():
+        if job.uid in ssn.parked:
+            continue
+        if parkable(job, job.uid in ssn.tried):
+            out.parkable.append(job.uid)
         if job.counts[TaskStatus.PIPELINED]:
             for task in job.tasks.values():
                 if task.status is TaskStatus.PIPELINED and task.node:
@@ -241,6 +251,7 @@ def decisions(ssn: Session) -> Decisions:
             placed = ssn.tasks.get(uid)
             if placed is not None and (placed.key in out.binds or placed.key in out.pipelined):
                 out.devices[placed.key] = devices
+    out.cards = dict(ssn.card_report)
     out.queues = queue_results(ssn)
     out.nodes = NodeRoom(
         names=tuple(n.name for n in ssn.nodes), allocatable=ssn.arrays.allocatable.copy(), idle=ssn.arrays.idle()

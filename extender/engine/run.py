@@ -31,8 +31,8 @@ def parse_scheduler_conf(text: str | None) -> SchedulerConf:
 
 
 def open_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0,
-                 probe: SessionProbe | None = None) -> Session:
-    return Session(snapshot, conf, now, probe, statements=Statement)
+                 probe: SessionProbe | None = None, parked: frozenset[str] = frozenset()) -> Session:
+    return Session(snapshot, conf, now, probe, statements=Statement, parked=parked)
 
 
 def open_view(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> ExplainView:
@@ -60,10 +60,11 @@ def collector_paused() -> Iterator[None]:
 
 
 def run_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0,
-                probe: SessionProbe | None = None) -> Decisions:
-    """One session; a `probe` (explain's recorder) is told what it does and sees it before it closes."""
+                probe: SessionProbe | None = None, parked: frozenset[str] = frozenset()) -> Decisions:
+    """One session; a `probe` (explain's recorder) is told what it does and sees it before it closes. `parked`
+    jobs are left out (`parking.py`): no result for them, and `Decisions.parkable` names the ones to park next."""
     with collector_paused():
-        ssn = open_session(snapshot, conf, now, probe)
+        ssn = open_session(snapshot, conf, now, probe, parked)
         if probe is not None:
             probe.opened(ssn)
         evicted_by: dict[str, str] = {}

@@ -86,11 +86,15 @@ def _task_status(pod: PodRecord) -> TaskStatus:
 
 class Session(Callbacks):
     def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0,
-                 probe: SessionProbe | None = None, *, statements: Callable[[Session], Trial]) -> None:
-        """`statements` makes a Statement over this session (the `Statement` class): what `trial` returns."""
+                 probe: SessionProbe | None = None, *, statements: Callable[[Session], Trial],
+                 parked: frozenset[str] = frozenset()) -> None:
+        """`statements` makes a Statement over this session (the `Statement` class): what `trial` returns.
+        `parked`: jobs no action tries and no result is made for (`parking.py`)."""
         super().__init__(conf, probe)
         self._statements = statements
         self.now = now
+        self.parked = parked
+        self.tried: set[str] = set()  # jobs allocate took a turn on (parking.parkable)
         self.records = SessionRecords()
         names: set[str] = set()
         for n in snap.nodes.values():
@@ -110,6 +114,7 @@ class Session(Callbacks):
         self.conditions: dict[str, tuple[str, str, str]] = {}
         self._device_configs = dict(snap.device_configs)
         self.assignments: dict[str, PodDevices] = {}
+        self.card_report: dict[str, tuple[tuple[str, int, int, int, int], ...]] = {}
         self._open_plugins(self)
         self.placement.plug(self.predicates.all(), self.node_orders.all(), self.node_locals.all())
 
@@ -397,6 +402,13 @@ class Session(Callbacks):
     def predicate_reasons(self, task: Task, node: Node) -> list[str]:
         """Why the plugin predicates refuse `task` on `node`, in their words (empty when they accept it)."""
         return self.placement.predicate_reasons(task, node)
+
+    def local_summary(self, task: Task) -> str:
+        """What comes closest when no node the static predicates accept admits `task` by its local state (vGPU
+        cards); "" when one does."""
+        rows = np.flatnonzero(self.placement.static_mask(task))
+        return "; ".join(s for local in self.node_locals.all() if local.applies(task)
+                         if (s := local.summary(task, rows)))
 
     def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Why no node accepts `task`: Volcano's FitErrors text (`0/N nodes are unavailable: 3 Insufficient

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.engine.conf import SchedulerConf
-from extender.engine.plugins.deviceshare import NAME, DeviceShareArgs, parse_arguments
+from extender.engine.plugins.deviceshare import DeviceShareArgs, vgpu_arguments
 from extender.service.plan import Plan
 from extender.service.state import ClusterState
 from lapilli.devices.asks import DeviceAsk, device_ask, matching_rules
@@ -43,17 +43,6 @@ class Reservation:
 
     node: str
     devices: PodDevices
-
-
-def vgpu_arguments(conf: SchedulerConf) -> DeviceShareArgs | None:
-    """The deviceshare arguments of `conf` when it turns vGPU on (its first such entry), else None."""
-    for tier in conf.tiers:
-        for option in tier.plugins:
-            if option.name == NAME:
-                args = parse_arguments(option.arguments)  # validated when the conf was loaded
-                if args.vgpu:
-                    return args
-    return None
 
 
 class CardBook:
@@ -204,4 +193,4 @@ class CardBook:
         return ledger.check(devices, exclude)
 
 
-__all__ = ["CardBook", "Reservation", "vgpu_arguments"]
+__all__ = ["CardBook", "Reservation"]

@@ -12,8 +12,8 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from extender.engine.plugins.deviceshare import vgpu_arguments
 from extender.engine.snapshot import Snapshot
-from extender.service.cards import vgpu_arguments
 from extender.service.core import Extender
 from extender.service.history import HistoryLoop
 from extender.service.http import make_app

@@ -22,6 +22,7 @@ from typing import NamedTuple, Protocol
 
 from extender.engine.conf import SchedulerConf
 from extender.service.pacing import Pacer
+from extender.service.parking import Parking
 from extender.service.plan import overlay
 from extender.service.session import Outcome, run
 from extender.service.state import ClusterState
@@ -52,15 +53,26 @@ class SessionReply(NamedTuple):
 
 def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer,
              idle: frozenset[str] = frozenset(), nominations: dict[str, dict[str, str]] | None = None,
-             devices: dict[str, PodDevices] | None = None) -> Outcome:
+             devices: dict[str, PodDevices] | None = None, parking: Parking | None = None) -> Outcome:
     """One session over `state` with the plan's placements (and their vGPU cards) assumed and the `idle` pods
     idle-reclaimable; statuses compared with its stores, writes and events paced by what earlier sessions over the
     same state sent. `nominations`: the HyperNodes gang eviction nominated in earlier sessions and allocate has not
-    redeemed (the last outcome's), which stay where sessions run: they never cross the pipe."""
-    snap = overlay(state.copy(), placements, devices)
+    redeemed (the last outcome's), which stay where sessions run: they never cross the pipe. Gangs parked by
+    `parking` (which must observe `state`: `watch`) are left out."""
+    inputs = (idle, nominations or {}, devices or {})
+    quiet = parking is not None and parking.quiet(conf, placements, inputs)
+    snap = overlay(state.copy(), placements, devices)  # even a quiet session reads it off the event loop: a copy
     snap.idle_reclaimable = idle
     snap.nominations = nominations or {}
-    return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer)
+    return run(snap, conf, placements, state.store("PodGroup"), state.store("Queue"), pacer, parking=parking,
+               base=state.snapshot, quiet=quiet, inputs=inputs)
+
+
+def watch(state: ClusterState) -> Parking:
+    """Parked gangs over `state`: a `Parking` told every change its snapshot takes."""
+    parking = Parking()
+    state.listeners.append(parking.observe)
+    return parking
 
 
 class SessionRunner(Protocol):
@@ -76,6 +88,7 @@ class ThreadRunner:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self.pacer = Pacer()
+        self.parking = watch(state)
         self.nominations: dict[str, dict[str, str]] = {}
 
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
@@ -84,7 +97,7 @@ class ThreadRunner:
         if not self.state.synced:
             return None
         outcome = await asyncio.to_thread(run_over, self.state, placements, conf, self.pacer, idle,
-                                          self.nominations, devices)
+                                          self.nominations, devices, self.parking)
         self.nominations = outcome.nominations
         return outcome
 
@@ -115,6 +128,7 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
         os.nice(SESSION_NICENESS)
     loop = asyncio.get_running_loop()
     pacer = Pacer()
+    parking = watch(state)
     nominations: dict[str, dict[str, str]] = {}
     sent_nodes: dict[str, int] | None = None
     while True:
@@ -125,7 +139,7 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
             same_nodes = False
             if state.synced:
                 outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, idle, nominations,
-                                                  devices)
+                                                  devices, parking)
                 nominations = outcome.nominations
                 same_nodes = outcome.node_index == sent_nodes
                 sent_nodes = outcome.node_index

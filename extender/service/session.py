@@ -19,6 +19,7 @@ from extender.engine.snapshot import Snapshot
 from extender.engine.status import Code, Status
 from extender.service.metrics import queue_job_counts
 from extender.service.pacing import Pacer
+from extender.service.parking import Parking
 from extender.service.status import (
     READY_MESSAGE,
     UNSCHEDULABLE,
@@ -30,7 +31,7 @@ from extender.service.status import (
 )
 from lapilli.devices.assign import PodDevices
 from lapilli.kube.events import EventType
-from lapilli.meta import uid_of
+from lapilli.meta import resource_version, uid_of
 from lapilli.resources.vector import Dims
 from lapilli.times import rfc3339
 from lapilli.topology import CLUSTER_TOP
@@ -122,6 +123,24 @@ class CurrentStatus(Protocol):
     def get(self, key: str, /) -> Mapping[str, Any] | None: ...
 
 
+def decide(snap: Snapshot, conf: SchedulerConf, placements: Mapping[str, str], parking: Parking | None,
+           base: Snapshot | None, quiet: bool | None = None, inputs: object = None) -> Decisions:
+    """The engine's decisions over `snap` (the cluster with `placements` overlaid). With `parking` (and `base`, the
+    cluster state's own snapshot the rule reads), parked gangs are left out, and a session in which nothing changed
+    since the last one is not run again: its result is the last one (`extender/service/parking.py`). `quiet`: what
+    the caller found `parking.quiet` to say (None: ask it now); `inputs`: the session's other inputs (idle pods,
+    nominations, planned cards), compared whole."""
+    if parking is None:
+        # The session's clock is the wall clock: what decays with time (fairshare's usage records) is stamped so.
+        return run_session(snap, conf, time.time())
+    if parking.quiet(conf, placements, inputs) if quiet is None else quiet:
+        assert parking.last is not None
+        return parking.last
+    left_out = parking.before(conf, placements, base if base is not None else snap, inputs)
+    parked = parking.results(left_out)
+    return parking.adopt(run_session(snap, conf, time.time(), parked=frozenset(parked)), parked)
+
+
 def run(
     snap: Snapshot,
     conf: SchedulerConf,
@@ -130,12 +149,16 @@ def run(
     queues: CurrentStatus,
     pacer: Pacer,
     now: float | None = None,
+    parking: Parking | None = None,
+    base: Snapshot | None = None,
+    quiet: bool | None = None,
+    inputs: object = None,
 ) -> Outcome:
-    """`pacer` remembers earlier sessions' writes; `now` is its clock (monotonic seconds)."""
+    """`pacer` remembers earlier sessions' writes; `now` is its clock (monotonic seconds); `parking`, `base`,
+    `quiet` and `inputs`: see `decide`."""
     start = time.perf_counter()
     now = time.monotonic() if now is None else now
-    # The session's clock is the wall clock: what decays with time (fairshare's usage records) is stamped with it.
-    result = run_session(snap, conf, time.time())
+    result = decide(snap, conf, placements, parking, base, quiet, inputs)
     evicted_by: dict[str, Eviction] = {}
     for key, action in result.evicted_by.items():  # which action evicted it, and its queue: the metrics' labels
         pod = snap.pods.get(key)
@@ -156,7 +179,8 @@ def run(
                 new_plans[gang].devices[pod_key] = result.devices[pod_key]
     planned = {f"{snap.pods[p].namespace}/{snap.pods[p].group}" for p in placements if p in snap.pods}
     planned |= set(new_plans)
-    reasons, writes, events, phases = _podgroups(result, podgroups, planned, pacer, now)
+    settled = parking.settled if parking is not None else None
+    reasons, writes, events, phases = _podgroups(result, podgroups, planned, pacer, now, settled)
     for name, computed in result.queues.items():
         current = (queues.get(name) or {}).get("status") or {}
         patch = queue_status(current, resource_list(result.dims, computed.allocated))
@@ -185,24 +209,37 @@ def run(
 
 
 def _podgroups(
-    result: Decisions, podgroups: CurrentStatus, planned: set[str], pacer: Pacer, now: float
+    result: Decisions, podgroups: CurrentStatus, planned: set[str], pacer: Pacer, now: float,
+    settled: dict[str, tuple[PodGroupResult, str, bool, str]] | None = None,
 ) -> tuple[dict[str, Status], list[StatusWrite], list[EventWrite], dict[str, str]]:
     """Filter's reasons for the gangs without a plan, the PodGroup status writes, the events that are due, and
-    each PodGroup's phase once its write lands."""
+    each PodGroup's phase once its write lands. `settled` (kept across sessions) remembers the gangs whose status
+    is stored as computed, so the same result over the same stored object is not compared again."""
     stamp = rfc3339(time.time())
     reasons: dict[str, Status] = {}
     writes: list[StatusWrite] = []
     events: list[EventWrite] = []
     phases: dict[str, str] = {}
+    if settled is not None:
+        for key in [k for k in settled if k not in result.podgroups]:
+            del settled[key]
     for key, computed in result.podgroups.items():
         if key not in planned:
             reasons[key] = short_reason(computed)
         stored = podgroups.get(key) or {}
-        current = stored.get("status") or {}
-        new = podgroup_status(current, computed.to_json(), stamp, planned=key in planned)
-        if new is not None:
-            writes.append(StatusWrite("PodGroup", key, new))
-        phase = (new or current).get("phase") or ""
+        is_planned = key in planned
+        known = settled.get(key) if settled is not None else None
+        if known is not None and known[0] is computed and known[1] == resource_version(stored) and (
+                known[2] == is_planned):
+            new, phase = None, known[3]
+        else:
+            current = stored.get("status") or {}
+            new = podgroup_status(current, computed.to_json(), stamp, planned=is_planned)
+            if new is not None:
+                writes.append(StatusWrite("PodGroup", key, new))
+            phase = (new or current).get("phase") or ""
+            if settled is not None and new is None:
+                settled[key] = (computed, resource_version(stored), is_planned, phase)
         phases[key] = phase
         # A planned gang not yet Running has its pods on their way through kube-scheduler's filter and bind and
         # the permit cache. Volcano warns here too ("0/4 tasks in gang unschedulable: …, 4 Binding"), its phase

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from extender.engine.snapshot import Snapshot, add_object, copy_snapshot, remove_object
 from lapilli.api.constants import GROUP_NAME_ANNOTATION
@@ -38,6 +38,33 @@ log = logging.getLogger("lapilli.extender")
 
 WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES, NAMESPACES)
 OPTIONAL: frozenset[Resource] = frozenset({HYPERNODES})
+
+
+# Where the snapshot keeps each kind's record, and whether its key is namespaced. A kind missing here (a
+# PriorityClass, whose globalDefault the record does not hold; one a later snapshot adds) reads as changed by
+# every event.
+_RECORDS: dict[str, tuple[str, bool]] = {
+    "Node": ("nodes", False), "Pod": ("pods", True), "PodGroup": ("podgroups", True), "Queue": ("queues", False),
+    "ConfigMap": ("device_configs", True),
+}
+
+
+def record_of(snap: Snapshot, obj: Mapping[str, Any]) -> object | None:
+    """What `snap` holds for `obj` (None when nothing; a fresh object for a kind it keeps no record of)."""
+    where = _RECORDS.get(str(obj.get("kind")))
+    if where is None:
+        return object()
+    table, namespaced = where
+    key = f"{namespace_of(obj) or 'default'}/{name_of(obj)}" if namespaced else name_of(obj)
+    found: object | None = getattr(snap, table).get(key)
+    return found
+
+
+class RecordListener(Protocol):
+    """Told each change a watch event made to the snapshot: the object's kind, its record before and after (None
+    when absent) and the snapshot."""
+
+    def __call__(self, kind: str, old: object | None, new: object | None, snap: Snapshot, /) -> None: ...
 
 
 class Ignored(NamedTuple):
@@ -106,6 +133,7 @@ class ClusterState:
         # Told each pod key that got a node, finished or went away.
         self.settled_listeners: list[Callable[[str], None]] = [on_pod_settled] if on_pod_settled is not None else []
         self.node_listeners: list[Callable[[str], None]] = [on_node] if on_node is not None else []
+        self.listeners: list[RecordListener] = []  # what each event changed in the snapshot (parked gangs)
         self.reflectors = [
             Reflector(client, res, name=res.plural, handlers=[self._handler(res)], optional=res in OPTIONAL)
             for res in WATCHED
@@ -128,6 +156,7 @@ class ClusterState:
     def apply(self, event_type: str, obj: dict[str, Any]) -> None:
         """Fold one watch event into the snapshot."""
         ident = f"{obj.get('kind')} {namespace_of(obj)}/{name_of(obj)}"
+        before = record_of(self.snapshot, obj) if self.listeners else None
         try:
             if event_type == "DELETED":
                 remove_object(self.snapshot, obj)
@@ -140,6 +169,10 @@ class ClusterState:
                 log.warning("ignoring %s: %s", ident, error)
             self.ignored[ident] = Ignored(str(obj.get("kind")), _reference(obj), error)
             remove_object(self.snapshot, obj)
+        if self.listeners:
+            after = record_of(self.snapshot, obj)
+            for told in self.listeners:
+                told(str(obj.get("kind")), before, after, self.snapshot)
         problem = "" if event_type == "DELETED" else _card_problem(obj, self.snapshot)
         if not problem:
             self.card_problems.pop(ident, None)

@@ -24,7 +24,7 @@ from lapilli.devices.assign import decode_pod_devices
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import PODGROUPS, PODS, VC_JOBS
 from tests.e2e.faults.helpers import service_pid, service_ready
-from tests.e2e.test_controller_helpers import eventually
+from tests.e2e.test_controller_helpers import eventually, lapilli
 
 NS = "ml"
 CARD_MB = 81920
@@ -143,7 +143,11 @@ async def test_a_gang_of_four_40gb_waits_whole_while_only_three_slices_are_free(
     assert all(memory == 40960 for p in pods.values() for _, memory in cards(p))
     assert max((await card_use(vgpu, "sim-node-001")).values()) <= CARD_MB
     group = (await job_pods(vgpu, "gang4"))[0]["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
-    assert (await _api(vgpu).get(PODGROUPS, group, NS))["status"]["phase"] == "Running"
+
+    async def group_running() -> bool:
+        return (await _api(vgpu).get(PODGROUPS, group, NS))["status"].get("phase") == "Running"
+
+    await eventually(group_running, 60, "the gang's PodGroup Running")
 
 
 async def _pods_exist(cluster: DevCluster, job: str, count: int) -> bool:
@@ -177,3 +181,24 @@ async def test_a_restarted_service_keeps_every_assignment(vgpu: DevCluster):
     last = (await running(vgpu, ["after-3"]))["after-3"]
     assert cards(last)[0][0] not in before
     assert sorted((await card_use(vgpu, "sim-node-000")).values()) == [20480, CARD_MB, CARD_MB]
+
+
+async def test_job_why_names_the_card_that_comes_closest_and_queue_list_counts_gpu_memory(vgpu: DevCluster):
+    """A one-pod Job pinned to sim-node-002 asking 84 GB of one card: no card has that much. `lapilli job why` says
+    so and names the closest card; `lapilli queue list` shows the GPU memory the default queue's pods' cards hold."""
+    await _api(vgpu).create(VC_JOBS, gang_job("toobig", 1, 86016, "sim-node-002"), NS)
+    await eventually(lambda: _pods_exist(vgpu, "toobig", 1), 60, "the job's pod exists")
+
+    def why() -> str:
+        return lapilli(vgpu, "job", "why", "-n", NS, "toobig").stdout
+
+    text = await eventually(lambda: _async(why() if "no card with 84 GB free" in why() else ""), 60, "job why")
+    assert "best sim-node-002 card 0 with 80 GB" in text, text
+    listed = lapilli(vgpu, "queue", "list").stdout
+    assert "vGPU mem" in listed.splitlines()[0], listed
+    default = next(line for line in listed.splitlines() if line.startswith("default "))
+    assert default.endswith(" GB") and float(default.split()[-2]) > 0, listed
+
+
+async def _async(value: str) -> str:
+    return value

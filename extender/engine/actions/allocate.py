@@ -50,6 +50,8 @@ def candidate_jobs(ssn: Session) -> list[Job]:
     enqueue_configured = "enqueue" in ssn.conf.actions
     jobs = []
     for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        if job.uid in ssn.parked:
+            continue
         if job.is_pending():
             if enqueue_configured:
                 continue
@@ -85,6 +87,7 @@ class Allocate:
             if queue_jobs.empty():
                 continue
             job = queue_jobs.pop()
+            ssn.tried.add(job.uid)
             queues.append(queue)
             if needs_hypernodes(job):
                 placed = hyper.allocate_job(job)

@@ -39,7 +39,7 @@ class Backfill:
         jobs: dict[str, PriorityQueue[Job]] = {}
         tasks: dict[str, PriorityQueue[Task]] = {}
         for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
-            if job.is_pending() or ssn.job_valid(job) is not None:
+            if job.is_pending() or job.uid in ssn.parked or ssn.job_valid(job) is not None:
                 continue
             unpipeline = Statement(ssn)
             for task in [t for t in job.tasks.values() if t.best_effort and t.status is TaskStatus.PIPELINED]:

@@ -38,7 +38,7 @@ def preemptor_jobs(ssn: Session) -> dict[str, list[Job]]:
     """Starving, valid, admitted jobs by queue name (Volcano's preemptorsMap / underRequest)."""
     by_queue: dict[str, list[Job]] = {}
     for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
-        if job.is_pending() or ssn.job_valid(job) is not None or job.queue not in ssn.queues:
+        if job.is_pending() or job.uid in ssn.parked or ssn.job_valid(job) is not None or job.queue not in ssn.queues:
             continue
         if ssn.job_starving(job):
             by_queue.setdefault(job.queue, []).append(job)

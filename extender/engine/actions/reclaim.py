@@ -76,7 +76,7 @@ class Reclaim:
             if job.queue not in starving:
                 starving[job.queue] = []
                 queues.append(ssn.queues[job.queue])
-            if ssn.job_starving(job):
+            if ssn.job_starving(job) and job.uid not in ssn.parked:
                 starving[job.queue].append(job)
         pending = {
             job.uid: PriorityQueue(ssn.task_order, job.pending_tasks()) for jobs in starving.values() for job in jobs

@@ -257,7 +257,7 @@ def _never_runs(run: _Run, job: Job) -> Reason | None:
 
 def _fit_data(fit: GangFit) -> dict[str, JSON]:
     return {"placeable": min(fit.ready + fit.placeable, fit.min_member), "minMember": fit.min_member,
-            "blockedPod": fit.blocked, "nodes": fit.nodes}
+            "blockedPod": fit.blocked, "nodes": fit.nodes, **({"cards": fit.cards} if fit.cards else {})}
 
 
 def _fair_share(run: _Run, job: Job) -> Reason | None:
@@ -391,7 +391,8 @@ def _empty_cluster_fit(run: _Run, job: Job) -> GangFit | None:
     snap = run.snap
     pg = snap.podgroups[job.uid]
     empty = Snapshot(nodes=dict(snap.nodes), queues=dict(snap.queues), priority_classes=dict(snap.priority_classes),
-                     default_priority=snap.default_priority, namespaces=dict(snap.namespaces))
+                     default_priority=snap.default_priority, namespaces=dict(snap.namespaces),
+                     device_configs=dict(snap.device_configs))
     empty.podgroups[job.uid] = pg
     for key, pod in snap.pods.items():
         if pod.group == pg.name and pod.namespace == pg.namespace and pod.phase in ("Pending", "Running"):

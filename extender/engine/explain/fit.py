@@ -3,9 +3,10 @@
 The count is the engine's own placement (the session's `choose` in task order, through a `trial`: a Statement whose
 moves are always discarded), so a pod counted as placeable is one allocate would place. A node that refuses a pod is
 named by its first blocker: a static predicate (cordoned, a taint the pod does not tolerate, node selector or
-affinity), else the resource with too little free room, devices first. The predicate verdict is the session's;
-the predicates plugin's own helpers name it, and the other filters (ports, pod affinity, topology spread) in their
-own words.
+affinity), else the resource with too little free room, devices first; a pod sharing GPUs that no node's cards
+admit also gets the card that came closest (`no card with 20 GB free: best sim-node-3 card 1 with 12 GB`). The
+predicate verdict is the session's; the predicates plugin's own helpers name it, and the other filters (ports, pod
+affinity, topology spread, vGPU cards) in their own words.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class GangFit:
     pending: int
     blocked: str = ""  # first pod that found no node
     nodes: dict[str, int] = field(default_factory=dict)  # blocker -> nodes
+    cards: str = ""  # for a pod sharing GPUs that found no card: the card that came closest
 
     @property
     def fits(self) -> bool:
@@ -39,6 +41,8 @@ class GangFit:
         text = f"{have} of {self.min_member} pods placeable"
         if self.nodes:
             text += ": " + ", ".join(_nodes_phrase(n, why) for why, n in self.nodes.items())
+        if self.cards:
+            text += f"; {self.cards}"
         return text
 
 
@@ -107,6 +111,7 @@ def gang_fit(ssn: ExplainView, job: Job) -> GangFit:
                 if not fit.blocked:
                     fit.blocked = task.key
                     fit.nodes = blockers(ssn, task)
+                    fit.cards = ssn.local_summary(task)
                 continue
             node, idle = choice
             if idle:

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from extender.engine.arguments import Arguments, ConfError, boolean, integer, text
-from extender.engine.interface import EventHandler, SessionView
-from extender.engine.model import ON_NODE_STATUS, Node, Task, TaskStatus
+from extender.engine.conf import SchedulerConf
+from extender.engine.interface import EventHandler, Index, SessionView
+from extender.engine.model import ALLOCATED_STATUS, ON_NODE_STATUS, Node, Task, TaskStatus
 from extender.engine.registry import register_plugin
 from lapilli.devices.asks import DeviceAsk, device_ask, matching_rules
 from lapilli.devices.cards import FUTURE, HELD, NOW, PIPELINED, RELEASING, CardLedger, Fit, Shortfall
@@ -99,6 +100,18 @@ def parse_arguments(arguments: Arguments) -> DeviceShareArgs:
     )
 
 
+def vgpu_arguments(conf: SchedulerConf) -> DeviceShareArgs | None:
+    """The deviceshare arguments of `conf` when it turns vGPU on (its first such entry), else None: what the
+    extender's verbs, the reports and the service's ConfigMap watch follow."""
+    for tier in conf.tiers:
+        for option in tier.plugins:
+            if option.name == NAME:
+                args = parse_arguments(option.arguments)  # validated when the conf was loaded
+                if args.vgpu:
+                    return args
+    return None
+
+
 Outcome = tuple[Fit | Shortfall, Fit | Shortfall]  # the fit if allocated now, and if pipelined
 
 
@@ -163,12 +176,28 @@ class CardFit:
         future = outcome[1]
         return [] if isinstance(future, Fit) else [_REASONS[future.kind]]
 
-    def shortfall(self, task: Task, row: int) -> Shortfall | None:
-        """Why the task's asks do not fit node `row` even once room being released is free (None: they do)."""
-        outcome = self.outcome(task, row)
-        if outcome is None:
-            return Shortfall("none", "no vGPU cards")
-        return None if isinstance(outcome[1], Fit) else outcome[1]
+    def summary(self, task: Task, rows: Index) -> str:
+        """`no card with 20 GB free: best sim-node-3 card 1 with 12 GB` when the cards of none of the nodes `rows`
+        admit the task, naming the card with the most memory free among those it may use; "" when some do."""
+        best: tuple[int, str, int] | None = None  # (MB free, node, card)
+        need, kinds = 0, set()
+        for row in rows.tolist():
+            ledger = self.ledgers[row]
+            outcome = self.outcome(task, row)
+            if outcome is None or ledger is None:
+                continue
+            short = outcome[1]
+            if isinstance(short, Fit):
+                return ""
+            kinds.add(short.kind)
+            need = max(need, short.need)
+            if short.kind == "room" and short.card is not None and (best is None or short.free > best[0]):
+                best = (short.free, ledger.cards.node, short.card)
+        if not kinds:
+            return "no node has vGPU cards"
+        if best is None:
+            return f"no vGPU card can take the pod ({', '.join(sorted(kinds))})"
+        return f"no card with {_gb(need)} free: best {best[1]} card {best[2]} with {_gb(best[0])}"
 
     # ---- event handlers ---------------------------------------------------------------------------------------
     def allocated(self, task: Task) -> None:
@@ -287,7 +316,47 @@ class DeviceSharePlugin:
                 fit.where[task.uid] = ledger
 
     def on_session_close(self, ssn: SessionView) -> None:
+        fit = self.fit
+        if fit is not None:
+            _report(ssn, fit)
+            _queue_usage(ssn, fit)
         self.fit = None
+
+
+def _gb(mb: int) -> str:
+    gb = mb / 1024
+    return f"{gb:.0f} GB" if gb >= 10 or gb == int(gb) else f"{gb:.1f} GB"
+
+
+def _report(ssn: SessionView, fit: CardFit) -> None:
+    """Each node's cards as the session leaves them, for the reports (dashboard, job why)."""
+    for ledger in fit.ledgers:
+        if ledger is not None:
+            cards = ledger.cards.cards
+            ssn.card_report[ledger.cards.node] = tuple(
+                (card.uuid, used, memory, pods, split)
+                for card, (used, memory, pods, split) in zip(cards, ledger.summary(), strict=True))
+
+
+def _queue_usage(ssn: SessionView, fit: CardFit) -> None:
+    """What a pod holding cards counts in its queue's status: the device memory and cores its cards hold (a pod of
+    2 cards × 20 GB holds 40 GB; one asking a percentage, that share of its cards), not its request. Volcano's
+    `addNodeSharableDeviceUsage`, at session close, after every decision."""
+    memory, cores = (ssn.dims.index.get(fit.config.memory_name), ssn.dims.index.get(fit.config.core_name))
+    if memory is None and cores is None:
+        return
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            ledger = fit.where.get(task.uid)
+            hold = ledger.pods.get(task.uid) if ledger is not None else None
+            if hold is None or task.status not in ALLOCATED_STATUS:
+                continue
+            held = task.resreq.copy()  # request vectors are shared between tasks
+            if memory is not None:
+                held[memory] = 1000.0 * sum(h.memory for h in hold.holdings)
+            if cores is not None:
+                held[cores] = 1000.0 * sum(h.cores for h in hold.holdings)
+            task.resreq = held
 
 
 register_plugin(NAME, parse_arguments, DeviceSharePlugin)

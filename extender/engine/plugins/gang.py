@@ -123,7 +123,7 @@ class GangPlugin:
 
     def on_session_close(self, ssn: SessionView) -> None:
         for job in ssn.jobs.values():
-            if not job.tasks:
+            if not job.tasks or job.uid in ssn.parked:
                 continue
             if job.is_ready():
                 ssn.set_condition(job, "Scheduled", "tasks in gang are ready to be scheduled", "")

@@ -261,7 +261,11 @@ class TaskTopologyPlugin:
             except TopologyError:
                 continue  # Volcano logs it and schedules the job without topology
             if topo is not None:
-                self.managers[uid] = JobManager(job, topo, weight)
+                manager = self.managers[uid] = JobManager(job, topo, weight)
+                for task_uid in manager.bucket_of:
+                    # Its score varies by job, not by the task's class: the placement cache must not give it the
+                    # fast path a task of the same template built without topology (interface.Scorer).
+                    job.tasks[task_uid].rescored = True
         if not self.managers:
             return
         ssn.add_task_order(self.task_order)

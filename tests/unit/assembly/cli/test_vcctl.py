@@ -27,6 +27,11 @@ def test_queue_table_counts_podgroups_per_phase():
                         "Usage(decayed)")
     assert lines[1] == "default                  1       Open    0       1       0       0       0         -      -"
     assert lines[2] == "q2                       4       Closing 1       0       1       0       0         0.50   1,900 GPU·h"
+    shared = format_queues(queues, stats, {"q2": 0.5}, now, gpu_memory={"q2": 60.0, "default": 0.0}).splitlines()
+    assert shared[0].endswith("Share  Usage(decayed)  vGPU mem")  # shared GPUs: the memory the queue's cards hold
+    assert shared[1].endswith("-      -               0 GB") and shared[2].endswith("1,900 GPU·h     60 GB")
+    assert shared[0].index("vGPU mem") == shared[1].index("0 GB") == shared[2].index("60 GB")
+    assert format_queues(queues, stats, {"q2": 0.5}, now, gpu_memory={"q2": 0.0}).splitlines() == lines
 
 
 def _job(name, ns="default", **status):

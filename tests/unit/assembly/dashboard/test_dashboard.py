@@ -159,3 +159,27 @@ async def test_a_namespace_only_user_sees_the_jobs_of_their_namespace(namespace:
     assert "needs nvidia.com/gpu 4; queue lab-a may never hold more than 2" in html  # its why, as job why says
     assert {r.resource.kind: r.namespace for r in dashboard.reflectors if r.resource.namespaced} == \
         {"Pod": "u", "PodGroup": "u"}
+
+
+def test_shared_gpus_show_each_cards_memory() -> None:
+    """vGPU (issue 18): a node registering two 80 GB cards, one holding a 20 GB pod; the Nodes table shows GPU
+    memory per card (a column only when some node shares cards)."""
+    register = "c0,10,81920,NVIDIA-A100-SXM4-80GB,true,hami-core:c1,10,81920,NVIDIA-A100-SXM4-80GB,true,hami-core:"
+    s = {"nodes": [{"name": "g0", "annotations": {"volcano.sh/node-vgpu-register": register},
+                    "alloc": {"cpu": "16", "memory": "64Gi", "volcano.sh/vgpu-number": "20",
+                              "volcano.sh/vgpu-memory": "163840", "volcano.sh/vgpu-cores": "200"}}],
+         "queues": [{"name": "default"}], "podgroups": [{"name": "u/nb", "min": 1, "phase": "Running"}],
+         "pods": [{"name": "u/nb", "group": "nb", "node": "g0", "phase": "Running",
+                   "limits": {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "20480"},
+                   "annotations": {"volcano.sh/vgpu-ids-new": "c1,NVIDIA,20480,0:", "volcano.sh/vgpu-node": "g0"}}]}
+    by_kind: dict[str, list[dict]] = {}  # type: ignore[type-arg]
+    for doc in documents(s):
+        by_kind.setdefault(doc["kind"], []).append(doc)
+    conf = parse_scheduler_conf((SHIPPED.parents[2] / "examples" / "scheduler-conf-vgpu.yaml").read_text())
+    page = build(build_view(by_kind), conf, "vgpu", {}, now=datetime(2026, 1, 1, tzinfo=UTC))
+    (node,) = page.nodes
+    assert [(c.used_gb, c.memory_gb, c.pods) for c in node.cards] == [(0, 80, 0), (20, 80, 1)]
+    html = fragment(page)
+    assert "GPU memory per card" in html and "20/80 GB · 1 pod" in html and "0/80 GB · 0 pods" in html
+    assert "GPU memory per card" not in fragment(build(_view(), parse_scheduler_conf(SHIPPED.read_text()), "x", {},
+                                                       now=datetime(2026, 1, 1, tzinfo=UTC)))

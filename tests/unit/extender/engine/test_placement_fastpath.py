@@ -3,7 +3,8 @@
 After random placements, pipelines, evictions and undos, for every task: its fit error is the per-node histogram computed
 plainly; for every pending task: the class cache (refreshed row by
 row over Python floats) equals masks and scores computed afresh over all nodes with numpy; `choose` picks the node
-that the masks-then-argmax computation picks; and the scorers' per-column formulas equal the matrix form they were
+that the masks-then-argmax computation picks (tasks with pod affinity, spread or host ports included: their picks
+are the class's with the dynamic predicates' refusals taken out); and the scorers' per-column formulas equal the matrix form they were
 rewritten from (kube-scheduler's LeastAllocated / MostAllocated / BalancedAllocation, Volcano's binpack).
 """
 
@@ -43,6 +44,14 @@ TEMPLATES: list[dict[str, Any]] = [
     {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}},
     ]}}},
+    # Pod terms: their tasks are dynamic (predicates) or rescored (scores), and pick through the masks.
+    {"labels": {"app": "w"}, "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "w"}}, "topologyKey": "zone"}]}}},
+    {"labels": {"app": "s"}, "topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "s"}}}]},
+    {"labels": {"app": "w"}, "affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 3, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "s"}}, "topologyKey": "zone"}}]}}},
 ]
 
 
@@ -167,7 +176,7 @@ def _check(ssn: Session) -> None:
         assert np.array_equal(entry.fit_future, fit_future)
         assert np.array_equal(entry.score, score)
         assert np.array_equal(entry.score, _matrix_scores(ssn, task))
-        if not task.host_ports:
+        if not task.dynamic:  # a dynamic task's picks are the class's, masked at choose time (checked below)
             assert np.array_equal(entry.pick_future != NO_NODE, feasible)
         for node in ssn.nodes:
             row = ScalarRow.of(ssn.arrays, node.idx)

@@ -78,5 +78,8 @@ def test_scenario(scenario: dict[str, Any]) -> None:
         assert {k: getattr(pg, k) for k in counts} == counts, key
     if "devices" in expect:  # each placed pod's cards, as volcano.sh/vgpu-ids-new writes them
         assert {k: encode_pod_devices(v) for k, v in result.devices.items()} == (expect["devices"] or {})
+    for name, allocated in (expect.get("allocated") or {}).items():  # the queue's status, the entries named
+        shown = result.to_json()["queues"][name]["allocated"]
+        assert {k: shown.get(k) for k in allocated} == allocated, (name, shown)
     for name, deserved in (expect.get("deserved") or {}).items():
         assert result.to_json()["queues"][name]["deserved"] == deserved, name

@@ -382,3 +382,34 @@ def test_a_spread_the_zones_cannot_hold_names_the_constraint() -> None:
     s = scenario(gang("u/web", 4, "lab-a", **spread), nodes=nodes, queues=[{"name": "lab-a"}])
     e = why(s, "u/web")
     assert "2 of 4 pods placeable: 4 nodes didn't match pod topology spread constraints" in e.headline, e.render()
+
+
+def test_a_pod_no_card_has_room_for_names_the_card_that_comes_closest() -> None:
+    """vGPU (issue 18): two nodes whose 80 GB cards hold running pods; a 20 GB ask fits no card. The answer names
+    the card with the most memory free among all nodes (and the nodes), with the shipped conf plus deviceshare."""
+    conf = parse_scheduler_conf((SHIPPED.parents[2] / "examples" / "scheduler-conf-vgpu.yaml").read_text())
+
+    def node(name: str) -> dict[str, Any]:
+        register = "".join(f"{name}-gpu{c},10,81920,NVIDIA-A100-SXM4-80GB,true,hami-core:" for c in range(2))
+        return {"name": name, "annotations": {"volcano.sh/node-vgpu-register": register},
+                "alloc": {"cpu": "16", "memory": "64Gi", "volcano.sh/vgpu-number": "20",
+                          "volcano.sh/vgpu-memory": "1000000", "volcano.sh/vgpu-cores": "200"}}
+
+    def running(name: str, on: str, card: int, memory: int) -> dict[str, Any]:
+        return {"name": f"u/{name}", "group": name, "node": on, "phase": "Running",
+                "limits": {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": str(memory)},
+                "annotations": {"volcano.sh/vgpu-ids-new": f"{on}-gpu{card},NVIDIA,{memory},0:",
+                                "volcano.sh/vgpu-node": on}}
+
+    held = [("a", "n0", 0, 71680), ("b", "n0", 1, 69632), ("c", "n1", 0, 81920), ("d", "n1", 1, 75000)]
+    s = {"nodes": [node("n0"), node("n1")], "queues": [{"name": "lab-a"}],
+         "podgroups": [{"name": f"u/{n}", "queue": "lab-a", "min": 1, "phase": "Running"} for n, *_ in held]
+         + [{"name": "u/new", "queue": "lab-a", "min": 1, "phase": "Inqueue"}],
+         "pods": [running(*h) for h in held]
+         + [{"name": "u/new", "group": "new", "limits": {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "20480"}}]}
+    e = explain(build_snapshot(documents(s)), conf, ["u/new"], None)["u/new"]
+    assert "no card with 20 GB free: best n0 card 1 with 12 GB" in e.render(), e.render()
+    assert "2 nodes had no vGPU card with room for the pod" in e.render(), e.render()
+    decided = run_session(build_snapshot(documents(s)), conf)
+    assert "u/new" not in decided.binds
+    assert decided.cards["n0"] == (("n0-gpu0", 71680, 81920, 1, 10), ("n0-gpu1", 69632, 81920, 1, 10))

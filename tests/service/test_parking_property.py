@@ -1,0 +1,196 @@
+"""Parked gangs change no decision: over random sequences of cluster events, a session that leaves parked gangs
+out (or is not run again when nothing changed) decides exactly what a session over every gang decides.
+
+Each step applies one event to the cluster state the way a watch would (nodes added, changed or removed; gangs
+submitted; pods bound where their plan says, started, finished, terminating or deleted; plans dropped as a permit
+timeout drops them; PodGroups deleted; queues changed; the conf swapped; or nothing), then runs both sessions over
+the same snapshot and placements. Binds, pipelined pods, evictions and queue results must be equal, and every
+PodGroup's phase and counts; a parked gang keeps the condition it was parked with, so its message (node counts
+inside the fit error) may be older, but its condition type and reason are the same. The plan then takes the binds,
+as the service's does. Confs: Volcano's default, the same with preempt and reclaim, and one with an undeclared
+(test-only) plugin, under which nothing may be parked.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from extender.engine.parking import READS, channels
+from extender.engine.results import Decisions
+from extender.engine.run import parse_scheduler_conf, run_session
+from extender.service.parking import Parking
+from extender.service.plan import overlay
+from extender.service.runner import watch
+from extender.service.session import decide
+from extender.service.state import ClusterState
+from tests.service.extender_state import cluster_state, feed
+from tests.unit.extender.engine.builders import node, pod, podgroup, queue
+
+TIERS = """
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder},
+            {name: binpack}]
+"""
+CONFS = [
+    parse_scheduler_conf('actions: "enqueue, allocate, backfill"' + TIERS),
+    parse_scheduler_conf('actions: "enqueue, allocate, preempt, reclaim, backfill"' + TIERS),
+]
+REQUESTS = [{"cpu": "1", "nvidia.com/gpu": "1"}, {"cpu": "2"}, {"cpu": "1", "nvidia.com/gpu": "2"}]
+
+
+class Cluster:
+    """The raw objects, fed to a cluster state as a watch would, and the plan's placements."""
+
+    def __init__(self) -> None:
+        self.docs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.state: ClusterState = cluster_state([])
+        self.placements: dict[str, str] = {}
+        self.gangs = 0
+        for name, weight in (("default", 1), ("q1", 2), ("q2", 1)):
+            self.put(queue({"name": name, "weight": weight}))
+
+    def put(self, doc: dict[str, Any]) -> None:
+        meta = doc["metadata"]
+        self.docs[(doc["kind"], f"{meta.get('namespace', '')}/{meta['name']}")] = doc
+        feed(self.state, copy.deepcopy(doc))
+
+    def delete(self, kind: str, key: str) -> None:
+        doc = self.docs.pop((kind, key), None)
+        if doc is not None:
+            self.state.apply("DELETED", copy.deepcopy(doc))
+
+    def of(self, kind: str) -> list[tuple[str, dict[str, Any]]]:
+        return sorted((key, doc) for (k, key), doc in self.docs.items() if k == kind)
+
+
+def _node(i: int, gpus: int, cpu: int = 8) -> dict[str, Any]:
+    return node({"name": f"n{i}", "alloc": {"cpu": str(cpu), "memory": "32Gi", "nvidia.com/gpu": str(gpus)}})
+
+
+EVENTS = ["node", "gang", "gang", "bind", "bind", "bind", "run", "finish", "finish", "terminate", "delete-pod",
+          "drop-plan", "delete-pg", "queue", "nothing", "nothing"]
+
+
+def _event(cluster: Cluster, data: st.DataObject, kind: str | None = None) -> None:
+    kind = kind or data.draw(st.sampled_from(EVENTS))
+    pods = cluster.of("Pod")
+    bound = [(k, d) for k, d in pods if d["spec"].get("nodeName")]
+    if kind == "node":
+        i = data.draw(st.integers(0, 4))
+        if data.draw(st.integers(0, 3)) == 0 and ("Node", f"/n{i}") in cluster.docs:
+            cluster.delete("Node", f"/n{i}")
+        else:
+            cluster.put(_node(i, data.draw(st.sampled_from([0, 1, 2, 4])), data.draw(st.sampled_from([2, 8]))))
+    elif kind == "gang":
+        g = cluster.gangs = cluster.gangs + 1
+        size = data.draw(st.integers(1, 3))
+        q = data.draw(st.sampled_from(["default", "q1", "q2"]))
+        req = data.draw(st.sampled_from(REQUESTS))
+        priority = data.draw(st.sampled_from([1, 10]))
+        cluster.put(podgroup({"name": f"ns/g{g}", "queue": q, "min": size, "phase": "Inqueue"}))
+        for t in range(size):
+            cluster.put(pod({"name": f"ns/g{g}-{t}", "group": f"g{g}", "req": req, "priority": priority}))
+    elif kind == "bind" and cluster.placements:
+        key = data.draw(st.sampled_from(sorted(cluster.placements)))
+        doc = cluster.docs.get(("Pod", key))
+        node_name = cluster.placements.pop(key)
+        if doc is not None and not doc["spec"].get("nodeName"):
+            doc = copy.deepcopy(doc)
+            doc["spec"]["nodeName"] = node_name
+            cluster.put(doc)
+    elif kind in ("run", "finish", "terminate") and bound:
+        key, doc = data.draw(st.sampled_from(bound))
+        doc = copy.deepcopy(doc)
+        if kind == "terminate":
+            doc["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+        else:
+            doc["status"]["phase"] = "Running" if kind == "run" else "Succeeded"
+        cluster.put(doc)
+    elif kind == "delete-pod" and pods:
+        key, _doc = data.draw(st.sampled_from(pods))
+        cluster.delete("Pod", key)
+        cluster.placements.pop(key, None)
+    elif kind == "drop-plan" and cluster.placements:
+        cluster.placements.pop(data.draw(st.sampled_from(sorted(cluster.placements))))
+    elif kind == "delete-pg" and cluster.of("PodGroup"):
+        key, _doc = data.draw(st.sampled_from(cluster.of("PodGroup")))
+        cluster.delete("PodGroup", key)
+    elif kind == "queue":
+        name = data.draw(st.sampled_from(["q1", "q2"]))
+        spec: dict[str, Any] = {"name": name, "weight": data.draw(st.integers(1, 3))}
+        if data.draw(st.booleans()):
+            spec["capability"] = {"nvidia.com/gpu": str(data.draw(st.integers(1, 6)))}
+        if data.draw(st.booleans()):
+            spec["reclaimable"] = False
+        cluster.put(queue(spec))
+
+
+def _same(full: Decisions, parked: Decisions, left_out: frozenset[str]) -> None:
+    assert parked.binds == full.binds
+    assert sorted(parked.evictions) == sorted(full.evictions)
+    assert parked.pipelined == full.pipelined
+    assert set(parked.podgroups) == set(full.podgroups)
+    for key, want in full.podgroups.items():
+        got = parked.podgroups[key]
+        counts = ("phase", "running", "succeeded", "failed", "min_member", "ready", "pending", "tasks", "queue")
+        assert [getattr(got, f) for f in counts] == [getattr(want, f) for f in counts], key
+        if key in left_out:
+            assert got.condition is not None and want.condition is not None, key
+            assert (got.condition.type, got.condition.reason) == (want.condition.type, want.condition.reason), key
+        else:
+            assert got == want, key
+    assert {k: (q.state, q.allocated.tolist(), None if q.deserved is None else q.deserved.tolist(), q.share)
+            for k, q in parked.queues.items()} == {
+        k: (q.state, q.allocated.tolist(), None if q.deserved is None else q.deserved.tolist(), q.share)
+        for k, q in full.queues.items()}
+
+
+def _step(cluster: Cluster, parking: Parking, conf: Any) -> frozenset[str]:
+    """Both sessions over the same cluster and plan; returns the gangs the parked one left out."""
+    full = run_session(overlay(cluster.state.copy(), cluster.placements), conf)
+    left_out = frozenset(parking.parked)  # at most these are left out (the conf or plan may un-park some)
+    parked = decide(overlay(cluster.state.copy(), cluster.placements), conf, cluster.placements, parking,
+                    cluster.state.snapshot)
+    _same(full, parked, left_out)
+    cluster.placements.update(full.binds)  # the plan takes the new placements, as the service's does
+    return left_out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_parked_sessions_decide_what_full_sessions_decide(data: st.DataObject) -> None:
+    cluster = Cluster()
+    parking = watch(cluster.state)
+    for i in range(3):
+        cluster.put(_node(i, 2))
+    conf = CONFS[data.draw(st.integers(0, len(CONFS) - 1))]
+    for _ in range(data.draw(st.integers(2, 6))):  # more gangs than the nodes hold: some wait, and get parked
+        _event(cluster, data, "gang")
+    _step(cluster, parking, conf)
+    for _ in range(data.draw(st.integers(6, 30))):
+        _event(cluster, data)
+        if data.draw(st.integers(0, 9)) == 0:
+            conf = CONFS[data.draw(st.integers(0, len(CONFS) - 1))]
+        _step(cluster, parking, conf)
+
+
+def test_parking_is_off_under_a_conf_naming_a_plugin_that_declares_nothing(monkeypatch: Any) -> None:
+    cluster = Cluster()
+    parking = watch(cluster.state)
+    cluster.put(_node(0, 1))
+    cluster.put(podgroup({"name": "ns/big", "queue": "default", "min": 2, "phase": "Inqueue"}))
+    for t in range(2):
+        cluster.put(pod({"name": f"ns/big-{t}", "group": "big", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
+    declared = parse_scheduler_conf('actions: "enqueue, allocate"' + TIERS)
+    for _ in range(2):
+        decide(overlay(cluster.state.copy(), {}), declared, {}, parking, cluster.state.snapshot)
+    assert set(parking.parked) == {"ns/big"}, "the gang that cannot fit is parked after its first session"
+    monkeypatch.delitem(READS, "binpack")  # as a plugin added without declaring what it reads
+    undeclared = parse_scheduler_conf('actions: "enqueue, allocate, backfill"' + TIERS)
+    decide(overlay(cluster.state.copy(), {}), undeclared, {}, parking, cluster.state.snapshot)
+    assert not parking.parked and channels(undeclared) is None
