@@ -219,7 +219,7 @@ class HyperAllocator:
             found = self._try_job_in(job, sheet, name, failed)
             if found is None:
                 continue
-            if best is not None and found.score <= best.score:
+            if best is not None and (found.score < best.score or (found.score == best.score and name > best.hypernode)):
                 assert found.live is not None
                 found.live.discard()
                 continue
