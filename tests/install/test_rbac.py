@@ -37,8 +37,6 @@ class Call(NamedTuple):
     names: tuple[str, ...] = ()  # resourceNames; () = every object of the resources
 
 
-# The controllers' warm caches: one Reflector per kind of controller/warm.py's KINDS.
-_WARM = r"KINDS: Final\[tuple\[Resource, \.\.\.\]\] = \([^)]*\b{kind}\b[\s\S]*Reflector\(client, res\b"
 _TABLE: dict[str, list[tuple]] = {
     "ClusterRole/lapilli-webhook": [
         ("scheduling.volcano.sh", ("queues",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, QUEUES"),
@@ -52,29 +50,29 @@ _TABLE: dict[str, list[tuple]] = {
          ("lapilli-mutating", "lapilli-validating")),
     ],
     "ClusterRole/lapilli-controllers": [
-        ("batch.volcano.sh", ("jobs",), ("list", "watch"), "controller/warm.py", _WARM.format(kind="VC_JOBS")),
+        ("batch.volcano.sh", ("jobs",), ("list", "watch"), "controller/warm.py", r"KINDS: .*= \(.*\bVC_JOBS\b"),
         ("batch.volcano.sh", ("jobs",), ("get",), "controller/jobs/cleanup.py", r"client\.get\(VC_JOBS"),
         ("batch.volcano.sh", ("jobs",), ("patch",), "controller/jobs/resources.py", r"client\.patch\(VC_JOBS"),
         ("batch.volcano.sh", ("jobs",), ("delete",), "controller/jobs/ttl.py", r"client\.delete\(VC_JOBS"),
         ("batch.volcano.sh", ("jobs/status",), ("patch",), "controller/jobs/actions.py",
          r"client\.patch\(VC_JOBS, .*subresource=subresource"),
         ("scheduling.volcano.sh", ("podgroups",), ("list", "watch"), "controller/warm.py",
-         _WARM.format(kind="PODGROUPS")),
+         r"KINDS: .*= \(.*\bPODGROUPS\b"),
         ("scheduling.volcano.sh", ("podgroups",), ("create", "patch", "delete"), "controller/jobs/actions.py",
          r"client\.create\(PODGROUPS[\s\S]*client\.patch\(PODGROUPS[\s\S]*client\.delete\(PODGROUPS"),
         ("scheduling.volcano.sh", ("podgroups",), ("get",), "controller", r"client\.get\(PODGROUPS"),
-        ("scheduling.volcano.sh", ("queues",), ("list", "watch"), "controller/warm.py", _WARM.format(kind="QUEUES")),
+        ("scheduling.volcano.sh", ("queues",), ("list", "watch"), "controller/warm.py", r"KINDS: .*= \(.*\bQUEUES\b"),
         ("scheduling.volcano.sh", ("queues",), ("get", "create", "patch"), "controller",
          r"client\.get\(QUEUES|client\.create\(QUEUES|client\.patch\(QUEUES"),
         ("scheduling.volcano.sh", ("queues/status",), ("patch",), "controller/queues/controller.py",
          r"client\.patch_status\(QUEUES"),
         ("bus.volcano.sh", ("commands",), ("list", "watch"), "controller/manager.py", r"Reflector\(client, COMMANDS"),
         ("bus.volcano.sh", ("commands",), ("delete",), "controller/commands.py", r"client\.delete\(COMMANDS"),
-        ("", ("pods",), ("list", "watch"), "controller/warm.py", _WARM.format(kind="PODS")),
+        ("", ("pods",), ("list", "watch"), "controller/warm.py", r"KINDS: .*= \(.*\bPODS\b"),
         ("", ("pods",), ("create", "patch", "delete"), "controller/jobs/actions.py",
          r"client\.create\(PODS[\s\S]*client\.patch\(PODS[\s\S]*client\.delete\(PODS"),
         ("scheduling.k8s.io", ("priorityclasses",), ("list", "watch"), "controller/warm.py",
-         _WARM.format(kind="PRIORITY_CLASSES")),
+         r"KINDS: .*= \(.*\bPRIORITY_CLASSES\b"),
         # Plugin objects: created from the plugins' wants, read and deleted by name (delete_owned).
         ("", ("services", "secrets", "configmaps"), ("create",), "controller/jobs/resources.py",
          r"client\.create\(_BY_KIND\["),
