@@ -93,7 +93,7 @@ class ClusterSpec:
     # rendered scheduler pods in containers.
     kube_scheduler: bool = True
     # Shared GPUs (assembly/dev/vgpu.py): nodes register vGPU cards (every fourth MIG), the device config is
-    # created, and the service runs examples/scheduler-conf-vgpu.yaml (before `serve_args`, which may override it).
+    # created, and the service runs examples/scheduler-conf-vgpu.yaml unless `scheduler_conf` names another.
     vgpu: bool = False
     # Network topology (assembly.dev.topology): the nodes labelled into this tree, and label discovery turned on
     # so the service makes HyperNodes of it.
@@ -249,7 +249,7 @@ class DevCluster:
             raise ComponentFailed("the Lapilli service was asked for, but `lapilli serve` does not exist yet")
         await bootstrap(self.client, manifests_dir())
         if self.spec.vgpu:  # before the kubelet starts: it reads the MIG geometries from it, as the device plugin
-            await create_device_config(self.client)
+            await create_device_config(self.client, conf or VGPU_CONF)
         await asyncio.gather(
             self._start_scheduler(sched_kc, ports, plan),
             self._start_kubelet(ports.gpu_metrics),

@@ -29,6 +29,7 @@ from extender.engine.interface import (
     JobVoteFn,
     KeyedOrder,
     KeyValue,
+    NodeBonus,
     NodeLocal,
     OrderFn,
     Plugin,
@@ -140,6 +141,7 @@ class Callbacks:
         self.preemptives: Slot[QueueTaskFn] = Slot("enablePreemptive")
         self.predicates: Slot[Predicate] = Slot("enablePredicate")
         self.node_orders: Slot[Scorer] = Slot("enableNodeOrder")
+        self.node_bonuses: Slot[NodeBonus] = Slot("enableNodeOrder")
         self.subjob_readies: Slot[SubJobPredicateFn] = Slot("enabledSubJobReady")
         self.subjob_pipelineds: Slot[SubJobVoteFn] = Slot("enabledSubJobPipelined")
         self.subjob_orders: Slot[OrderFn[SubJob]] = Slot("enabledSubJobOrder")
@@ -227,6 +229,9 @@ class Callbacks:
 
     def add_node_order(self, fn: Scorer) -> None:
         self._add(self.node_orders, fn)
+
+    def add_node_bonus(self, fn: NodeBonus) -> None:
+        self._add(self.node_bonuses, fn)
 
     def add_subjob_ready(self, fn: SubJobPredicateFn) -> None:
         self._add(self.subjob_readies, fn)

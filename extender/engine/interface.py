@@ -238,6 +238,15 @@ class Scorer(Protocol):
     def normalizes(self, task: Task) -> bool: ...
 
 
+class NodeBonus(Protocol):
+    """A node score that depends on more than the node's own row, but not on which nodes are candidates (the
+    network-topology plugin's HyperNode binpack for pods without a topology: how full each node's HyperNodes are).
+    Per task, one additive score for every node (None: nothing for this task); the session adds it to the class's
+    cached picks, so such tasks keep the fast path."""
+
+    def __call__(self, task: Task, /) -> Scores | None: ...
+
+
 class NodeLocal(Protocol):
     """A filter and score that read a node's own state beyond its resource row (its vGPU cards: which pods hold
     which card). The session caches its answers per task class like a row-local scorer's, refreshing a node when
@@ -352,6 +361,8 @@ class SessionView(Protocol):
 
     def add_node_order(self, fn: Scorer) -> None: ...
 
+    def add_node_bonus(self, fn: NodeBonus) -> None: ...
+
     def add_node_local(self, fn: NodeLocal) -> None: ...
 
     def add_event_handler(self, handler: EventHandler) -> None: ...
@@ -463,6 +474,7 @@ __all__ = [
     "Index",
     "KeyedOrder",
     "Mask",
+    "NodeBonus",
     "NodeLocal",
     "Plugin",
     "PluginBuilder",

@@ -126,7 +126,8 @@ class Session(Callbacks):
         self.assignments: dict[str, PodDevices] = {}
         self.card_report: dict[str, tuple[tuple[str, int, int, int, int], ...]] = {}
         self._open_plugins(self)
-        self.placement.plug(self.predicates.all(), self.node_orders.all(), self.node_locals.all())
+        self.placement.plug(self.predicates.all(), self.node_orders.all(), self.node_locals.all(),
+                            self.node_bonuses.all())
 
     # ---- building -------------------------------------------------------------------------------------------
     def _build_nodes(self, snap: Snapshot) -> None:
@@ -274,7 +275,9 @@ class Session(Callbacks):
         for pg in snap.podgroups.values():
             job = self.jobs.get(pg.key)
             if job is not None and (pg.network_topology is not None or pg.sub_groups):
-                labels = {t.uid: snap.pods[t.key].labels for t in job.tasks.values() if t.key in snap.pods}
+                labels = {}  # read only by subGroupPolicy selectors and match keys
+                if pg.sub_groups:
+                    labels = {t.uid: snap.pods[t.key].labels for t in job.tasks.values() if t.key in snap.pods}
                 build_subjobs(job, pg, labels)
         for key in snap.nominations:
             if key in self.jobs and self.jobs[key].subjobs is None:
