@@ -13,6 +13,7 @@ from typing import Any
 
 from assembly.cli.vcctl import since
 from assembly.dashboard.forecast import Forecast
+from assembly.dashboard.timeline import Timeline
 from assembly.dashboard.topology import Topology, topology
 from assembly.why.answer import STARTED_KINDS, condition_line, service_condition
 from assembly.why.estimate import jobs_by_podgroup
@@ -90,6 +91,7 @@ class Page:
     missing: list[JobRow] = field(default_factory=list)  # PodGroups whose queue does not exist (or is not readable)
     topology: Topology | None = None  # None: the cluster has no HyperNode
     estimated_at: str = ""  # when the expected starts shown were made, if the cluster changed since
+    timeline: Timeline | None = None  # the last day (charts, waits) and the idle-GPU candidates; set by the server
 
 
 def _parent(queue: Mapping[str, Any]) -> str:
