@@ -131,6 +131,13 @@ _TABLE: dict[str, list[tuple]] = {
     "Role/lapilli-queue-events": [
         ("", ("events",), ("list",), "extender/service/why.py", r'client\.list\(EVENTS, "default"'),
     ],
+    # The dashboard's history: one ConfigMap in lapilli-system, read and rewritten by name, created once.
+    "Role/lapilli-history": [
+        ("", ("configmaps",), ("get", "patch"), "extender/service/history.py",
+         r"client\.get\(CONFIG_MAPS, HISTORY_CONFIGMAP[\s\S]*client\.patch\(CONFIG_MAPS, HISTORY_CONFIGMAP",
+         ("lapilli-history",)),
+        ("", ("configmaps",), ("create",), "extender/service/history.py", r"client\.create\(CONFIG_MAPS"),
+    ],
     # The vGPU device config, followed by name (a field selector on metadata.name) in kube-system.
     "Role/lapilli-vgpu-config": [
         ("", ("configmaps",), ("list", "watch"), "extender/service/state.py", r"Reflector\(client, CONFIG_MAPS",
@@ -163,6 +170,7 @@ CODE: dict[str, tuple[str, ...]] = {
     "ClusterRole/lapilli-extender": ("extender/service",),
     "Role/lapilli-webhook-tls": ("assembly/serve/certsecret.py",),
     "Role/lapilli-queue-events": ("extender/service/why.py",),
+    "Role/lapilli-history": ("extender/service/history.py",),
     "Role/lapilli-vgpu-config": ("extender/service/state.py",),
     "Role/lapilli-hypernode-discovery": ("controller/manager.py",),
     "Role/lapilli-leader-election": ("lapilli/cluster/leader.py", "lapilli/cluster/follower.py"),
