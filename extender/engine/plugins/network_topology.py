@@ -110,7 +110,7 @@ class NetworkTopologyPlugin:
         self.ssn: SessionView | None = None
         self.scales: Scales | None = None
         self._rows: Mapping[str, int] = {}  # node name -> row
-        self._held: list[Index] = []  # per node row: the HyperNodes holding it
+        self._path_of: list[int] = []  # per node row: its path (`TreeIndex.path_of`)
         self._paths: list[tuple[int, ...]] = []  # the same, as ints
         self._known: dict[tuple[str, int, str, bytes, str], list[list[str]]] = {}  # gradients asked this session
 
@@ -120,9 +120,11 @@ class NetworkTopologyPlugin:
         allocatable = topo.aggregate(arrays.allocatable)
         used = topo.aggregate(arrays.used)
         if topo.has_hypernodes and any(job.subjobs is not None for job in ssn.jobs.values()):
-            topo.track(arrays.future_idle())  # allocate skips HyperNodes a gang cannot fit (hyperallocate.py)
+            # allocate skips HyperNodes a gang cannot fit (hyperallocate.py)
+            topo.track(arrays.future_idle(), self._settle)
         self.scales = Scales(
             topo=topo, row_of={name: node.idx for name, node in ssn.node_by_name.items()},
+            path_of=topo.index.path_of.tolist(),
             weights=weight_vector(ssn.dims.index, self.args.weights), allocatable=allocatable, used=used,
             idle=allocatable - used, future_idle=topo.aggregate(arrays.future_idle()),
             global_weight=float(self.args.weight), fading=self.args.fading,
@@ -136,7 +138,7 @@ class NetworkTopologyPlugin:
         ssn.add_hypernode_gradient_for_subjob(self.subjob_gradients)
         index = topo.index
         self._rows = self.scales.row_of
-        self._held = [index.path_members[p] for p in index.path_of.tolist()]  # per node row
+        self._path_of = self.scales.path_of
         self._paths = [index.path_lists[p] for p in index.path_of.tolist()]
         ssn.add_event_handler(EventHandler(allocate=self._taken, deallocate=self._given))
 
@@ -145,26 +147,25 @@ class NetworkTopologyPlugin:
         self._known = {}
 
     # An allocation or pipelining takes the request from the node's HyperNodes, an undo or a release gives it back:
-    # their `used` here (Volcano's resource cache) and their future idle (`Topology.free`).
+    # their `used` here (Volcano's resource cache) and their future idle (`Topology.free`), counted when next read
+    # (`Scales.settle`).
     def _taken(self, task: Task) -> None:
         row = self._rows.get(task.node or "")
         if row is not None:
             assert self.scales is not None
-            held, scales = self._held[row], self.scales
-            np.add.at(scales.used, held, task.resreq)  # (`ufunc.at`: half the time of `used[held] += …` here)
-            if scales.topo.free is not None:
-                np.subtract.at(scales.topo.free, held, task.resreq)
-            scales.changed.extend(self._paths[row])
+            self.scales.moves.append((self._path_of[row], task.resreq))
+            self.scales.changed.extend(self._paths[row])
+
+    def _settle(self) -> None:
+        if self.scales is not None:
+            self.scales.settle()
 
     def _given(self, task: Task) -> None:
         row = self._rows.get(task.node or "")
         if row is not None:
             assert self.scales is not None
-            held, scales = self._held[row], self.scales
-            np.subtract.at(scales.used, held, task.resreq)
-            if scales.topo.free is not None:
-                np.add.at(scales.topo.free, held, task.resreq)
-            scales.changed.extend(self._paths[row])
+            self.scales.moves.append((self._path_of[row], -task.resreq))
+            self.scales.changed.extend(self._paths[row])
 
     # ---- node order --------------------------------------------------------------------------------------------
     def node_scores(self, task: Task, idx: Index) -> Scores | None:
