@@ -50,6 +50,8 @@ class TreeIndex:
     path_at_tier: Rows  # per (path, tier of tier_range): the HyperNode holding it there, len(names) for none
     row_of: Mapping[str, int]  # node name -> row
     above: npt.NDArray[np.bool_]  # [i, j]: HyperNode j is i or one of its ancestors
+    path_list: list[int]  # `path_of` as ints
+    row_paths: tuple[tuple[int, ...], ...]  # per node row: `path_lists` of its path
     rank: Rows  # per HyperNode: its place in name order (index order is by tier first)
     childless: npt.NDArray[np.bool_]  # per HyperNode: it has no HyperNode under it
     breadth: dict[str, tuple[int, ...]] = field(default_factory=dict)  # root -> its subtree, breadth first
@@ -82,9 +84,11 @@ class TreeIndex:
             above[i, [index[a] for a in tree.ancestors(name)]] = True
         rank = np.empty(len(names), dtype=np.intp)
         rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names), dtype=np.intp)
+        path_lists, path_list = tuple(paths), path_of.tolist()
         return cls(names, index, np.array([i.tier for i in infos], dtype=np.int64), tuple(i.rows for i in infos),
-                   leaf_of, path_of, tuple(np.array(m, dtype=np.intp) for m in paths), tuple(paths), tier_range,
-                   at_tier, row_of, above, rank, np.array([not i.children for i in infos], dtype=bool))
+                   leaf_of, path_of, tuple(np.array(m, dtype=np.intp) for m in paths), path_lists, tier_range,
+                   at_tier, row_of, above, path_list, tuple(path_lists[p] for p in path_list), rank,
+                   np.array([not i.children for i in infos], dtype=bool))
 
     def lca_tiers(self, held: int) -> npt.NDArray[np.int64]:
         """Per HyperNode i, the tier of the lowest HyperNode above both i and `held` (-1 when none)."""
@@ -179,10 +183,10 @@ class Topology:
         """Every HyperNode holding node `row` (the root included), by index."""
         return self.index.path_members[int(self.index.path_of[row])]
 
-    def track(self, future_idle: npt.NDArray[np.float64], settle: Callable[[], None]) -> None:
-        """Start following each HyperNode's future idle: its owner updates `free` for every change of a node's,
-        when `settle` is called at the latest."""
-        self.free, self.settle = self.aggregate(future_idle), settle
+    def track(self, free: npt.NDArray[np.float64], settle: Callable[[], None]) -> None:
+        """Start following each HyperNode's future idle (`free`, per HyperNode, as the session opens): its owner
+        updates it for every change of a node's, when `settle` is called at the latest."""
+        self.free, self.settle = free, settle
 
     def room(self) -> npt.NDArray[np.float64] | None:
         """Each HyperNode's future idle as the session stands (None when not tracked)."""
