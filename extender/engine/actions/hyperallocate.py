@@ -332,8 +332,10 @@ class HyperAllocator:
             if not len(candidates):
                 continue
             scores = ssn.hypernode_score_array(sub, candidates)
-            order = np.lexsort((topo.index.rank[candidates], -scores))
-            for at, score in zip(candidates[order].tolist(), scores[order].tolist(), strict=True):
+            if len(candidates) > 1:  # best score first, then the lowest name
+                order = np.lexsort((topo.index.rank[candidates], -scores))
+                candidates, scores = candidates[order], scores[order]
+            for at, score in zip(candidates.tolist(), scores.tolist(), strict=True):
                 name = topo.index.names[at]
                 if failed is not None and (sub.uid, name) in failed:
                     continue
@@ -380,7 +382,7 @@ class HyperAllocator:
             need = first * needed
         else:
             need = np.sort(np.stack([t.resreq for t in tasks]), axis=0)[:needed].sum(axis=0)
-        return hypernodes[np.all(need < free[hypernodes] + TOLERANCE, axis=1)]
+        return hypernodes[(need < free[hypernodes] + TOLERANCE).all(axis=1)]
 
     def allocate_tasks(self, job: Job, sub: SubJob, sheet: SubSheet, hypernode: str) -> Statement | None:
         """`allocateResourcesForTasks` on the nodes of `hypernode`: tasks in order until the sub-gang is ready;

@@ -65,7 +65,8 @@ class Scales:
     moves: list[tuple[int, Vec]] = field(default_factory=list)  # (path, ± request) not yet in `used` / `free`
     _normal: dict[bytes, _NormalClass] = field(default_factory=dict)
     _lca_scores: dict[str, Scores] = field(default_factory=dict)
-    _requests: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = field(default_factory=dict)
+    # sub-gang uid (or pod template and count) -> `subjob_request`
+    _requests: dict[str | bytes, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = field(default_factory=dict)
     _tier_weights: npt.NDArray[np.float64] | None = None
     _binpacks: dict[str, tuple[int, Scores]] = field(default_factory=dict)  # sub-gang -> (len(changed), …)
 
@@ -87,14 +88,15 @@ class Scales:
         moves.clear()
 
     # ---- HyperNode binpack -------------------------------------------------------------------------------------
-    def binpack(self, request: npt.NDArray[np.float64], dims: npt.NDArray[np.bool_], rows: Index) -> Scores:
-        """The binpack of `request` over the resource dimensions `dims` in HyperNodes `rows` (indices), in [0, 1]."""
+    def binpack(self, request: npt.NDArray[np.float64], dims: npt.NDArray[np.bool_], rows: Index | None) -> Scores:
+        """The binpack of `request` over the resource dimensions `dims` in HyperNodes `rows` (indices; None for
+        every HyperNode), in [0, 1]."""
         weights = np.where(dims, self.weights, 0.0)
         total_weight = weights.sum()
         if total_weight <= 0:
-            return np.zeros(len(rows))
-        after = self.used[rows] + request
-        alloc = self.allocatable[rows]
+            return np.zeros(len(self.used) if rows is None else len(rows))
+        after = (self.used if rows is None else self.used[rows]) + request
+        alloc = self.allocatable if rows is None else self.allocatable[rows]
         over = ((after > alloc) & dims).any(axis=1)
         share = np.divide(after, alloc, out=np.zeros_like(after), where=alloc > 0)
         return np.where(over, 0.0, (share * weights).sum(axis=1) / total_weight)
@@ -119,14 +121,22 @@ class Scales:
         known = self._requests.get(subjob.uid)
         if known is not None:
             return known
-        if not subjob.tasks:
-            known = self._requests[subjob.uid] = (np.zeros(len(self.weights)), np.zeros(len(self.weights), dtype=bool))
-            return known
-        requests = np.stack([task.resreq for task in subjob.tasks.values()])
-        asked = requests >= TOLERANCE
-        request = np.where(asked, requests, 0.0).sum(axis=0)
-        self._requests[subjob.uid] = (request, asked.any(axis=0) & (self.weights > 0))
-        return self._requests[subjob.uid]
+        vectors = [task.resreq for task in subjob.tasks.values()]
+        shape: bytes | None = None  # sub-gangs of one pod template and size ask the same: computed once for them
+        if vectors and all(v is vectors[0] for v in vectors):
+            shape = vectors[0].tobytes() + len(vectors).to_bytes(8, "little")
+            known = self._requests.get(shape)
+        if known is None:
+            if not vectors:
+                known = (np.zeros(len(self.weights)), np.zeros(len(self.weights), dtype=bool))
+            else:
+                requests = np.stack(vectors)
+                asked = requests >= TOLERANCE
+                known = (np.where(asked, requests, 0.0).sum(axis=0), asked.any(axis=0) & (self.weights > 0))
+            if shape is not None:
+                self._requests[shape] = known
+        self._requests[subjob.uid] = known
+        return known
 
     def task_share(self, subjob: SubJob, hypernodes: Index) -> Scores:
         """The share of the sub-gang's tasks placed in each of `hypernodes` (`scoreWithTaskNum`; 0 without
@@ -156,8 +166,7 @@ class Scales:
         known = self._binpacks.get(subjob.uid)
         if known is None or known[0] != len(self.changed):  # every HyperNode's, kept until some `used` moves
             request, dims = self.subjob_request(subjob)
-            every = np.arange(len(self.topo.index.names), dtype=np.intp)
-            known = self._binpacks[subjob.uid] = (len(self.changed), self.binpack(request, dims, every))
+            known = self._binpacks[subjob.uid] = (len(self.changed), self.binpack(request, dims, None))
         scores = known[1][hypernodes]
         if len(scores) > 1:
             tied = np.flatnonzero(scores == scores.max())
@@ -227,7 +236,7 @@ class Scales:
         if entry is None:
             dims = (task.resreq >= TOLERANCE) & (self.weights > 0)
             per_hypernode = np.ones(len(index.names) + 1)  # the extra entry: no HyperNode at that tier, full score
-            per_hypernode[:-1] = self.binpack(task.resreq, dims, np.arange(len(index.names), dtype=np.intp))
+            per_hypernode[:-1] = self.binpack(task.resreq, dims, None)
             entry = self._normal[key] = _NormalClass(dims, per_hypernode, len(self.changed))
         elif entry.seen < len(self.changed):
             moved = sorted(set(self.changed[entry.seen:]))
