@@ -299,10 +299,12 @@ class Job:
                 self.allocated -= task.resreq
         if task.best_effort:
             self.pending_best_effort_count += (status is TaskStatus.PENDING) - (old is TaskStatus.PENDING)
-        if self.subjobs is not None:
+        if self.subjobs is not None:  # `SubJob.count` twice, unrolled
             sub = self.subjob_of[task.uid]
-            sub.count(old, -1, task.best_effort)
-            sub.count(status, 1, task.best_effort)
+            sub.counts[old] -= 1
+            sub.counts[status] += 1
+            if task.best_effort:
+                sub.pending_best_effort += (status is TaskStatus.PENDING) - (old is TaskStatus.PENDING)
 
     def _count(self, task: Task, status: TaskStatus, delta: int) -> None:
         self.counts[status] += delta

@@ -114,9 +114,15 @@ class NetworkTopologyPlugin:
         self._paths: Sequence[tuple[int, ...]] = []  # per node row: the HyperNodes holding it
         self._known: dict[tuple[str, int, str, bytes, str], list[list[str]]] = {}  # gradients asked this session
         self._rooms: dict[tuple[bytes, str], npt.NDArray[np.bool_]] = {}  # `_room` answers this session
+        self._aware: set[str] = set()  # the tasks whose sub-gang has a network topology (they get no node bonus)
 
     def on_session_open(self, ssn: SessionView) -> None:
         self.ssn, self._known, self._rooms = ssn, {}, {}
+        self._aware = set()
+        for job in ssn.jobs.values():
+            for sub in (job.subjobs or {}).values():
+                if sub.topology is not None:
+                    self._aware.update(sub.tasks)
         topo, arrays = ssn.topology, ssn.arrays
         dims = arrays.allocatable.shape[1]
         future_idle = arrays.future_idle()
@@ -145,7 +151,7 @@ class NetworkTopologyPlugin:
 
     def on_session_close(self, ssn: SessionView) -> None:
         self.ssn = self.scales = None
-        self._known, self._rooms = {}, {}
+        self._known, self._rooms, self._aware = {}, {}, set()
 
     # An allocation or pipelining takes the request from the node's HyperNodes, an undo or a release gives it back:
     # their `used` here (Volcano's resource cache) and their future idle (`Topology.free`), counted when next read
@@ -193,12 +199,11 @@ class NetworkTopologyPlugin:
 
     def normal_scores(self, task: Task) -> Scores | None:
         """`batchNodeOrderFnForNormalPods` over every node, scaled: the node bonus of a pod without a topology."""
+        if task.uid in self._aware:
+            return None
         assert self.ssn is not None and self.scales is not None
         job = self.ssn.jobs.get(task.job)
         if job is None or not self.args.normal_pod or not self.scales.topo.has_hypernodes:
-            return None
-        sub = job.subjob_of.get(task.uid) if job.subjobs is not None else None
-        if sub is not None and sub.topology is not None:
             return None
         return MAX_NODE_SCORE * self.args.weight * self.scales.normal(task)
 
