@@ -51,7 +51,6 @@ class TreeIndex:
     row_of: Mapping[str, int]  # node name -> row
     above: npt.NDArray[np.bool_]  # [i, j]: HyperNode j is i or one of its ancestors
     path_list: list[int]  # `path_of` as ints
-    row_paths: tuple[tuple[int, ...], ...]  # per node row: `path_lists` of its path
     rank: Rows  # per HyperNode: its place in name order (index order is by tier first)
     childless: npt.NDArray[np.bool_]  # per HyperNode: it has no HyperNode under it
     breadth: dict[str, tuple[int, ...]] = field(default_factory=dict)  # root -> its subtree, breadth first
@@ -87,7 +86,7 @@ class TreeIndex:
         path_lists, path_list = tuple(paths), path_of.tolist()
         return cls(names, index, np.array([i.tier for i in infos], dtype=np.int64), tuple(i.rows for i in infos),
                    leaf_of, path_of, tuple(np.array(m, dtype=np.intp) for m in paths), path_lists, tier_range,
-                   at_tier, row_of, above, path_list, tuple(path_lists[p] for p in path_list), rank,
+                   at_tier, row_of, above, path_list, rank,
                    np.array([not i.children for i in infos], dtype=bool))
 
     def lca_tiers(self, held: int) -> npt.NDArray[np.int64]:
@@ -254,9 +253,7 @@ def build_subjobs(job: Job, pg: PodGroupRecord, labels: Mapping[str, Mapping[str
     job.subjobs = {}
     job.min_subjobs = {f"{job.uid}/{p.name}": p.min_groups for p in pg.sub_groups}
     if not pg.sub_groups:
-        default = default_subjob(job)
-        for task in sorted(job.tasks.values(), key=lambda t: t.uid):
-            job.add_to_subjob(task, default)
+        job.add_all_to_subjob(sorted(job.tasks.values(), key=lambda t: t.uid), default_subjob(job))
         return
     for task in sorted(job.tasks.values(), key=lambda t: t.uid):
         job.add_to_subjob(task, _subjob_for(job, pg, labels.get(task.uid, {})))

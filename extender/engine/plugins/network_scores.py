@@ -61,13 +61,16 @@ class Scales:
     fading: float
     min_tier: int
     max_tier: int
-    changed: list[int] = field(default_factory=list)  # HyperNodes whose `used` moved, in order (the classes' log)
+    changed: list[int] = field(default_factory=list)  # HyperNodes whose `used` moved, in order (the classes' log;
+    # up to date once settled)
     moves: list[tuple[int, Vec]] = field(default_factory=list)  # (path, ± request) not yet in `used` / `free`
     _normal: dict[bytes, _NormalClass] = field(default_factory=dict)
     _lca_scores: dict[str, Scores] = field(default_factory=dict)
     # sub-gang uid (or pod template and count) -> `subjob_request`
     _requests: dict[str | bytes, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = field(default_factory=dict)
     _tier_weights: npt.NDArray[np.float64] | None = None
+    _weighed: dict[bytes, tuple[npt.NDArray[np.float64], float]] = field(default_factory=dict)  # dims -> weights, Σ
+    _room_above_zero: npt.NDArray[np.bool_] | None = None  # allocatable > 0, per HyperNode and resource
     _binpacks: dict[str, tuple[int, Scores]] = field(default_factory=dict)  # sub-gang -> (len(changed), …)
 
     def settle(self) -> None:
@@ -76,6 +79,9 @@ class Scales:
         if not moves:
             return
         paths, free = self.topo.index.path_members, self.topo.free
+        path_lists, changed = self.topo.index.path_lists, self.changed
+        for path, _ in moves:
+            changed.extend(path_lists[path])
         if len(moves) == 1:
             held, vec = paths[moves[0][0]], moves[0][1]
         else:  # `ufunc.at` adds the rows in the order given: each HyperNode's sum as with one call per move
@@ -91,14 +97,21 @@ class Scales:
     def binpack(self, request: npt.NDArray[np.float64], dims: npt.NDArray[np.bool_], rows: Index | None) -> Scores:
         """The binpack of `request` over the resource dimensions `dims` in HyperNodes `rows` (indices; None for
         every HyperNode), in [0, 1]."""
-        weights = np.where(dims, self.weights, 0.0)
-        total_weight = weights.sum()
+        key = dims.tobytes()
+        weighed = self._weighed.get(key)
+        if weighed is None:
+            weights = np.where(dims, self.weights, 0.0)
+            weighed = self._weighed[key] = (weights, float(weights.sum()))
+        weights, total_weight = weighed
         if total_weight <= 0:
             return np.zeros(len(self.used) if rows is None else len(rows))
+        if self._room_above_zero is None:
+            self._room_above_zero = self.allocatable > 0
         after = (self.used if rows is None else self.used[rows]) + request
         alloc = self.allocatable if rows is None else self.allocatable[rows]
+        positive = self._room_above_zero if rows is None else self._room_above_zero[rows]
         over = ((after > alloc) & dims).any(axis=1)
-        share = np.divide(after, alloc, out=np.zeros_like(after), where=alloc > 0)
+        share = np.divide(after, alloc, out=np.zeros(after.shape), where=positive)
         return np.where(over, 0.0, (share * weights).sum(axis=1) / total_weight)
 
     def _binpack_one(self, request: list[float], terms: list[tuple[int, float]], row: int) -> float:

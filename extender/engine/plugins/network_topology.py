@@ -18,7 +18,7 @@ with `hypernode.binpack.resources.<name>` (1), `hypernode.binpack.normal-pod.ena
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -111,7 +111,6 @@ class NetworkTopologyPlugin:
         self.scales: Scales | None = None
         self._rows: Mapping[str, int] = {}  # node name -> row
         self._path_of: list[int] = []  # per node row: its path (`TreeIndex.path_of`)
-        self._paths: Sequence[tuple[int, ...]] = []  # per node row: the HyperNodes holding it
         self._known: dict[tuple[str, int, str, bytes, str], list[list[str]]] = {}  # gradients asked this session
         self._rooms: dict[tuple[bytes, str], npt.NDArray[np.bool_]] = {}  # `_room` answers this session
         self._aware: set[str] = set()  # the tasks whose sub-gang has a network topology (they get no node bonus)
@@ -146,7 +145,6 @@ class NetworkTopologyPlugin:
         ssn.add_hypernode_gradient_for_subjob(self.subjob_gradients)
         self._rows = self.scales.row_of
         self._path_of = self.scales.path_of
-        self._paths = topo.index.row_paths
         ssn.add_event_handler(EventHandler(allocate=self._taken, deallocate=self._given))
 
     def on_session_close(self, ssn: SessionView) -> None:
@@ -161,7 +159,6 @@ class NetworkTopologyPlugin:
         if row is not None:
             assert self.scales is not None
             self.scales.moves.append((self._path_of[row], task.resreq))
-            self.scales.changed.extend(self._paths[row])
 
     def _settle(self) -> None:
         if self.scales is not None:
@@ -172,7 +169,6 @@ class NetworkTopologyPlugin:
         if row is not None:
             assert self.scales is not None
             self.scales.moves.append((self._path_of[row], -task.resreq))
-            self.scales.changed.extend(self._paths[row])
 
     # ---- node order --------------------------------------------------------------------------------------------
     def node_scores(self, task: Task, idx: Index) -> Scores | None:
@@ -246,6 +242,11 @@ class NetworkTopologyPlugin:
         root = self._search_root(available, tier, held)
         if root is None:
             return []
+        if not topo.children(root):  # a HyperNode with none under it (a leaf, usually) is its own one gradient
+            at = topo.index.index.get(root)
+            fits = at is not None and int(topo.index.tier[at]) <= tier and (
+                bool(held) or bool(self._room(need, purpose)[at]))
+            return [[root]] if fits else []
         order = np.array(topo.breadth_first(root), dtype=np.intp)
         keep = topo.index.tier[order] <= tier
         if not held:  # a gang partly placed is not pre-filtered
