@@ -251,7 +251,7 @@ class HyperAllocator:
         topo = ssn.topology
         if len(sheet.order) != 1:
             bounds = np.full(len(candidates), np.inf)
-        elif topo.index.childless[candidates].all():  # leaves: each candidate is all it can reach
+        elif np.logical_and.reduce(topo.index.childless[candidates]):  # leaves: each candidate is all it can reach
             bounds = ssn.hypernode_score_array(sheet.order[0], candidates)
         else:
             sub = sheet.order[0]
@@ -382,7 +382,7 @@ class HyperAllocator:
             need = first * needed
         else:
             need = np.sort(np.stack([t.resreq for t in tasks]), axis=0)[:needed].sum(axis=0)
-        return hypernodes[(need < free[hypernodes] + TOLERANCE).all(axis=1)]
+        return hypernodes[np.logical_and.reduce(need < free[hypernodes] + TOLERANCE, axis=1)]
 
     def allocate_tasks(self, job: Job, sub: SubJob, sheet: SubSheet, hypernode: str) -> Statement | None:
         """`allocateResourcesForTasks` on the nodes of `hypernode`: tasks in order until the sub-gang is ready;
@@ -394,9 +394,9 @@ class HyperAllocator:
         queue = ssn.queues[job.queue]
         stmt = Statement(ssn)
         held = sub.allocated_hypernode
-        # Inside one lowest-tier HyperNode every node is as close to the gang as any other: the node score of the
-        # network topology is the same for all of them, so it is not asked (Volcano computes it and it orders
-        # nothing).
+        # Inside one lowest-tier HyperNode every node is as close to the gang as any other, and while the sub-gang
+        # holds no HyperNode every node scores 0: the node score of the network topology is the same for all of
+        # them, so it is not asked (Volcano computes it and it orders nothing).
         scored = not ssn.topology.within_one_leaf(hypernode)
         failed_roles = {job.tasks[u].role for u in job.fit_errors if u in job.tasks and job.subjob_of.get(u) is sub}
         follow = sub.topology is not None and scored
@@ -410,7 +410,7 @@ class HyperAllocator:
                 continue  # a sibling of the same role already found no node here
             if sub.topology is not None:
                 task.job_hypernode = held if scored else ""
-            choice = (self._nominated(task, rows) if task.nominated_node else None) or choose_in(task, rows, follow)
+            choice = (self._nominated(task, rows) if task.nominated_node else None) or choose_in(task, rows, follow and bool(held))
             if choice is None:
                 shown = "" if hypernode == ssn.topology.root else hypernode
                 job.fit_errors[task.uid] = ssn.fit_error(task, rows, shown)

@@ -110,9 +110,10 @@ class Scales:
         after = (self.used if rows is None else self.used[rows]) + request
         alloc = self.allocatable if rows is None else self.allocatable[rows]
         positive = self._room_above_zero if rows is None else self._room_above_zero[rows]
-        over = ((after > alloc) & dims).any(axis=1)
+        # (ufuncs' own reductions: the array methods go through a Python wrapper, a few µs per call here)
+        over = np.logical_or.reduce((after > alloc) & dims, axis=1)
         share = np.divide(after, alloc, out=np.zeros(after.shape), where=positive)
-        return np.where(over, 0.0, (share * weights).sum(axis=1) / total_weight)
+        return np.where(over, 0.0, np.add.reduce(share * weights, axis=1) / total_weight)
 
     def _binpack_one(self, request: list[float], terms: list[tuple[int, float]], row: int) -> float:
         """`binpack` for one HyperNode, over Python floats (the same operations in the same order)."""
@@ -182,7 +183,7 @@ class Scales:
             known = self._binpacks[subjob.uid] = (len(self.changed), self.binpack(request, dims, None))
         scores = known[1][hypernodes]
         if len(scores) > 1:
-            tied = np.flatnonzero(scores == scores.max())
+            tied = (scores == np.maximum.reduce(scores)).nonzero()[0]
             if len(tied) > 1:
                 scores[tied] += self.task_share(subjob, hypernodes[tied])
         return (MAX_NODE_SCORE * self.global_weight) * scores
@@ -221,11 +222,11 @@ class Scales:
         if not task.job_hypernode:
             return np.zeros(len(nodes)) if exact else None
         leaf = self.topo.index.leaf_of[nodes]
-        if not exact and len(leaf) and (leaf == leaf[0]).all():
+        if not exact and len(leaf) and np.logical_and.reduce(leaf == leaf[0]):
             return None
         scores = self.lca_scores(task.job_hypernode)[leaf]  # leaf -1 reads the extra 0 at the end
         if len(scores) > 1:
-            tied = np.flatnonzero(scores == scores.max())
+            tied = (scores == np.maximum.reduce(scores)).nonzero()[0]
             if len(tied) > 1:
                 scores[tied] += self._shares(subjob)[leaf[tied]]
         return scores
