@@ -281,16 +281,7 @@ class Extender:
                     fits[i] = False
         if not fits.any():
             return self._replanned(None)
-        fitting = [n for n, fit in zip(candidates, fits, strict=True) if fit]
-        # The same evaluation as the session's for what depends on other pods (affinity, spread, ports) against the
-        # whole plan. A spread gang's members are checked by kube-scheduler one by one in an order of its own, so it
-        # may refuse one in a state the plan passes through differently (each order ends as even): where the plan
-        # leaves nowhere, such a member moves by kube-scheduler's own view (bound pods and those parked at bind).
-        conf, snap = self.loop.conf.conf, self.state.snapshot
-        allowed = set(placecheck.allowed(snap, self.plan.placements(), conf, key, fitting))
-        if not allowed and placecheck.order_dependent(snap, key):
-            seen = {**self.permit.placements(), **self._inflight}
-            allowed = set(placecheck.allowed(snap, seen, conf, key, fitting))
+        allowed = self._terms_allow(key, [n for n, fit in zip(candidates, fits, strict=True) if fit])
         fits &= np.array([n in allowed for n in candidates])
         if not fits.any():
             return self._replanned(None)
@@ -305,6 +296,19 @@ class Extender:
         self._tables_for = None  # the room it counted has moved
         self.plan.move(key, best, book.devices(cards[best], best) if best in cards else None)
         return self._replanned(best)
+
+    def _terms_allow(self, key: str, fitting: list[str]) -> set[str]:
+        """Of the nodes `fitting`, those the session's own evaluation of what depends on other pods (affinity,
+        spread, ports) allows against the whole plan. A spread gang's members are checked by kube-scheduler one by
+        one in an order of its own, so it may refuse one in a state the plan passes through differently (each order
+        ends as even): where the plan leaves nowhere, such a member moves by kube-scheduler's own view (bound pods
+        and those parked at bind)."""
+        conf, snap = self.loop.conf.conf, self.state.snapshot
+        allowed = set(placecheck.allowed(snap, self.plan.placements(), conf, key, fitting))
+        if not allowed and placecheck.order_dependent(snap, key):
+            seen = {**self.permit.placements(), **self._inflight}
+            allowed = set(placecheck.allowed(snap, seen, conf, key, fitting))
+        return allowed
 
     def _replanned(self, node: str | None) -> str | None:
         self.metrics.replans.labels("moved" if node is not None else "failed").inc()
