@@ -410,7 +410,8 @@ class HyperAllocator:
                 continue  # a sibling of the same role already found no node here
             if sub.topology is not None:
                 task.job_hypernode = held if scored else ""
-            choice = (self._nominated(task, rows) if task.nominated_node else None) or choose_in(task, rows, follow and bool(held))
+            nominated = self._nominated(task, rows) if task.nominated_node else None
+            choice = nominated or choose_in(task, rows, follow and bool(held))
             if choice is None:
                 shown = "" if hypernode == ssn.topology.root else hypernode
                 job.fit_errors[task.uid] = ssn.fit_error(task, rows, shown)
