@@ -26,7 +26,7 @@ from extender.engine.rowmath import VECTOR, MatrixRows
 from extender.engine.status import Code, Status
 from extender.service import placecheck
 from extender.service.bindcheck import Refusal, names_refusal, node_refusal, pod_refusal, room_refusal
-from extender.service.cards import CardBook
+from extender.service.cards import NO_CARDS, CardBook
 from extender.service.loop import SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
@@ -61,7 +61,6 @@ from lapilli.resources.units import CPU, GPU, MEMORY, pod_request
 from lapilli.resources.vector import TOLERANCE
 
 NOT_SYNCED = "lapilli: the cluster cache is not synced yet; retry"
-NO_CARDS = "node offers no vGPU cards"
 PROMISED = "its free room is promised to a gang whose victims are leaving"
 MAX_SCORE = 10
 # Prioritize packs GPUs first: the binpack plugin with a GPU counting ten times cpu or memory.
@@ -169,13 +168,8 @@ class Extender:
             offered = [node for node in offered if node not in refused]
         if ask is None:
             return filter_result(offered, failed=refused)
-        kept, failed = [], dict(refused or {})
-        for node in offered:
-            fit = book.fit(ask, node)
-            if isinstance(fit, Fit):
-                kept.append(node)
-            else:
-                failed[node] = NO_CARDS if fit is None else f"no vGPU card fits: {fit.reason}"
+        kept, failed = book.filter(ask, offered)
+        failed.update(refused or {})
         return filter_result(kept, failed=failed)
 
     def _admitted_single(self, gang: str, pod: Mapping[str, Any]) -> bool:
