@@ -1,12 +1,18 @@
-"""The dashboard's HTML: readable without JavaScript (server-rendered tables and CSS bars); a 20-line script
-re-fetches the `#live` fragment every few seconds. No build step, no external asset."""
+"""The dashboard's HTML: readable without JavaScript (server-rendered tables, bars and charts as inline SVG); a
+20-line script re-fetches the `#live` fragment every few seconds. No build step, no external asset, no inline style
+attribute (a bar's length is an SVG attribute), so the Content-Security-Policy lets in only the page's own style and
+script blocks."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from html import escape
 from typing import Final
 
+from assembly.dashboard.charts import queue_chart, wait_chart
 from assembly.dashboard.page import Bar, CardCell, JobRow, Page, QueueRow, fraction
+from assembly.dashboard.timeline import Timeline
 from assembly.dashboard.topology import Topology
 from lapilli.resources.units import MEMORY
 
@@ -19,17 +25,15 @@ table{border-collapse:collapse;width:100%;margin-bottom:.6em}
 th,td{text-align:left;padding:.25em .5em;border-bottom:1px solid #eee;vertical-align:top}
 th{background:#f6f6f6;font-weight:600}
 .q{font-weight:600}.muted{color:#777}.small{font-size:.85em}
-.bar{position:relative;background:#eee;height:.9em;width:14em;display:inline-block;vertical-align:middle}
-.bar .a{position:absolute;left:0;top:0;bottom:0;background:#4a7bd0}
-.bar.card{width:6em;height:.7em}
-.bar .d{position:absolute;top:-2px;bottom:-2px;width:2px;background:#d04a4a}
+svg.bar{height:.9em;width:14em;vertical-align:middle}svg.bar.card{width:6em;height:.7em}
+svg.bar .bg{fill:#eee}svg.bar .a{fill:#4a7bd0}svg.bar .d{fill:#d04a4a}
 .kind{display:inline-block;padding:0 .4em;border-radius:3px;background:#eee;font-size:.85em}
+.chart-box{display:inline-block;margin:0 1em .6em 0;vertical-align:top}
 .partial{background:#fff3cd;border:1px solid #e0c36c;padding:.4em .6em}
 .Running,.Starting{background:#d7f0d7}.Unresolvable,.QueueClosed,.QueueMissing{background:#f6d0d0}
 """
 
-_SCRIPT: Final = """
-<script>
+_SCRIPT_BODY: Final = """
 (function(){
   var live=document.getElementById('live');
   function refresh(){
@@ -38,8 +42,22 @@ _SCRIPT: Final = """
   }
   setInterval(refresh,REFRESH);
 })();
-</script>
 """.replace("REFRESH", str(REFRESH_MS))
+_SCRIPT: Final = f"<script>{_SCRIPT_BODY}</script>"
+
+
+def _digest(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+# The page's one script and one style block, by their hashes; nothing else runs, loads or styles (no external asset,
+# no frame, no form, no inline style attribute: a hash never admits one).
+CONTENT_SECURITY_POLICY: Final = (
+    f"default-src 'none'; script-src {_digest(_SCRIPT_BODY)}; style-src {_digest(_STYLE)}; style-src-attr 'none'; "
+    "img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS: Final = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Content-Type-Options": "nosniff",
+                           "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}
 
 
 def _amount(resource: str, value: float | None, missing: str = "∞") -> str:
@@ -50,15 +68,22 @@ def _amount(resource: str, value: float | None, missing: str = "∞") -> str:
     return f"{value:g}"
 
 
+def _svg_bar(filled: float, marker: float | None = None, kind: str = "bar") -> str:
+    """A bar `filled` (0..1) long, with a mark at `marker` (0..1): its lengths are SVG attributes, not styles."""
+    mark = f'<rect class="d" x="{min(max(marker * 100 - 0.5, 0.0), 99.0):.1f}" width="1" height="10"/>' \
+        if marker is not None else ""
+    return (f'<svg class="{kind}" viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true">'
+            f'<rect class="bg" width="100" height="10"/><rect class="a" width="{filled * 100:.1f}" height="10"/>'
+            f'{mark}</svg>')
+
+
 def _bar(bar: Bar) -> str:
     scale = bar.capability if bar.capability is not None else max(bar.deserved or 0.0, bar.allocated) or 1.0
-    a = fraction(bar.allocated, scale) * 100
-    d = fraction(bar.deserved or 0.0, scale) * 100
+    deserved = fraction(bar.deserved, scale) if bar.deserved is not None else None
     title = (f"allocated {_amount(bar.resource, bar.allocated)}, deserved {_amount(bar.resource, bar.deserved, '-')}, "
              f"capability {_amount(bar.resource, bar.capability)}")
-    marker = f'<span class="d" style="left:{d:.1f}%"></span>' if bar.deserved is not None else ""
-    return (f'<div class="small">{escape(bar.resource)} <span class="bar" title="{escape(title)}">'
-            f'<span class="a" style="width:{a:.1f}%"></span>{marker}</span> '
+    return (f'<div class="small">{escape(bar.resource)} <span title="{escape(title)}">'
+            f'{_svg_bar(fraction(bar.allocated, scale), deserved)}</span> '
             f'{_amount(bar.resource, bar.allocated)} / deserved {_amount(bar.resource, bar.deserved, "-")}'
             f' / cap {_amount(bar.resource, bar.capability)}</div>')
 
@@ -104,11 +129,16 @@ def _partial(page: Page) -> str:
             'answer (condition lapilli.io/Why) is shown under each job.</p>')
 
 
+def _estimated(at: str) -> str:
+    """When the expected starts were made, while a newer replay is due (the cluster changed since)."""
+    return f" · expected starts as of {escape(at)}" if at else ""
+
+
 def _cards(cards: list[CardCell]) -> str:
     """A node's shared GPUs: a short bar per card of its memory in use (`20/80 GB · 1 pod`)."""
     return "<br>".join(
-        f'<span class="bar card"><span class="a" style="width:{fraction(c.used_gb, c.memory_gb) * 100:.1f}%">'
-        f'</span></span> {c.used_gb:g}/{c.memory_gb:g} GB · {c.pods} pod{"" if c.pods == 1 else "s"}'
+        f'{_svg_bar(fraction(c.used_gb, c.memory_gb), kind="bar card")} {c.used_gb:g}/{c.memory_gb:g} GB · '
+        f'{c.pods} pod{"" if c.pods == 1 else "s"}'
         for c in cards)
 
 
@@ -119,8 +149,8 @@ def _topology(tree: Topology | None) -> str:
     rows = "".join(
         f'<tr><td>{"&nbsp;" * 4 * d.depth}{"└ " if d.depth else ""}{escape(d.name)}</td>'
         f'<td>{d.tier}{f" ({escape(d.tier_name)})" if d.tier_name else ""}</td><td>{d.nodes}</td>'
-        f'<td><span class="bar"><span class="a" style="width:{fraction(d.gpus_free, d.gpus) * 100:.1f}%"></span>'
-        f'</span> {d.gpus_free:g} free / {d.gpus:g}</td></tr>' for d in tree.domains)
+        f'<td>{_svg_bar(fraction(d.gpus_free, d.gpus))} {d.gpus_free:g} free / {d.gpus:g}</td></tr>'
+        for d in tree.domains)
     notes = "".join(f'<p class="partial">The HyperNode tree is not used for scheduling (jobs with a network '
                     f'topology wait) while: {escape(c)}</p>' for c in tree.conflicts)
     notes += "".join(f'<p class="muted small">{escape(w)}</p>' for w in tree.warnings)
@@ -128,21 +158,42 @@ def _topology(tree: Topology | None) -> str:
             f'<th>Nodes</th><th>GPUs free</th></tr>{rows}</table>')
 
 
+def _timeline(timeline: Timeline | None) -> str:
+    """The last day: each queue's GPUs allocated vs deserved, the longest waits, and the idle-GPU candidates."""
+    if timeline is None:
+        return ""
+    charts = "".join(f'<div class="chart-box"><div class="small q">{escape(c.name)}</div>'
+                     f'{queue_chart(c, timeline.start, timeline.end)}</div>' for c in timeline.charts)
+    note = f'<p class="muted small">{escape(timeline.note)}</p>' if timeline.note else ""
+    waits = (wait_chart(timeline.waits) if timeline.waits
+             else '<p class="muted small">no job waited over the last day</p>')
+    idle = "".join(f'<tr><td>{escape(r.key)}</td><td>{escape(r.queue)}</td><td><span class="kind">'
+                   f'{escape(r.reason)}</span></td><td>{escape(r.since)}</td><td class="small">{escape(r.message)}</td>'
+                   '</tr>' for r in timeline.idle)
+    idle_table = (f'<table id="idle"><tr><th>Job</th><th>Queue</th><th>State</th><th>Since</th><th>Why</th></tr>{idle}'
+                  '</table>' if idle else '<p class="muted small" id="idle">no job\'s GPUs are idle '
+                  '(or idle-GPU reclaim is off: lapilli serve --idle-gpu-mode)</p>')
+    return ('<h2>Over the last day</h2><p class="muted small">GPUs allocated (solid) and deserved (dashed) per '
+            f'queue, from {escape(timeline.source)}.</p>{note}<div id="charts">{charts}</div>'
+            f'<h2>Waiting time per job</h2><div id="waits">{waits}</div>'
+            f'<h2>Idle GPUs</h2>{idle_table}')
+
+
 def fragment(page: Page) -> str:
     """The part the script refreshes."""
     queues = "".join(_queue(q) for q in page.queues) + _missing(page.missing)
     shared = any(n.cards for n in page.nodes)
     nodes = "".join(
-        f'<tr><td>{escape(n.name)}</td><td><span class="bar"><span class="a" style="width:'
-        f'{fraction(n.gpus_used, n.gpus) * 100:.1f}%"></span></span> {n.gpus_used:g} / {n.gpus:g}</td>'
+        f'<tr><td>{escape(n.name)}</td><td>{_svg_bar(fraction(n.gpus_used, n.gpus))} {n.gpus_used:g} / {n.gpus:g}</td>'
         + (f'<td class="small">{_cards(n.cards)}</td>' if shared else "")
         + f'<td>{n.cpu_used:g} / {n.cpu:g}</td></tr>' for n in page.nodes)
     card_header = "<th>GPU memory per card</th>" if shared else ""
     return (
-        f'{_partial(page)}<p class="muted small">as of {escape(page.at)} · scheduler conf: {escape(page.conf)}</p>'
+        f'{_partial(page)}<p class="muted small">as of {escape(page.at)} · scheduler conf: {escape(page.conf)}'
+        f'{_estimated(page.estimated_at)}</p>'
         '<h2>Queues and jobs</h2><table id="queues"><tr><th>Queue / job</th><th>State / phase</th>'
         '<th>Weight / age</th><th>Share / reason</th><th>Allocated · deserved · capability / why</th></tr>'
-        f'{queues}</table>'
+        f'{queues}</table>{_timeline(page.timeline)}'
         f'<h2>Nodes</h2><table id="nodes"><tr><th>Node</th><th>GPU used</th>{card_header}<th>CPU used</th></tr>'
         f'{nodes}</table>{_topology(page.topology)}'
     )

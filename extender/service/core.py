@@ -26,7 +26,7 @@ from extender.engine.rowmath import VECTOR, MatrixRows
 from extender.engine.status import Code, Status
 from extender.service import placecheck
 from extender.service.bindcheck import Refusal, names_refusal, node_refusal, pod_refusal, room_refusal
-from extender.service.cards import CardBook
+from extender.service.cards import NO_CARDS, CardBook
 from extender.service.loop import SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
@@ -62,7 +62,7 @@ from lapilli.resources.units import CPU, GPU, MEMORY, pod_request
 from lapilli.resources.vector import TOLERANCE
 
 NOT_SYNCED = "lapilli: the cluster cache is not synced yet; retry"
-NO_CARDS = "node offers no vGPU cards"
+PROMISED = "its free room is promised to a gang whose victims are leaving"
 MAX_SCORE = 10
 # Prioritize packs GPUs first: the binpack plugin with a GPU counting ten times cpu or memory.
 PRIORITIZE_BINPACK: Final = BinpackArgs(weight=1.0, weights=((CPU, 1.0), (MEMORY, 1.0), (GPU, 10.0)))
@@ -145,7 +145,7 @@ class Extender:
         if node is not None and node in offered:
             return filter_result([node])
         if node is None and self._admitted_single(gang, args.pod):
-            return self._card_filter(args.pod, offered)
+            return self._card_filter(args.pod, offered, self._unpromised(args.pod, offered))
         if node is not None:
             moved = self._replan(args.pod, key, node, offered)
             if moved is not None:
@@ -164,20 +164,19 @@ class Extender:
         self.book.configure(self.loop.conf.conf)
         return self.book
 
-    def _card_filter(self, pod: Mapping[str, Any], offered: list[str]) -> ExtenderFilterResult:
+    def _card_filter(self, pod: Mapping[str, Any], offered: list[str],
+                     refused: dict[str, str] | None = None) -> ExtenderFilterResult:
         """A pod that passes without a plan: when it asks for vGPU cards, only the offered nodes with cards that
-        fit it now (kube-scheduler's own filters see the totals in allocatable, not cards)."""
+        fit it now (kube-scheduler's own filters see the totals in allocatable, not cards); never the nodes
+        `refused` names (with their reasons)."""
         book = self._cards()
         ask = book.ask(pod) if book.active else None
+        if refused:
+            offered = [node for node in offered if node not in refused]
         if ask is None:
-            return filter_result(offered)
-        kept, failed = [], {}
-        for node in offered:
-            fit = book.fit(ask, node)
-            if isinstance(fit, Fit):
-                kept.append(node)
-            else:
-                failed[node] = NO_CARDS if fit is None else f"no vGPU card fits: {fit.reason}"
+            return filter_result(offered, failed=refused)
+        kept, failed = book.filter(ask, offered)
+        failed.update(refused or {})
         return filter_result(kept, failed=failed)
 
     def _admitted_single(self, gang: str, pod: Mapping[str, Any]) -> bool:
@@ -194,6 +193,20 @@ class Extender:
             return queue is not None and queue.state == "Open"
         request = podgroup.min_resources if podgroup.min_resources is not None else self._units(pod)
         return podgroup.phase in ("Pending", "") and self._queue_refusal(podgroup.queue, request) is None
+
+    def _unpromised(self, pod: Mapping[str, Any], offered: list[str]) -> dict[str, str]:
+        """The offered nodes whose room the last session promised to pipelined members (a gang that evicted for
+        it waits for its victims to leave, `Outcome.promised`) and where the pod does not fit the rest: kube-
+        scheduler sees the victims' room free as soon as they are gone, and a pod that needs no plan (a gang of
+        one whose evicted pod was made again) would take it back before the next session places the gang."""
+        latest = self.loop.latest
+        if latest is None or not latest.promised:
+            return {}
+        req = self._request(pod)
+        if req is None:
+            return {}
+        return {node: PROMISED for node in offered if node in latest.promised
+                and not np.all(req < latest.promised[node] + TOLERANCE)}
 
     def _plain_refusal(self, pod: Mapping[str, Any]) -> str | None:
         """A pod of Volcano's scheduler that names no PodGroup yet (the controllers give it one shortly) passes
@@ -269,16 +282,7 @@ class Extender:
                     fits[i] = False
         if not fits.any():
             return self._replanned(None)
-        fitting = [n for n, fit in zip(candidates, fits, strict=True) if fit]
-        # The same evaluation as the session's for what depends on other pods (affinity, spread, ports) against the
-        # whole plan. A spread gang's members are checked by kube-scheduler one by one in an order of its own, so it
-        # may refuse one in a state the plan passes through differently (each order ends as even): where the plan
-        # leaves nowhere, such a member moves by kube-scheduler's own view (bound pods and those parked at bind).
-        conf, snap = self.loop.conf.conf, self.state.snapshot
-        allowed = set(placecheck.allowed(snap, self.plan.placements(), conf, key, fitting))
-        if not allowed and placecheck.order_dependent(snap, key):
-            seen = {**self.permit.placements(), **self._inflight}
-            allowed = set(placecheck.allowed(snap, seen, conf, key, fitting))
+        allowed = self._terms_allow(key, [n for n, fit in zip(candidates, fits, strict=True) if fit])
         fits &= np.array([n in allowed for n in candidates])
         if not fits.any():
             return self._replanned(None)
@@ -293,6 +297,19 @@ class Extender:
         self._tables_for = None  # the room it counted has moved
         self.plan.move(key, best, book.devices(cards[best], best) if best in cards else None)
         return self._replanned(best)
+
+    def _terms_allow(self, key: str, fitting: list[str]) -> set[str]:
+        """Of the nodes `fitting`, those the session's own evaluation of what depends on other pods (affinity,
+        spread, ports) allows against the whole plan. A spread gang's members are checked by kube-scheduler one by
+        one in an order of its own, so it may refuse one in a state the plan passes through differently (each order
+        ends as even): where the plan leaves nowhere, such a member moves by kube-scheduler's own view (bound pods
+        and those parked at bind)."""
+        conf, snap = self.loop.conf.conf, self.state.snapshot
+        allowed = set(placecheck.allowed(snap, self.plan.placements(), conf, key, fitting))
+        if not allowed and placecheck.order_dependent(snap, key):
+            seen = {**self.permit.placements(), **self._inflight}
+            allowed = set(placecheck.allowed(snap, seen, conf, key, fitting))
+        return allowed
 
     def _replanned(self, node: str | None) -> str | None:
         self.metrics.replans.labels("moved" if node is not None else "failed").inc()

@@ -115,6 +115,8 @@ class SessionLoop:
         # and who hears of each eviction (pod key, action).
         self.idle: Callable[[], frozenset[str]] = frozenset
         self.evicted: Callable[[str, str], None] = lambda _pod, _action: None
+        # Who hears that a PodGroup started running: (key, queue, created, started), wall seconds (the history).
+        self.on_running: Callable[[str, str, float, float], None] = lambda *_job: None
 
     def poke(self) -> None:
         """Ask for a session soon (a change was seen, or a verb needs a plan)."""
@@ -302,7 +304,9 @@ class SessionLoop:
 
         def written(status: dict[str, Any]) -> None:
             if status.get("phase") == "Running" and was != "Running" and pg is not None and pg.creation:
-                self.metrics.time_to_running.observe(key, uid_of(stored), pg.queue, pg.creation, time.time())
+                now = time.time()
+                self.metrics.time_to_running.observe(key, uid_of(stored), pg.queue, pg.creation, now)
+                self.on_running(key, pg.queue, pg.creation, now)
 
         return written
 
