@@ -43,14 +43,19 @@ NO_CARDS = "node offers no vGPU cards"
 
 
 class _Answers:
-    """One ask's answers by node, valid as of touch number `seen`."""
+    """One ask's answers by node, valid as of touch number `seen`, and its last filter's whole answer (the nodes
+    offered, those kept and why the others failed), valid while `seen` stays: kube-scheduler offers every feasible
+    node each time, and comparing that list is cheaper than looking each node up again."""
 
-    __slots__ = ("by_node", "reasons", "seen")
+    __slots__ = ("by_node", "failed", "kept", "offered", "reasons", "seen")
 
     def __init__(self, seen: int) -> None:
         self.seen = seen
         self.by_node: dict[str, Fit | Shortfall | None] = {}
         self.reasons: dict[str, str] = {}  # node -> why the ask does not fit there (filter's FailedNodes text)
+        self.offered: list[str] | None = None
+        self.kept: list[str] = []
+        self.failed: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +215,8 @@ class CardBook:
     def filter(self, ask: DeviceAsk, offered: list[str]) -> tuple[list[str], dict[str, str]]:
         """The offered nodes whose cards fit `ask` now, and why each other one does not."""
         entry = self._current(ask)
+        if entry.offered == offered:  # the same nodes as last time, none touched since
+            return list(entry.kept), dict(entry.failed)
         answers, reasons = entry.by_node, entry.reasons
         kept: list[str] = []
         failed: dict[str, str] = {}
@@ -226,7 +233,8 @@ class CardBook:
             else:
                 why = reasons[node] = NO_CARDS if fit is None else f"no vGPU card fits: {fit.reason}"
                 failed[node] = why
-        return kept, failed
+        entry.offered, entry.kept, entry.failed = list(offered), kept, failed
+        return list(kept), dict(failed)
 
     def _current(self, ask: DeviceAsk) -> _Answers:
         """`ask`'s answers, less those of nodes touched since they were given."""
@@ -241,6 +249,7 @@ class CardBook:
                 entry.by_node.pop(node, None)
                 entry.reasons.pop(node, None)
             entry.seen = now
+            entry.offered = None
         return entry
 
     def _fit(self, ledger: CardLedger, ask: DeviceAsk) -> Fit | Shortfall:

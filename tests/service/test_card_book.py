@@ -1,6 +1,7 @@
 """The card book's answers per ask (issue 18): filter's answer for a vGPU pod is read from answers kept per ask and
-node, so a node something touched must be answered afresh, also when more touches came in between than the book
-remembers (it then drops that ask's answers whole), and a conf change forgets everything."""
+node (and a filter offering the same nodes as the last one, from that whole answer), so a node something touched
+must be answered afresh, also when more touches came in between than the book remembers (it then drops that ask's
+answers whole), and a conf change forgets everything."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def test_a_touched_node_is_answered_afresh_and_the_others_from_the_answers_kept(
     ask = book.ask(volcano_pod({"name": "ml/a", "group": "a", "limits": SIXTY}))
     assert ask is not None
     assert book.filter(ask, ["n0", "n1", "gone"]) == (["n0", "n1"], {"gone": cards.NO_CARDS})
+    assert book.filter(ask, ["n0", "n1"]) == (["n0", "n1"], {})
+    assert book.filter(ask, ["n0", "n1"]) == (["n0", "n1"], {})  # the whole answer kept
     book.reserve("ml/b", "n1", _sixty("n1"))
     kept, failed = book.filter(ask, ["n0", "n1"])
     assert kept == ["n0"] and "no vGPU card fits" in failed["n1"]
