@@ -149,6 +149,10 @@ class CardLedger:
     _signature_id: int = -1  # the signature's number in the `Signatures` last given to `fit_key`
     _base_id: int = -1  # the last number given, while `_pending` lists every change since (-1: too many)
     _pending: list[tuple[int, int, tuple[Holding, ...]]] = field(default_factory=list, repr=False)
+    # (holdings, device types) -> the assignment they make on these cards: pods given the same share of the same
+    # cards (the second 40 GB pod on a card) share one immutable assignment, made once
+    _assignments: dict[tuple[tuple[Holding, ...], tuple[str, ...]], PodDevices] | None = field(default=None,
+                                                                                                 repr=False)
 
     # ---- changes --------------------------------------------------------------------------------------------
     def hold(self, uid: str, devices: PodDevices, kind: int = HELD, group: str = "",
@@ -187,7 +191,13 @@ class CardLedger:
     def hold_fit(self, uid: str, fit: Fit, kind: int, group: str = "",
                  rules: frozenset[int] = frozenset()) -> PodDevices:
         """Record a fit as the pod's holdings; returns the assignment on this node's cards."""
-        devices = fit.devices(self.cards)
+        made = self._assignments
+        if made is None:
+            made = self._assignments = {}
+        key = (fit.holdings, fit.types)
+        devices = made.get(key)
+        if devices is None:
+            devices = made[key] = fit.devices(self.cards)
         self._put(uid, _Hold(kind, fit.holdings, group, rules, devices))
         return devices
 

@@ -143,7 +143,7 @@ class CardFit:
         self.assignments: dict[str, object] = {}
         # (id of the interned ask, node key) -> outcome: asks are interned for the session, so their ids are stable
         self._memo: dict[tuple[int, Hashable], Outcome] = {}
-        self._signatures = Signatures()  # ledger signatures by number, for the memo keys
+        self.signatures = Signatures()  # ledger signatures by number, for the memo keys and the report
 
     # ---- NodeLocal ------------------------------------------------------------------------------------------
     def applies(self, task: Task) -> bool:
@@ -154,7 +154,7 @@ class CardFit:
         ask = task.device_ask
         if ledger is None or ask is None:
             return None
-        return ledger.signature_id(self._signatures) if ask.plain else ledger.fit_key(ask, self._signatures)
+        return ledger.signature_id(self.signatures) if ask.plain else ledger.fit_key(ask, self.signatures)
 
     def outcome(self, task: Task, row: int) -> Outcome | None:
         """(fit now, fit pipelined) of the task on node `row`; None for a node without usable cards."""
@@ -362,13 +362,18 @@ def _gb(mb: int) -> str:
 
 
 def _report(ssn: SessionView, fit: CardFit) -> None:
-    """Each node's cards as the session leaves them, for the reports (dashboard, job why)."""
+    """Each node's cards as the session leaves them, for the reports (dashboard, job why). Equal signatures hold
+    equal sums: each is summed once."""
+    sums: dict[int, list[tuple[int, int, int, int]]] = {}
     for ledger in fit.ledgers:
         if ledger is not None:
-            cards = ledger.cards.cards
+            number = ledger.signature_id(fit.signatures)
+            summary = sums.get(number)
+            if summary is None:
+                summary = sums[number] = ledger.summary()
             ssn.card_report[ledger.cards.node] = tuple(
                 (card.uuid, used, memory, pods, split)
-                for card, (used, memory, pods, split) in zip(cards, ledger.summary(), strict=True))
+                for card, (used, memory, pods, split) in zip(ledger.cards.cards, summary, strict=True))
 
 
 def _queue_usage(ssn: SessionView, fit: CardFit) -> None:
