@@ -146,40 +146,53 @@ def _session_child(nodes: int, vgpu: bool, conn: Any) -> None:
     asyncio.run(serve_sessions(state, _EchoWrites(conn, state)))
 
 
-def _serve_extender(nodes: int, port: int, busy: bool, vgpu: bool, ready: Any) -> None:
+async def _service(nodes: int, vgpu: bool) -> tuple[Any, Any, Any, Any]:
+    """The service's state, plan, session loop and metrics over the synthetic cluster, after one session (no API
+    server: status writes and Events go nowhere)."""
     from prometheus_client import CollectorRegistry
 
-    from extender.service.core import Extender
-    from extender.service.http import make_app
     from extender.service.loop import ConfSource, SessionLoop
     from extender.service.metrics import ExtenderMetrics
-    from extender.service.permit import PermitCache
     from extender.service.plan import Plan
+
+    state = _synthetic_state(nodes, vgpu)
+    plan = Plan(ttl_s=3600)
+    metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: 0, restarts=state.restarts)
+    conf_path = None
+    if vgpu:
+        conf_path = Path(tempfile.mkdtemp(prefix="lapilli-bench-")) / "scheduler.conf"
+        conf_path.write_text(VGPU_CONF)
+    loop = SessionLoop(state, plan, None, ConfSource(conf_path), metrics)  # type: ignore[arg-type]
+
+    async def no_writes(_outcome: Any) -> None:
+        return None
+
+    loop._write_status = no_writes  # type: ignore[method-assign]  # no API server here
+    loop._record_events = lambda _outcome: None  # type: ignore[method-assign]
+    await loop.run_once()
+    return state, plan, loop, metrics
+
+
+def _extender(state: Any, plan: Any, loop: Any, metrics: Any) -> Any:
+    from extender.service.core import Extender
+    from extender.service.permit import PermitCache
+
+    return Extender(state, plan, loop, PermitCache(lambda *a: asyncio.sleep(0, ""), 30), None, metrics)  # type: ignore[arg-type]
+
+
+def _serve_extender(nodes: int, port: int, busy: bool, vgpu: bool, ready: Any) -> None:
+    from extender.service.http import make_app
     from extender.service.runner import ProcessRunner
 
     async def main() -> None:
-        state = _synthetic_state(nodes, vgpu)
-        plan = Plan(ttl_s=3600)
-        metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: 0, restarts=state.restarts)
-        conf_path = None
-        if vgpu:
-            conf_path = Path(tempfile.mkdtemp(prefix="lapilli-bench-")) / "scheduler.conf"
-            conf_path.write_text(VGPU_CONF)
-        loop = SessionLoop(state, plan, None, ConfSource(conf_path), metrics)  # type: ignore[arg-type]
-
-        async def no_writes(_outcome: Any) -> None:
-            return None
-
-        loop._write_status = no_writes  # type: ignore[method-assign]  # no API server here
-        loop._record_events = lambda _outcome: None  # type: ignore[method-assign]
-        await loop.run_once()
+        state, plan, loop, metrics = await _service(nodes, vgpu)
         if busy:
             runner = ProcessRunner(None, target=_session_child, args=(nodes, vgpu))
             runner.start()
             loop.runner = runner  # sessions in a child process, as the service runs them
         sys.setswitchinterval(0.0002)  # what SessionLoop.run_forever sets
         gc.freeze()  # what ExtenderComponent does once the caches are synced
-        extender = Extender(state, plan, loop, PermitCache(lambda *a: asyncio.sleep(0, ""), 30), None, metrics)  # type: ignore[arg-type]
+        extender = _extender(state, plan, loop, metrics)
         runner = web.AppRunner(make_app(extender, lambda: True, lambda: True), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port).start()

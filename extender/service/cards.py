@@ -31,6 +31,7 @@ from lapilli.devices.assign import PodDevices
 from lapilli.devices.cards import NOW, CardLedger, Fit, Shortfall
 from lapilli.devices.config import DEFAULT_CONFIG, NvidiaConfig
 from lapilli.devices.facts import pod_device_facts
+from lapilli.devices.names import PODGROUP_POLICY, PODGROUP_SPREAD
 from lapilli.devices.register import advertises, node_cards
 from lapilli.meta import annotations_of, labels_of, namespace_of
 
@@ -80,6 +81,8 @@ class CardBook:
         self._memo: dict[tuple[DeviceAsk, Hashable], Fit | Shortfall] = {}
         self._asks: dict[DeviceAsk, DeviceAsk] = {}
         self._pod_asks: dict[tuple[str, str], DeviceAsk | None] = {}  # (uid, resourceVersion) -> the pod's ask
+        # (the facts' ask_key, PodGroup if spread, rules) -> the ask: pods of one template make one ask
+        self._template_asks: dict[Hashable, DeviceAsk | None] = {}
 
     @property
     def active(self) -> bool:
@@ -105,6 +108,7 @@ class CardBook:
         self._memo.clear()
         self._asks.clear()
         self._pod_asks.clear()
+        self._template_asks.clear()
 
     def touch(self, node: str) -> None:
         """Something holding or offering cards on `node` changed: re-read it when next asked."""
@@ -189,12 +193,19 @@ class CardBook:
         group = annotations.get("scheduling.k8s.io/group-name")
         group_key = f"{namespace_of(pod) or 'default'}/{group}" if group else ""
         rules = matching_rules(facts.labels, [dict(r) for r in self.args.rules]) if self.args.rules else frozenset()
+        spread = facts.annotations.get(PODGROUP_POLICY) == PODGROUP_SPREAD  # only then does the group count
+        template = (facts.ask_key, group_key if spread else "", rules)
+        if template in self._template_asks:
+            return self._template_asks[template]
         found = device_ask(facts.containers, facts.annotations, self.config, group_key, rules)
-        if found is None:
-            return None
-        if len(self._asks) >= MEMO_LIMIT:
-            self._asks.clear()
-        return self._asks.setdefault(found, found)
+        if found is not None:
+            if len(self._asks) >= MEMO_LIMIT:
+                self._asks.clear()
+            found = self._asks.setdefault(found, found)
+        if len(self._template_asks) >= MEMO_LIMIT:
+            self._template_asks.clear()
+        self._template_asks[template] = found
+        return found
 
     def fit(self, ask: DeviceAsk, node: str, exclude: str = "") -> Fit | Shortfall | None:
         """Where the ask fits on `node` now (everything held counts, `exclude`'s own holding aside); None when

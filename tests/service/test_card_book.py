@@ -63,3 +63,14 @@ def test_a_new_conf_forgets_every_answer():
     assert ask is not None and book.filter(ask, ["n0"]) == (["n0"], {})
     book.configure(parse_scheduler_conf(CONF.replace("deviceshare.VGPUEnable: true", "deviceshare.VGPUEnable: false")))
     assert not book.active and book.ask(pod) is None
+
+
+def test_pods_of_one_template_share_an_ask_unless_their_podgroups_keep_apart():
+    book = _book([gpu_node("n0"), queue({"name": "default"})])
+    spread = {"volcano.sh/vgpu-podgroup-policy": "spread"}
+    a, b = (book.ask(volcano_pod({"name": f"ml/{g}-0", "group": g, "limits": TWENTY})) for g in ("a", "b"))
+    assert a is not None and a is b  # the template read once
+    c, d = (book.ask(volcano_pod({"name": f"ml/{g}-0", "group": g, "limits": TWENTY, "annotations": spread}))
+            for g in ("a", "b"))
+    assert c is not None and d is not None
+    assert (c.spread_group, d.spread_group) == ("ml/a", "ml/b")
