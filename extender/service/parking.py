@@ -65,7 +65,10 @@ class Parking:
         # write is already stored: the same result over the same object writes nothing (extender/service/session.py).
         self.settled: dict[str, tuple[PodGroupResult, str, bool, str]] = {}
         self._conf_key = b""
-        self._placements: dict[str, str] = {}
+        self._placements: dict[str, str] = {}  # the placements the last session assumed (what `quiet` compares)
+        # ...and the ones it left behind: those plus its own binds, which the plan takes. A parked gang was judged
+        # with every one of them holding room, so a bind of that session dropped before it happened frees room too.
+        self._assumed: dict[str, str] = {}
         self._inputs: object = None
         self._lock = threading.Lock()
         # What the rule un-parked since the running session took its snapshot (the gangs it judges now were not
@@ -172,9 +175,10 @@ class Parking:
             if inputs != self._inputs:
                 self._inputs = inputs
                 self.unpark_all()
-            if placements != self._placements:
+            if placements != self._assumed or placements != self._placements:
                 self._placements_changed(placements, snap)
-                self._placements = dict(placements)
+            self._placements = dict(placements)
+            self._assumed = dict(placements)
             if self.channels is None:
                 self.unpark_all()
             self.changed = False  # what arrives from now on is news to the next session
@@ -184,7 +188,7 @@ class Parking:
             return frozenset(self.parked)
 
     def _placements_changed(self, placements: Mapping[str, str], snap: Snapshot) -> None:
-        for pod, node in self._placements.items():
+        for pod, node in self._assumed.items():
             if placements.get(pod) == node:
                 continue
             record = snap.pods.get(pod)
@@ -205,6 +209,7 @@ class Parking:
                     parked = result.podgroups[gang]
                     if gang not in self._gangs_since and parked.queue not in self._queues_since:
                         self.parked[gang] = parked
+            self._assumed.update(result.binds)
             self.last = result
             return result
 

@@ -208,3 +208,22 @@ def test_parking_is_off_under_a_conf_naming_a_plugin_that_declares_nothing(monke
     undeclared = parse_scheduler_conf('actions: "enqueue, allocate, backfill"' + TIERS)
     decide(overlay(cluster.state.copy(), {}), undeclared, {}, parking, cluster.state.snapshot)
     assert not parking.parked and channels(undeclared) is None
+
+
+def test_a_dropped_plan_from_the_parking_session_itself_unparks() -> None:
+    """A gang parked in a session was judged with that session's own binds holding room; when one of them is
+    dropped before it happens (a permit timeout), the room is free again and the gang must be judged anew, though
+    the placements the session started from never held that pod (found by the property test above)."""
+    cluster = Cluster()
+    parking = watch(cluster.state)
+    for i in range(3):
+        cluster.put(_node(i, 2))
+    conf = CONFS[0]
+    for g, size in ((1, 2), (2, 2), (3, 3)):  # 7 GPUs asked of 6: the last gang waits
+        cluster.put(podgroup({"name": f"ns/g{g}", "queue": "default", "min": size, "phase": "Inqueue"}))
+        for t in range(size):
+            cluster.put(pod({"name": f"ns/g{g}-{t}", "group": f"g{g}", "req": REQUESTS[0]}))
+    _step(cluster, parking, conf)
+    assert set(parking.parked) == {"ns/g3"}
+    cluster.placements.pop("ns/g1-0")  # bound by the first session, dropped before its bind
+    assert _step(cluster, parking, conf) == frozenset({"ns/g3"})  # fails without the session's own binds kept
