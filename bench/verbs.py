@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import gc
 import multiprocessing as mp
-import os
 import statistics
 import sys
 import tempfile
@@ -36,8 +35,12 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-# A script in bench/ must never shadow a package it measures: drop the script directory Python put first.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+# A script in bench/ must never shadow a package it measures: drop the script directory Python put first, and
+# reach its siblings as the package `bench` from the repository root.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+from bench.procstats import cpu_by_role  # noqa: E402
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float]:
@@ -224,46 +227,6 @@ def latency(nodes_list: list[int], requests: int) -> None:
 
 
 # ---- throughput ---------------------------------------------------------------------------------------------
-_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
-
-
-def _process_table() -> dict[int, tuple[int, str, float]]:
-    """pid -> (parent pid, command line, CPU seconds used so far), from /proc."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue  # gone meanwhile
-        table[int(entry)] = (int(stat[1]), cmdline, (int(stat[11]) + int(stat[12])) / _TICKS_PER_S)
-    return table
-
-
-def _cpu_by_process() -> dict[str, float]:
-    """CPU seconds so far of this process and everything it started (the dev cluster's processes, the service's
-    session process, the do-nothing extender), by role. The two cores are shared by all of them, so a case's
-    throughput follows the sum."""
-    table = _process_table()
-    ours = {os.getpid()}
-    for _ in range(4):  # the deepest is bench -> lapilli serve -> its session process
-        ours |= {pid for pid, (ppid, _cmd, _cpu) in table.items() if ppid in ours}
-    roles = (("kube-apiserver", "kube-apiserver"), ("etcd", "etcd"), ("kube-scheduler", "kube-scheduler"),
-             ("lapilli serve", "lapilli service"), ("resource_tracker", ""))
-    out: dict[str, float] = {}
-    for pid in ours:
-        ppid, cmd, cpu = table[pid]
-        role = next((name for key, name in roles if key in cmd), None)
-        if role is None and "multiprocessing" in cmd:
-            role = "session process" if "lapilli serve" in table.get(ppid, (0, "", 0.0))[1] else "do-nothing extender"
-        role = "bench (creates, watch)" if pid == os.getpid() else role
-        if role:
-            out[role] = out.get(role, 0.0) + cpu
-    return out
-
-
 def _serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
     """A do-nothing extender on aiohttp: the protocol's cost without any scheduling work."""
     from lapilli.kube import KubeClient, load_kubeconfig
@@ -346,7 +309,7 @@ async def _throughput_case(
                             return
 
             watcher = asyncio.create_task(count_bound())
-            cpu_before = _cpu_by_process()
+            cpu_before = cpu_by_role()
             start = time.perf_counter()
             docs = []
             for i in range(pods):
@@ -364,7 +327,7 @@ async def _throughput_case(
                 raise RuntimeError(f"not every pod was bound after 600 s ({pods} created)") from None
             finally:
                 watcher.cancel()
-            cpu = {name: 1000 * (used - cpu_before.get(name, 0.0)) / pods for name, used in _cpu_by_process().items()}
+            cpu = {name: 1000 * (used - cpu_before.get(name, 0.0)) / pods for name, used in cpu_by_role().items()}
             return pods / (done - start), cpu
         finally:
             await cluster.down()

@@ -120,6 +120,25 @@ def describe(obj: Mapping[str, Any] | None) -> str:
     return f"{kind} {f'{ns}/' if ns else ''}{name_of(obj) or '?'}"
 
 
+def without_managed_fields(obj: MutableObj) -> MutableObj:
+    """`obj` without `metadata.managedFields` (a Reflector transform, client-go's usual one): server-side apply's
+    field ownership, a third of a Pod's JSON, which nothing that schedules or controls pods reads."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+    return obj
+
+
+def only_metadata(obj: MutableObj) -> MutableObj:
+    """What a Reflector store must keep of an object whose handlers have read it whole: its kind and metadata (the
+    key, uid and resourceVersion a relist is diffed by, and what a deletion's handler reads)."""
+    kept: MutableObj = {"metadata": obj.get("metadata") or {}}
+    for key in ("apiVersion", "kind"):
+        if key in obj:
+            kept[key] = obj[key]
+    return kept
+
+
 def is_deleting(obj: Mapping[str, Any] | None) -> bool:
     """The object carries a `deletionTimestamp`: it is going, finalizers permitting."""
     return bool(meta(obj).get("deletionTimestamp"))
