@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,29 @@ def timeline(times: list[float], step_s: float = 1.0) -> list[tuple[float, int]]
     return points
 
 
+# Lines of the service's log that mark where a restart's time went, by what they start with after the logger's name.
+MILESTONES = {"serving:": "all components started", "extender listening": "extender listening",
+              "session process synced": "session process synced", "first session of this term": "first session",
+              "controllers running": "controllers running"}
+
+
+def milestones(log: Path, since: float) -> dict[str, float]:
+    """Seconds from `since` (wall clock) to the first line of each milestone the service logged after it."""
+    found: dict[str, float] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        except ValueError:
+            continue
+        if stamp < since:
+            continue
+        message = line[24:].split(": ", 1)[-1]
+        for start, name in MILESTONES.items():
+            if message.startswith(start) and name not in found:
+                found[name] = round(stamp - since, 1)
+    return found
+
+
 def start_profiler(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
     """py-spy sampling `pid` and its children (the session process), CPU samples only, collapsed stacks."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
@@ -218,7 +242,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await bound.start()
         url = f"https://127.0.0.1:{cluster.info.ports['lapilli-webhook']}/readyz"
         cpu_before = cpu_by_role()
-        t0 = time.monotonic()
+        t0, wall0 = time.monotonic(), time.time()
         procs.spawn(service.name, service.argv, state, order=service.order)
         spy = start_profiler(await _service_pid(cluster), Path(args.profile) / "restart.txt") if args.profile else None
         synced = None if await wait_ready(url, args.timeout) is None else time.monotonic() - t0
@@ -238,6 +262,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "bound": len(times), "all_bound": done,
                 "pods_per_s_after_first": round((len(times) - 1) / (max(times) - min(times)), 1)
                 if len(times) > 1 and max(times) > min(times) else None,
+                "service_log": milestones(Path(service.log), wall0),
                 "cpu_s_to_last_bind": cpu, "peak_rss_mib": rss, "timeline": timeline(times)}
     finally:
         await cluster.down()
