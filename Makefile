@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo venv lint unit e2e k8s bench lab-week topology-sim scale-bench scale-pictures clean image chromium
+.PHONY: test demo venv lint unit e2e k8s bench lab-week topology-sim gpu-sharing scale-bench scale-pictures clean image chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ lab-week: $(STAMP)
 topology-sim: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/network_topology.py
+
+# Shared GPUs (vGPU) in the simulator: a lab week asking whole GPUs and asking GPU memory; table and picture.
+gpu-sharing: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python bench/gpu_sharing.py
 
 # Issue 19's scale benches on dev clusters (about an hour on 2 cores; bench/README.md): restart recovery at 1,000 and
 # 5,000 nodes and Volcano's job shapes, recorded in bench/results/, then drawn (bench/restart.png, bench/shapes.png).

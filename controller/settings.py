@@ -27,6 +27,12 @@ class ControllerSettings:
     """Plain pods with one of these `schedulerName`s get a PodGroup of their own."""
     inherit_owner_annotations: bool = flag("--inherit-owner-annotations/--no-inherit-owner-annotations", True)
     """PodGroups of plain pods copy the pod owner's `volcano.sh/*` annotations."""
+    gang_heal_timeout_s: float = flag("--gang-heal-timeout", 0.0)
+    """Seconds a Volcano Job whose gang fell below minAvailable while keeping members (one deleted, failed, evicted by
+    anyone but the scheduler, or on a node that is gone) has to regain them: a PodEvicted/PodFailed policy without
+    a timeout of its own waits this long (dropped once the member made in its place runs), then acts; with no such
+    policy the Job gets a GangDegraded warning Event then. 0: policies act at once, as Volcano's, and a Job with no
+    such policy is warned at once."""
     sync_timeout_s: float = 60.0
     """How long start-up waits for the caches before the workers start anyway (not ready until synced)."""
     leader_elect: bool = flag("--leader-elect/--no-leader-elect", True)
@@ -52,6 +58,8 @@ class ControllerSettings:
             out.append(f"--controller-workers {self.job_workers} must be >= 1")
         if self.pod_concurrency < 1:
             out.append(f"--controller-pod-concurrency {self.pod_concurrency} must be >= 1")
+        if self.gang_heal_timeout_s < 0:
+            out.append(f"--gang-heal-timeout {self.gang_heal_timeout_s:g} must be >= 0 seconds (0: act at once)")
         if self.max_requeue < -1:
             out.append(f"--max-requeue-num {self.max_requeue} must be >= 0 (or -1: retry forever)")
         if not self.scheduler_names:

@@ -21,7 +21,11 @@ from lapilli.kube import KubeClient
 @click.option("-n", "--namespace", default=None,
               help="where to read Pods and PodGroups if you may not read them in all namespaces "
                    "[default: the kubeconfig context's namespace]")
-def dashboard(master: str, kubeconfig: Path | None, port: int, conf_file: Path | None, namespace: str | None) -> None:
+@click.option("--prometheus", "prometheus_url", default=None, metavar="URL",
+              help="read the queues' last day from this Prometheus (the service's metrics) [default: the service's "
+                   "own history, ConfigMap lapilli-system/lapilli-history]")
+def dashboard(master: str, kubeconfig: Path | None, port: int, conf_file: Path | None, namespace: str | None,
+              prometheus_url: str | None) -> None:
     """Serve the dashboard with your own kubeconfig until interrupted."""
     from assembly.dashboard.server import DashboardError, serve
 
@@ -35,7 +39,7 @@ def dashboard(master: str, kubeconfig: Path | None, port: int, conf_file: Path |
                 loop.add_signal_handler(sig, stop.set)
         await serve(client, port, conf_file,
                     lambda p: click.echo(f"dashboard on http://127.0.0.1:{p}/ (Ctrl-C stops it)"), stop,
-                    namespace or config.namespace)
+                    namespace or config.namespace, prometheus_url)
 
     # The first reads (the conf, then every kind) fail like any command's: one line, within the request timeout.
     try:

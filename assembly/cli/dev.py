@@ -63,16 +63,22 @@ def dev() -> None:
 @click.option("--extender/--no-extender", default=None,
               help="Wire Lapilli in: start `lapilli serve`, register its webhook and point kube-scheduler's "
               "extender at it [default: when `lapilli serve` exists].")
+@click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The scheduler conf (Volcano's format) the service runs [default: the shipped "
+              "manifests/scheduler/lapilli-scheduler.conf; with --vgpu, examples/scheduler-conf-vgpu.yaml]; checked "
+              "before anything starts.")
 @_state_option
 def up(
     nodes: int, gpus_per_node: int, cpu: str, memory: str, labels: tuple[str, ...], taints: tuple[str, ...],
-    vgpu: bool, topology: str, extender: bool | None, state_dir: Path | None,
+    vgpu: bool, topology: str, extender: bool | None, scheduler_conf: Path | None, state_dir: Path | None,
 ) -> None:
     """Start everything in the background; prints `export KUBECONFIG=...` last once it is ready."""
     from assembly.dev import BinariesNotFound, ClusterRunning, ClusterSpec, ComponentFailed, DevCluster, NodeShape
     from assembly.dev.nodes import parse_label, parse_taint
     from assembly.dev.topology import parse_tiers
 
+    if scheduler_conf is not None:
+        _check_conf(scheduler_conf)
     try:
         shape = NodeShape(
             cpu=cpu, memory=memory, gpus=gpus_per_node, labels=dict(parse_label(x) for x in labels),
@@ -82,7 +88,7 @@ def up(
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
     spec = ClusterSpec(state_dir=_state_dir(state_dir), nodes=nodes, shape=shape, extender=extender,
-                       topology=tiers, vgpu=vgpu)
+                       topology=tiers, vgpu=vgpu, scheduler_conf=scheduler_conf)
     cluster = DevCluster(spec)
 
     async def start() -> None:
@@ -104,6 +110,19 @@ def up(
     except (BinariesNotFound, ClusterRunning, ComponentFailed) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"export KUBECONFIG={cluster.kubeconfig}")
+
+
+def _check_conf(path: Path) -> None:
+    """Refuse a conf `lapilli serve` would refuse, before anything starts; print what it would leave out."""
+    from extender.engine.arguments import ConfError
+    from extender.engine.run import parse_scheduler_conf
+
+    try:
+        conf = parse_scheduler_conf(path.read_text())
+    except (ConfError, OSError, UnicodeDecodeError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--scheduler-conf") from exc
+    for warning in conf.warnings:
+        click.echo(f"scheduler conf {path}: {warning}", err=True)
 
 
 @dev.command()

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from assembly.cli.vcctl import since
+from assembly.dashboard.timeline import Timeline
 from assembly.dashboard.topology import Topology, topology
 from assembly.why.answer import STARTED_KINDS, condition_line, service_condition
 from assembly.why.estimate import estimates, jobs_by_podgroup
@@ -85,6 +86,7 @@ class Page:
     unreadable: list[str] = field(default_factory=list)  # what the credentials could not read: the page is partial
     missing: list[JobRow] = field(default_factory=list)  # PodGroups whose queue does not exist (or is not readable)
     topology: Topology | None = None  # None: the cluster has no HyperNode
+    timeline: Timeline | None = None  # the last day (charts, waits) and the idle-GPU candidates; set by the server
 
 
 def _parent(queue: Mapping[str, Any]) -> str:

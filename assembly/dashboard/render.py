@@ -3,10 +3,14 @@ re-fetches the `#live` fragment every few seconds. No build step, no external as
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from html import escape
 from typing import Final
 
+from assembly.dashboard.charts import queue_chart, wait_chart
 from assembly.dashboard.page import Bar, CardCell, JobRow, Page, QueueRow, fraction
+from assembly.dashboard.timeline import Timeline
 from assembly.dashboard.topology import Topology
 from lapilli.resources.units import MEMORY
 
@@ -24,12 +28,12 @@ th{background:#f6f6f6;font-weight:600}
 .bar.card{width:6em;height:.7em}
 .bar .d{position:absolute;top:-2px;bottom:-2px;width:2px;background:#d04a4a}
 .kind{display:inline-block;padding:0 .4em;border-radius:3px;background:#eee;font-size:.85em}
+.chart-box{display:inline-block;margin:0 1em .6em 0;vertical-align:top}
 .partial{background:#fff3cd;border:1px solid #e0c36c;padding:.4em .6em}
 .Running,.Starting{background:#d7f0d7}.Unresolvable,.QueueClosed,.QueueMissing{background:#f6d0d0}
 """
 
-_SCRIPT: Final = """
-<script>
+_SCRIPT_BODY: Final = """
 (function(){
   var live=document.getElementById('live');
   function refresh(){
@@ -38,8 +42,23 @@ _SCRIPT: Final = """
   }
   setInterval(refresh,REFRESH);
 })();
-</script>
 """.replace("REFRESH", str(REFRESH_MS))
+_SCRIPT: Final = f"<script>{_SCRIPT_BODY}</script>"
+
+
+def _digest(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+# The page's one script and one style block, by their hashes; nothing else runs or loads (no external asset, no
+# frame, no form). Inline style attributes (the bars' widths) are allowed: styles cannot run code.
+CONTENT_SECURITY_POLICY: Final = (
+    f"default-src 'none'; script-src {_digest(_SCRIPT_BODY)}; style-src 'unsafe-inline'; "
+    f"style-src-elem {_digest(_STYLE)}; style-src-attr 'unsafe-inline'; img-src data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS: Final = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Content-Type-Options": "nosniff",
+                           "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}
 
 
 def _amount(resource: str, value: float | None, missing: str = "∞") -> str:
@@ -128,6 +147,27 @@ def _topology(tree: Topology | None) -> str:
             f'<th>Nodes</th><th>GPUs free</th></tr>{rows}</table>')
 
 
+def _timeline(timeline: Timeline | None) -> str:
+    """The last day: each queue's GPUs allocated vs deserved, the longest waits, and the idle-GPU candidates."""
+    if timeline is None:
+        return ""
+    charts = "".join(f'<div class="chart-box"><div class="small q">{escape(c.name)}</div>'
+                     f'{queue_chart(c, timeline.start, timeline.end)}</div>' for c in timeline.charts)
+    note = f'<p class="muted small">{escape(timeline.note)}</p>' if timeline.note else ""
+    waits = (wait_chart(timeline.waits) if timeline.waits
+             else '<p class="muted small">no job waited over the last day</p>')
+    idle = "".join(f'<tr><td>{escape(r.key)}</td><td>{escape(r.queue)}</td><td><span class="kind">'
+                   f'{escape(r.reason)}</span></td><td>{escape(r.since)}</td><td class="small">{escape(r.message)}</td>'
+                   '</tr>' for r in timeline.idle)
+    idle_table = (f'<table id="idle"><tr><th>Job</th><th>Queue</th><th>State</th><th>Since</th><th>Why</th></tr>{idle}'
+                  '</table>' if idle else '<p class="muted small" id="idle">no job\'s GPUs are idle '
+                  '(or idle-GPU reclaim is off: lapilli serve --idle-gpu-mode)</p>')
+    return ('<h2>Over the last day</h2><p class="muted small">GPUs allocated (solid) and deserved (dashed) per '
+            f'queue, from {escape(timeline.source)}.</p>{note}<div id="charts">{charts}</div>'
+            f'<h2>Waiting time per job</h2><div id="waits">{waits}</div>'
+            f'<h2>Idle GPUs</h2>{idle_table}')
+
+
 def fragment(page: Page) -> str:
     """The part the script refreshes."""
     queues = "".join(_queue(q) for q in page.queues) + _missing(page.missing)
@@ -142,7 +182,7 @@ def fragment(page: Page) -> str:
         f'{_partial(page)}<p class="muted small">as of {escape(page.at)} · scheduler conf: {escape(page.conf)}</p>'
         '<h2>Queues and jobs</h2><table id="queues"><tr><th>Queue / job</th><th>State / phase</th>'
         '<th>Weight / age</th><th>Share / reason</th><th>Allocated · deserved · capability / why</th></tr>'
-        f'{queues}</table>'
+        f'{queues}</table>{_timeline(page.timeline)}'
         f'<h2>Nodes</h2><table id="nodes"><tr><th>Node</th><th>GPU used</th>{card_header}<th>CPU used</th></tr>'
         f'{nodes}</table>{_topology(page.topology)}'
     )

@@ -12,13 +12,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from assembly.dashboard.page import build
-from assembly.dashboard.render import document, fragment
+from assembly.dashboard.render import SECURITY_HEADERS, document, fragment
+from assembly.dashboard.timeline import HistoryFeed, timeline
 from assembly.why.gather import (
     QUEUE_EVENTS_SCOPE,
     SCHEDULER_INPUTS,
@@ -36,6 +38,7 @@ from lapilli.cluster import Reflector
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.resources import EVENTS, VC_JOBS
+from lapilli.resources.units import GPU
 
 log = logging.getLogger("lapilli.dashboard")
 
@@ -49,10 +52,13 @@ RENDER: web.AppKey[Callable[[bool], str]] = web.AppKey("render", Callable[[bool]
 
 
 class Dashboard:
-    def __init__(self, client: KubeClient, conf_path: Path | None, namespace: str | None = None) -> None:
+    def __init__(self, client: KubeClient, conf_path: Path | None, namespace: str | None = None,
+                 prometheus_url: str | None = None) -> None:
         """`namespace`: the user's own (the kubeconfig context's, or `--namespace`), where a kind they may not
-        read across namespaces is read instead, as `lapilli job why` does."""
+        read across namespaces is read instead, as `lapilli job why` does; `prometheus_url`: where the queues' last
+        day is read (else the service's own history)."""
         self.client, self.conf_path, self.namespace = client, conf_path, namespace
+        self.history = HistoryFeed(client, prometheus_url)
         self.reflectors = [Reflector(client, res) for res in SCHEDULER_INPUTS]
         self.events = Reflector(client, EVENTS, namespace="default", field_selector="involvedObject.kind=Queue")
         # Volcano Jobs, finished ones too: the waiting jobs' expected start (assembly.why.estimate).
@@ -72,6 +78,7 @@ class Dashboard:
         self.jobs = await self._narrowed(self.jobs)
         if self.narrowed:
             await self._listed(sync_timeout_s)
+        await self.history.start()
 
     async def _narrowed(self, reflector: Reflector) -> Reflector:
         """A watch refused across namespaces is replaced by one in the user's namespace (the gap is recorded)."""
@@ -108,14 +115,18 @@ class Dashboard:
     async def stop(self) -> None:
         for reflector in [*self.reflectors, self.events, self.jobs]:
             await reflector.stop()
+        await self.history.stop()
 
     def render(self, whole: bool) -> str:
         assert self.conf is not None
         view = build_view({**{r.resource.kind: list(r.store.values()) for r in self.reflectors},
                            "ConfigMap": self.device_config})
         closers = closed_by(view.objects.get("Queue", {}).values(), self.events.store.values())
-        page = build(view, self.conf.conf, self.conf.where, closers, unreadable=self.unreadable(),
+        now = datetime.now(UTC)
+        page = build(view, self.conf.conf, self.conf.where, closers, now, unreadable=self.unreadable(),
                      jobs=list(self.jobs.store.values()))
+        live = {q.name: (b.allocated, b.deserved) for q in page.queues for b in q.bars if b.resource == GPU}
+        page.timeline = timeline(self.history, view, now, live)
         return document(page) if whole else fragment(page)
 
 
@@ -131,8 +142,13 @@ def make_app(dashboard: Dashboard, port: Callable[[], int]) -> web.Application:
     async def same_host(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
                         ) -> web.StreamResponse:
         if not loopback_host(request.headers.get("Host"), port()):
-            return web.Response(status=421, text="this dashboard answers only http://127.0.0.1:PORT/\n")
-        return await handler(request)
+            response: web.StreamResponse = web.Response(
+                status=421, text="this dashboard answers only http://127.0.0.1:PORT/\n")
+        else:
+            response = await handler(request)
+        # Every answer: the page runs only its own script, loads nothing else, is never framed or sniffed.
+        response.headers.update(SECURITY_HEADERS)
+        return response
 
     async def index(request: web.Request) -> web.Response:
         text = await asyncio.to_thread(dashboard.render, True)
@@ -149,9 +165,9 @@ def make_app(dashboard: Dashboard, port: Callable[[], int]) -> web.Application:
 
 
 async def serve(client: KubeClient, port: int, conf_path: Path | None, ready: Callable[[int], None],
-                stop: asyncio.Event, namespace: str | None = None) -> None:
+                stop: asyncio.Event, namespace: str | None = None, prometheus_url: str | None = None) -> None:
     """Serve until `stop` is set; `ready(port)` once the page answers (port 0 picks a free one)."""
-    dashboard = Dashboard(client, conf_path, namespace)
+    dashboard = Dashboard(client, conf_path, namespace, prometheus_url)
     await dashboard.start()
     bound = port
     runner = web.AppRunner(make_app(dashboard, lambda: bound), access_log=None)

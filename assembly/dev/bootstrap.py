@@ -126,13 +126,20 @@ DEV_VGPU_CONFIG_BINDING: Final = {
     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lapilli-vgpu-config"},
     "subjects": [{"kind": "ServiceAccount", "name": "lapilli", "namespace": SERVICE_NAMESPACE}],
 }
+DEV_HISTORY_BINDING: Final = {
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+    "metadata": {"name": "lapilli-dev-history", "namespace": SERVICE_NAMESPACE},
+    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lapilli-history"},
+    "subjects": [{"kind": "ServiceAccount", "name": "lapilli", "namespace": SERVICE_NAMESPACE}],
+}
 
 
 async def install_rbac(client: KubeClient, rbac_dir: Path) -> None:
     """Lapilli's own ServiceAccounts, roles and bindings (the same manifests a real install applies), and the
     extender's roles for the one dev service."""
     await ensure_namespace(client, SERVICE_NAMESPACE)
-    for obj in [*load_objects(rbac_dir.glob("*.yaml")), DEV_EXTENDER_BINDING, DEV_VGPU_CONFIG_BINDING]:
+    for obj in [*load_objects(rbac_dir.glob("*.yaml")), DEV_EXTENDER_BINDING, DEV_VGPU_CONFIG_BINDING,
+                DEV_HISTORY_BINDING]:
         await create_or_replace(client, obj)
 
 

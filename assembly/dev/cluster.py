@@ -83,6 +83,8 @@ class ClusterSpec:
     etcd_in_memory: bool = True  # etcd data on /dev/shm when present: fsync is what makes etcd slow here
     kubelet_workers: int = 64
     serve_args: tuple[str, ...] = ()  # appended to `lapilli serve` (e.g. "--disable-controllers" in benchmarks)
+    # The scheduler conf `lapilli serve --scheduler-conf` runs; None: the shipped one (manifests/scheduler).
+    scheduler_conf: Path | None = None
     # kube-scheduler calls this extender URL instead of the service's (benchmarks measure what the extender
     # protocol itself costs with a do-nothing extender).
     extender_url: str | None = None
@@ -91,7 +93,7 @@ class ClusterSpec:
     # rendered scheduler pods in containers.
     kube_scheduler: bool = True
     # Shared GPUs (assembly/dev/vgpu.py): nodes register vGPU cards (every fourth MIG), the device config is
-    # created, and the service runs examples/scheduler-conf-vgpu.yaml (before `serve_args`, which may override it).
+    # created, and the service runs examples/scheduler-conf-vgpu.yaml unless `scheduler_conf` names another.
     vgpu: bool = False
     # Network topology (assembly.dev.topology): the nodes labelled into this tree, and label discovery turned on
     # so the service makes HyperNodes of it.
@@ -237,14 +239,17 @@ class DevCluster:
         self.client = KubeClient(load_kubeconfig(self.kubeconfig))
 
         wanted = service_available() if self.spec.extender is None else self.spec.extender
-        serve_args = ("--scheduler-conf", str(VGPU_CONF), *self.spec.serve_args) if self.spec.vgpu else (
-            self.spec.serve_args)
-        plan = plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, serve_args) if wanted else None
+        # --vgpu runs the vGPU conf unless a conf is named.
+        conf = self.spec.scheduler_conf or (VGPU_CONF if self.spec.vgpu else None)
+        plan = (
+            plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, self.spec.serve_args, conf)
+            if wanted else None
+        )
         if wanted and plan is None:
             raise ComponentFailed("the Lapilli service was asked for, but `lapilli serve` does not exist yet")
         await bootstrap(self.client, manifests_dir())
         if self.spec.vgpu:  # before the kubelet starts: it reads the MIG geometries from it, as the device plugin
-            await create_device_config(self.client)
+            await create_device_config(self.client, conf or VGPU_CONF)
         await asyncio.gather(
             self._start_scheduler(sched_kc, ports, plan),
             self._start_kubelet(ports.gpu_metrics),

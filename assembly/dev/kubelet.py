@@ -5,7 +5,9 @@ queue; a bounded pool of workers applies `podsim`'s decisions through pods/statu
 thousands of pods move without one slow request holding up the rest. Nodes are kept Ready: a node that
 shows up not-ready or tainted `not-ready` is repaired at once, and every node gets a heartbeat
 (`lastHeartbeatTime`) spread evenly over the heartbeat period rather than in one burst: every 5 minutes by default,
-as a kubelet reports an unchanged status since node Leases took over its heartbeat (nodeStatusReportFrequency).
+as a kubelet reports an unchanged status since node Leases took over its heartbeat (nodeStatusReportFrequency). The
+pods of a node that is deleted are deleted too, as kube-controller-manager's pod garbage collector does with orphaned
+pods (a dev cluster runs none): their owners see them gone and act, as on a real cluster.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from lapilli.times import parse_rfc3339, rfc3339
 
 log = logging.getLogger(__name__)
 
-Item = tuple[Literal["pod", "node"], str]
+Item = tuple[Literal["pod", "node", "orphan"], str]
 MAX_HEARTBEATS_PER_S: Final = 20.0
 _HEARTBEAT_TYPES = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
 
@@ -48,6 +50,7 @@ class KubeletStats:
     started: int = 0
     finished: int = 0
     deleted: int = 0
+    orphans: int = 0  # pods of deleted nodes, deleted (the pod garbage collector's part)
     repaired_nodes: int = 0
     refused: int = 0  # pods the simulated vGPU device plugin refused (their cards over-full or unknown)
     heartbeats: int = 0
@@ -61,7 +64,7 @@ class KubeletStats:
             f"start lag p50 {lags[len(lags) // 2] * 1000:.0f}ms p99 {lags[int(len(lags) * 0.99)] * 1000:.0f}ms "
             f"max {lags[-1] * 1000:.0f}ms over {len(lags)}" if lags else "no starts"
         )
-        return (f"started {self.started} finished {self.finished} deleted {self.deleted} "
+        return (f"started {self.started} finished {self.finished} deleted {self.deleted} orphans {self.orphans} "
                 f"repaired {self.repaired_nodes} refused {self.refused} heartbeats {self.heartbeats} "
                 f"errors {self.errors}; {window}")
 
@@ -233,6 +236,8 @@ class SimKubelet:
     def _on_node(self, event: Event) -> None:
         name = name_of(event.obj)
         if event.type == "DELETED":
+            for key in self._pods_on.get(name, ()):
+                self.queue.add(("orphan", key))
             return
         if not is_ready(event.obj):
             self.queue.add(("node", name))
@@ -281,6 +286,8 @@ class SimKubelet:
         try:
             if item[0] == "pod":
                 await self._sync_pod(item[1])
+            elif item[0] == "orphan":
+                await self._collect_orphan(item[1])
             else:
                 await self._sync_node(item[1])
         except (NotFound, Conflict):
@@ -291,6 +298,14 @@ class SimKubelet:
         if node is not None and not is_ready(node):
             await make_ready(self.client, node)
             self.stats.repaired_nodes += 1
+
+    async def _collect_orphan(self, key: str) -> None:
+        """A pod bound to a node that no longer exists is deleted at once (PodGC's orphan sweep, without its wait)."""
+        pod = self.pods.store.get(key)
+        if pod is None or pod["spec"]["nodeName"] in self.nodes.store:
+            return
+        await self.client.delete(PODS, name_of(pod), namespace_of(pod), grace_period_seconds=0, uid=uid_of(pod) or None)
+        self.stats.orphans += 1
 
     async def _sync_pod(self, key: str) -> None:
         pod = self.pods.store.get(key)

@@ -86,10 +86,12 @@ class ServicePlan:
 
 
 def plan_service(
-    state_dir: Path, kubeconfig: Path, webhook_port: int, extender_port: int, extra_args: tuple[str, ...] = ()
+    state_dir: Path, kubeconfig: Path, webhook_port: int, extender_port: int, extra_args: tuple[str, ...] = (),
+    scheduler_conf: Path | None = None,
 ) -> ServicePlan | None:
     """Certificates written, command line and webhook configurations ready; None if there is no service.
-    `extra_args` are appended to `lapilli serve` (benchmarks switch components off with them)."""
+    `extra_args` are appended to `lapilli serve` (benchmarks switch components off with them); `scheduler_conf` is
+    the scheduler conf it runs (None: the shipped one)."""
     options = serve_options()
     if options is None:
         return None
@@ -105,8 +107,9 @@ def plan_service(
     extender_url, extender_tls = None, None
     if EXTENDER_OPTION in options:
         argv += ["--extender-host", "127.0.0.1", "--extender-port", str(extender_port)]
-        if SCHEDULER_CONF.is_file():
-            argv += ["--scheduler-conf", str(SCHEDULER_CONF)]
+        conf = scheduler_conf or SCHEDULER_CONF
+        if conf.is_file():
+            argv += ["--scheduler-conf", str(conf.resolve())]
         scheme = "http"
         if EXTENDER_TLS_OPTION in options:
             # As a production install should run it: TLS, and only kube-scheduler's client certificate gets in.

@@ -75,19 +75,19 @@ def device_configmap() -> dict[str, object]:
             "metadata": {"name": CONFIG_MAP, "namespace": CONFIG_NAMESPACE}, "data": {CONFIG_KEY: DEVICE_CONFIG}}
 
 
-def scheduler_conf_configmap() -> dict[str, object]:
+def scheduler_conf_configmap(conf: Path) -> dict[str, object]:
     """The conf the service runs, where an installed Lapilli keeps it: so `lapilli job why`, `queue list` and the
     dashboard explain with deviceshare, as the scheduler decides."""
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": CONF_CONFIGMAP_NAME, "namespace": CONF_CONFIGMAP_NAMESPACE},
-            "data": {CONF_KEY: VGPU_CONF.read_text()}}
+            "data": {CONF_KEY: conf.read_text()}}
 
 
-async def create_device_config(client: KubeClient) -> None:
+async def create_device_config(client: KubeClient, conf: Path = VGPU_CONF) -> None:
     """The device config (before the kubelet starts: it reads the MIG geometries from it, as the device plugin)
-    and the scheduler conf's ConfigMap."""
+    and the ConfigMap of the scheduler conf `conf` the service runs."""
     await client.create(CONFIG_MAPS, device_configmap(), CONFIG_NAMESPACE)
-    await client.create(CONFIG_MAPS, scheduler_conf_configmap(), CONF_CONFIGMAP_NAMESPACE)
+    await client.create(CONFIG_MAPS, scheduler_conf_configmap(conf), CONF_CONFIGMAP_NAMESPACE)
 
 
 __all__ = ["DEVICE_CONFIG", "MIG_EVERY", "VGPU_CONF", "create_device_config", "device_configmap", "hami_cards",

@@ -18,6 +18,7 @@ from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import GROUP_NAME_ANNOTATION, TASK_SPEC_KEY, build_snapshot
 from extender.engine.usage import ancestors_of, conf_args, held_by_queue
 from lapilli.api.constants import DEFAULT_QUEUE
+from lapilli.devices.assign import assignment_annotations
 from lapilli.meta import annotations_of, name_of
 from lapilli.resources.units import Units
 from lapilli.times import rfc3339_micro
@@ -80,8 +81,11 @@ def podgroup_document(state: JobState, epoch: float | None = None) -> dict[str, 
 
 def pod_document(pod: PodState, group: str, epoch: float | None = None) -> dict[str, Any]:
     spec = dict(pod.spec)
+    annotations = {GROUP_NAME_ANNOTATION: group, TASK_SPEC_KEY: pod.task}
     if pod.node is not None:
         spec["nodeName"] = pod.node
+        if pod.devices is not None:  # what the Binding wrote: the scheduler's next session counts these cards
+            annotations.update(assignment_annotations(pod.node, pod.devices, 0))
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -91,7 +95,7 @@ def pod_document(pod: PodState, group: str, epoch: float | None = None) -> dict[
             "uid": pod.key,
             "creationTimestamp": _timestamp(pod.created, epoch),
             "labels": {TASK_SPEC_KEY: pod.task},
-            "annotations": {GROUP_NAME_ANNOTATION: group, TASK_SPEC_KEY: pod.task},
+            "annotations": annotations,
         },
         "spec": spec,
         "status": {"phase": "Running" if pod.node is not None else "Pending"},
@@ -150,7 +154,8 @@ class LapilliScheduler:
     def documents(self, cluster: Cluster) -> list[dict[str, Any]]:
         work = cluster.workload
         queues = [self._queue_document(q) for q in work.queues]
-        docs: list[dict[str, Any]] = [*work.nodes, *work.hypernodes, *work.priority_classes, *queues]
+        docs: list[dict[str, Any]] = [*work.nodes, *work.hypernodes, *work.priority_classes, *queues,
+                                      *work.configmaps]
         if all(name_of(q) != DEFAULT_QUEUE for q in work.queues):
             docs.append(_default_queue())
         for state in cluster.jobs.values():
@@ -166,12 +171,12 @@ class LapilliScheduler:
         for key, node in sorted(result.binds.items()):
             pod = cluster.pods.get(key)
             if pod is not None and pod.node != node:
-                pod.node = node
+                pod.node, pod.devices = node, result.devices.get(key)
                 changed = True
         for key in sorted(result.evictions):
             pod = cluster.pods.get(key)
             if pod is not None and pod.node is not None:
-                pod.node = None
+                pod.node, pod.devices = None, None
                 changed = True
         for key, status in result.podgroups.items():
             state = cluster.jobs.get(key)

@@ -15,6 +15,7 @@ from typing import Any
 from assembly.sim.topology import spans, workload_tree
 from assembly.sim.workload import SimJob, SimPodSpec, Workload, gpus
 from extender.engine.snapshot import NodeRecord, build_snapshot
+from lapilli.devices.assign import PodDevices
 from lapilli.resources.units import Units
 from lapilli.topology import HyperNodeTree
 
@@ -33,6 +34,7 @@ class PodState:
     # at the same instant are created in parallel, one round per pod position), then the job.
     order: tuple[float, int, str]
     node: str | None = None
+    devices: PodDevices | None = None  # the vGPU cards the scheduler gave it on `node` (deviceshare)
 
     @classmethod
     def create(cls, job: SimJob, spec: SimPodSpec, now: float) -> PodState:
@@ -133,7 +135,7 @@ class Cluster:
                 # The job restarts whole (a Job's PodEvicted → RestartJob policy): its other pods are released
                 # too, instead of holding their resources while the gang waits to be whole again.
                 for pod in self.job_pods(key):
-                    pod.node = None
+                    pod.node, pod.devices = None, None
         return events
 
     def gpu_used_by_queue(self) -> dict[str, float]:

@@ -48,6 +48,7 @@ _PASS_THROUGH: Final = {
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("topology.volcano.sh/v1alpha1", "HyperNode"),
+    ("v1", "ConfigMap"),  # the vGPU device config (deviceshare): renamed resources, MIG geometries
 }
 
 
@@ -112,13 +113,14 @@ class Workload:
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
     jobs: list[SimJob] = field(default_factory=list)
     hypernodes: list[dict[str, Any]] = field(default_factory=list)
+    configmaps: list[dict[str, Any]] = field(default_factory=list)
 
     def first_jobs(self, count: int) -> Workload:
         """The same cluster with only the first `count` jobs (by submission time, then document order)."""
         ordered = sorted(enumerate(self.jobs), key=lambda item: (item[1].submit_at, item[0]))
         keep = {job.key for _, job in ordered[:count]}
         return Workload(self.nodes, self.queues, self.priority_classes, [j for j in self.jobs if j.key in keep],
-                        self.hypernodes)
+                        self.hypernodes, self.configmaps)
 
 
 def _describe(index: int, doc: Mapping[str, Any]) -> str:
@@ -315,7 +317,7 @@ def load_workload(docs: Sequence[Any]) -> Workload:
         except (ValueError, KeyError, TypeError) as exc:
             raise WorkloadError(f"{_describe(index, doc)}: {exc}") from None
         {"Node": work.nodes, "Queue": work.queues, "PriorityClass": work.priority_classes,
-         "HyperNode": work.hypernodes}[doc["kind"]].append(dict(doc))
+         "HyperNode": work.hypernodes, "ConfigMap": work.configmaps}[doc["kind"]].append(dict(doc))
     queues = {*scratch.queues, DEFAULT_QUEUE}
     seen: set[str] = set()
     for index, doc in jobs:

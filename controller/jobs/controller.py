@@ -2,7 +2,8 @@
 
 Mirrors `pkg/controllers/job/job_controller*.go`: handlers classify events (`requests.py`) and queue them
 under the Job's key; a worker takes a key (never two workers on one Job), applies the lifecycle policies to
-each queued request in order (`policies.py`), holds back actions with a timeout (`delays.py`), executes the
+each queued request in order (`policies.py`; a lost member's may wait for its gang to heal, `heal.py`), holds
+back actions with a timeout (`delays.py`), executes the
 rest through the state machine (`state.py`, `actions.py`) — consecutive syncs collapse into one — and retries
 a failed request with exponential back-off. After `max_requeue` failures the Job is terminated, as Volcano's
 `--max-requeue-num` does.
@@ -23,7 +24,8 @@ import pydantic
 from controller.context import Context
 from controller.jobs.actions import ActionError, JobActions, StaleJob
 from controller.jobs.delays import DelayedActions
-from controller.jobs.policies import apply_policies
+from controller.jobs.heal import DEGRADED_REASON, LOSS_EVENTS, degraded_message, heal_first, short
+from controller.jobs.policies import Decision, apply_policies
 from controller.jobs.requests import Request, job_owner, pod_request
 from controller.jobs.resources import PvcMissing
 from controller.jobs.state import step_for
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 
 _RETRYABLE: Final = (ActionError, PvcMissing, *REQUEST_ERRORS)
 _INTERNAL_ACTIONS: Final = frozenset({Action.SYNC_JOB, Action.ENQUEUE_JOB, Action.SYNC_QUEUE})
+_JOB_ACTIONS: Final = frozenset({Action.RESTART_JOB, Action.ABORT_JOB, Action.TERMINATE_JOB, Action.COMPLETE_JOB})
 
 
 def _phase(obj: Obj | None) -> str:
@@ -65,6 +68,8 @@ class JobController:
         self._deleted: dict[str, list[Obj]] = {}  # job key -> deleted incarnations whose children must go
         self.queue: WorkQueue[str] = WorkQueue()
         self.delays = DelayedActions(self.submit)
+        # Gangs below minAvailable whose loss no policy acts on: checked once the heal window has passed.
+        self.heals = DelayedActions(self._heal_deadline)
         self._requests: dict[str, list[Request]] = {}
         # A failed request is retried after 50 ms doubling to a minute, up to --max-requeue-num times.
         self._retries: RateLimiter[Request] = RateLimiter(0.05, 60.0)
@@ -84,6 +89,7 @@ class JobController:
         key = key_of(event.obj)
         if event.type == "DELETED":
             self.delays.forget_job(key)
+            self.heals.forget_job(key)
             self._requests.pop(key, None)
             self.actions.forget(key)
             # Cleaned up by a worker, so never while a sync of this Job may still be creating pods.
@@ -111,6 +117,7 @@ class JobController:
             self._evicted.add(uid)
         if req is not None:
             self.delays.observe(req)
+            self.heals.observe(req)
             self.submit(req)
 
     def on_podgroup(self, event: WatchEvent, *, deleted_by_us: bool) -> None:
@@ -182,11 +189,14 @@ class JobController:
                 pending.clear()
                 return
             doc, job = found
-            decision = apply_policies(job, req)
+            decision = self._heal_first(key, job, req, apply_policies(job, req))
             if decision.delay_s > 0 and not req.delayed:
                 if self.delays.schedule(req, decision.action, decision.delay_s):
                     message = f"Execute action {decision.action} after {decision.delay_s:g}s"
                     self.ctx.recorder.record(doc, "Normal", JobEvent.EXECUTE_ACTION.value, message)
+                if req.event in LOSS_EVENTS and sync is None:
+                    sync = req  # make the lost member again: its running again is what cancels the delay
+                    continue  # stays pending until it runs
             elif decision.action != Action.SYNC_JOB:
                 await self._run(key, req, decision.action)
             elif sync is None:
@@ -196,6 +206,30 @@ class JobController:
         if sync is not None:
             await self._run(key, sync, Action.SYNC_JOB)
             pending.remove(sync)
+
+    def _heal_first(self, key: str, job: Job, req: Request, decision: Decision) -> Decision:
+        """A lost member's policy may wait for the gang to heal (heal.py); a loss no policy acts on is checked
+        again once the heal window has passed."""
+        if req.event not in LOSS_EVENTS or req.delayed:
+            return decision
+        gang = short(job, self.ctx.pods.by_index("job", key))
+        timeout = self.ctx.settings.gang_heal_timeout_s
+        if gang is not None and not decision.policy_matched:
+            self.heals.schedule(req, Action.SYNC_JOB, timeout)
+        return heal_first(decision, req, gang, timeout)
+
+    def _heal_deadline(self, req: Request) -> None:
+        """The heal window of a loss no policy acts on has passed: a gang still short gets its Warning Event."""
+        found = self._job(req.key)
+        if found is None:
+            return
+        doc, job = found
+        if req.job_uid and req.job_uid != uid_of(doc):
+            return
+        gang = short(job, self.ctx.pods.by_index("job", req.key))
+        if gang is not None:
+            message = degraded_message(req, gang, self.ctx.settings.gang_heal_timeout_s)
+            self.ctx.recorder.record(doc, "Warning", DEGRADED_REASON, message)
 
     async def _run(self, key: str, req: Request, action: Action) -> None:
         found = self._job(key)
@@ -223,6 +257,8 @@ class JobController:
         self._retries.forget(req)
         if action not in _INTERNAL_ACTIONS:
             self.delays.executed(req, action)
+            if action in _JOB_ACTIONS:
+                self.heals.forget_job(key)  # the gang was restarted, ended or aborted: nothing left to heal
 
     async def _failed(self, key: str, req: Request, action: Action, exc: Exception) -> None:
         attempts = self._retries.num_requeues(req) + 1

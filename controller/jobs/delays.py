@@ -2,7 +2,8 @@
 
 Reference §3.1: one pending delayed action per pod and action (a repeat is ignored); a delay triggered by
 PodPending is cancelled by any later non-PodPending event of that pod; delays triggered by PodFailed or
-PodEvicted are cancelled when the pod runs again; once a user-facing action has executed, other delayed
+PodEvicted are cancelled when a pod of that name runs again (the one made in its place: Volcano's
+`CleanPodDelayActionsIfNeed` matches names); once a user-facing action has executed, other delayed
 actions of the same kind and scope are moot (job-level: the whole Job; RestartTask: the task; RestartPod: the
 pod; RestartPartition: the partition). The bookkeeping is plain data; the timers are the event loop's.
 """
@@ -59,14 +60,17 @@ class DelayedActions:
             self._fire(pending.request)
 
     def observe(self, req: Request) -> None:
-        """A new request about a pod may make that pod's delayed actions moot."""
+        """A new request about a pod may make that pod's delayed actions moot. A PodPending delay belongs to one
+        pod (its uid: a pod deleted and made again is another); a PodFailed or PodEvicted delay is cancelled once
+        a pod of that name runs again — the member the Job controller made in its place (Volcano matches names)."""
         if not req.pod_uid:
             return
         for key, pending in list(self._pending.items()):
             held = pending.request
-            if held.pod_uid != req.pod_uid:
+            if held.key != req.key or held.pod_name != req.pod_name:
                 continue
-            pending_gone = held.event == Event.POD_PENDING and req.event != Event.POD_PENDING
+            pending_gone = (held.event == Event.POD_PENDING and req.event != Event.POD_PENDING
+                            and held.pod_uid == req.pod_uid)
             running_again = held.event in (Event.POD_FAILED, Event.POD_EVICTED) and req.event == Event.POD_RUNNING
             if pending_gone or running_again:
                 self._cancel(key)

@@ -17,6 +17,7 @@ from lapilli.api.constants import (
     BATCH_API_VERSION,
     CONTROLLER_OUT_OF_SYNC_KEY,
     DEFAULT_MAX_RETRY,
+    EVICTED_BY_ANNOTATION,
     JOB_KIND,
     JOB_NAME_KEY,
     JOB_VERSION_KEY,
@@ -49,6 +50,7 @@ class Request:
     action: Action | None = None
     job_version: int = 0
     delayed: bool = False
+    scheduler_evicted: bool = False  # the pod carried `lapilli.io/evicted-by`: the scheduler decided this loss
 
     @property
     def key(self) -> str:
@@ -149,7 +151,8 @@ def pod_request(
         return None
     if event_type == "DELETED" or is_deleting(pod):
         evicted = first_deletion and not out_of_sync(pod) and not (event_type == "DELETED" and old is None)
-        return replace(base, event=Event.POD_EVICTED if evicted else Event.OUT_OF_SYNC)
+        return replace(base, event=Event.POD_EVICTED if evicted else Event.OUT_OF_SYNC,
+                       scheduler_evicted=evicted and EVICTED_BY_ANNOTATION in annotations_of(pod))
     if event_type == "ADDED" or old is None:
         return replace(base, event=Event.OUT_OF_SYNC if out_of_sync(pod) else Event.POD_PENDING)
     event, code = _update_event(pod, old, job, base.task, list(task_pods))

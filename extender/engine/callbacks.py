@@ -19,6 +19,8 @@ from extender.engine.interface import (
     PERMIT,
     REJECT,
     EventHandler,
+    EvictableFn,
+    EvictionContext,
     HyperNodeGradientFn,
     HyperNodeOrderFn,
     JobEnqueuedFn,
@@ -27,6 +29,7 @@ from extender.engine.interface import (
     JobVoteFn,
     KeyedOrder,
     KeyValue,
+    NodeBonus,
     NodeLocal,
     OrderFn,
     Plugin,
@@ -130,11 +133,15 @@ class Callbacks:
         self.job_enqueueds: Slot[JobEnqueuedFn] = Slot("enableJobEnqueued")
         self.preemptables: Slot[VictimsFn] = Slot("enablePreemptable")
         self.reclaimables: Slot[VictimsFn] = Slot("enableReclaimable")
+        # Volcano's UnifiedEvictable has no conf flag; guards apply whatever tier decides (see `evictable`).
+        self.evictables: Slot[EvictableFn] = Slot(None)
+        self.evict_guards: Slot[EvictableFn] = Slot(None)
         self.overuseds: Slot[QueuePredicateFn] = Slot("enabledOverused")
         self.allocatables: Slot[QueueTaskFn] = Slot("enabledAllocatable")
         self.preemptives: Slot[QueueTaskFn] = Slot("enablePreemptive")
         self.predicates: Slot[Predicate] = Slot("enablePredicate")
         self.node_orders: Slot[Scorer] = Slot("enableNodeOrder")
+        self.node_bonuses: Slot[NodeBonus] = Slot("enableNodeOrder")
         self.subjob_readies: Slot[SubJobPredicateFn] = Slot("enabledSubJobReady")
         self.subjob_pipelineds: Slot[SubJobVoteFn] = Slot("enabledSubJobPipelined")
         self.subjob_orders: Slot[OrderFn[SubJob]] = Slot("enabledSubJobOrder")
@@ -205,6 +212,9 @@ class Callbacks:
     def add_reclaimable(self, fn: VictimsFn) -> None:
         self._add(self.reclaimables, fn)
 
+    def add_evictable(self, fn: EvictableFn, *, guard: bool = False) -> None:
+        self._add(self.evict_guards if guard else self.evictables, fn)
+
     def add_overused(self, fn: QueuePredicateFn) -> None:
         self._add(self.overuseds, fn)
 
@@ -219,6 +229,9 @@ class Callbacks:
 
     def add_node_order(self, fn: Scorer) -> None:
         self._add(self.node_orders, fn)
+
+    def add_node_bonus(self, fn: NodeBonus) -> None:
+        self._add(self.node_bonuses, fn)
 
     def add_subjob_ready(self, fn: SubJobPredicateFn) -> None:
         self._add(self.subjob_readies, fn)
@@ -423,12 +436,15 @@ class Callbacks:
     def preemptive(self, queue: Queue, task: Task) -> bool:
         return all(fn(queue, task) for fn in self.preemptives.all())
 
-    def _victims(self, slot: Slot[VictimsFn], actor: Task, candidates: list[Task]) -> list[Task] | None:
+    def _victims(self, slot: Slot[F], ask: Callable[[F], list[Task] | None],
+                 candidates: list[Task]) -> list[Task] | None:
+        """Volcano's tier walk: in each tier the plugins that vote intersect their choices; the first tier whose
+        intersection is not empty decides (a tier whose votes leave nothing falls through to the next)."""
         for tier in slot.by_tier(len(self.conf.tiers)):
             chosen: dict[str, Task] | None = None
             abstained = True
             for fn in tier:
-                result = fn(actor, candidates)
+                result = ask(fn)
                 if result is None:
                     continue  # abstain
                 abstained = False
@@ -442,10 +458,22 @@ class Callbacks:
         return None
 
     def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task] | None:
-        return self._victims(self.preemptables, preemptor, candidates)
+        return self._victims(self.preemptables, lambda fn: fn(preemptor, candidates), candidates)
 
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None:
-        return self._victims(self.reclaimables, reclaimer, candidates)
+        return self._victims(self.reclaimables, lambda fn: fn(reclaimer, candidates), candidates)
+
+    def evictable(self, ctx: EvictionContext, candidates: list[Task]) -> list[Task]:
+        """Volcano's `UnifiedEvictable` (gangpreempt, gangreclaim): the tier walk over the plugins' votes on the
+        whole ordered candidate list at once, then every guard's vote (the queue-share plugins' reclaim check,
+        which Volcano's walk skips whenever a first tier that permits everything decides)."""
+        chosen = self._victims(self.evictables, lambda fn: fn(ctx, candidates), candidates) or []
+        for guard in self.evict_guards.all():
+            allowed = guard(ctx, chosen)
+            if allowed is not None:
+                keep = {t.uid for t in allowed}
+                chosen = [t for t in chosen if t.uid in keep]
+        return chosen
 
     # ---- events ---------------------------------------------------------------------------------------------
     def fire_allocate(self, task: Task) -> None:

@@ -11,14 +11,18 @@ argument binpack.weight: "abc" is not a number`), and `drf` with `enableHierarch
 An action or plugin name that is not offered is left out with a warning (`SchedulerConf.warnings`), and the rest
 runs, as Volcano's scheduler logs "Failed to find Action" / "Failed to get plugin" and goes on.
 
-`configurations` (per-action arguments) is accepted and not read: Volcano's actions read it for options Lapilli's
-actions do not have (topology-aware preemption, candidate-node limits, the predicate error cache).
+`configurations: [{name: <action>, arguments: {...}}]` (per-action arguments) is read for the actions that register
+a parser (gangpreempt, gangreclaim: `maxDomains`, `allowWholeBundle`), once, at load: a value that cannot be read is
+refused, one Volcano replaces by its default is taken with a warning. Other actions' entries are accepted and not
+read: Volcano reads them for options Lapilli's actions do not have (topology-aware preemption, candidate-node limits,
+the predicate error cache).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final
 
 import yaml
@@ -89,12 +93,19 @@ class Tier:
     plugins: tuple[PluginOption, ...]
 
 
+# An action's `configurations` arguments → its frozen value; `warn` takes a line for `SchedulerConf.warnings`.
+ActionArguments = Callable[[Arguments, Callable[[str], None]], object]
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerConf:
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
-    # What was left out (unknown action or plugin names), one line each, for the loader to report once.
+    # What was left out (unknown action or plugin names) or replaced by a default, one line each, for the loader
+    # to report once.
     warnings: tuple[str, ...] = ()
+    # The parsed `configurations` arguments of the actions that read theirs, by action name.
+    configurations: Mapping[str, object] = field(default_factory=dict)
 
     def plugin_names(self) -> list[str]:
         return [p.name for t in self.tiers for p in t.plugins]
@@ -106,6 +117,7 @@ class Registry:
 
     plugins: Mapping[str, PluginLoader]
     actions: Collection[str]
+    action_arguments: Mapping[str, ActionArguments] = field(default_factory=dict)
 
 
 def _bool(value: object, where: str) -> bool:
@@ -179,6 +191,36 @@ def _tiers(raw: object, registry: Registry, warnings: list[str]) -> tuple[Tier, 
     return tuple(tiers)
 
 
+def _configurations(raw: object, registry: Registry, warnings: list[str]) -> dict[str, object]:
+    """The arguments of the actions that read theirs, parsed; every action that does gets a value (its defaults
+    when the conf has no entry for it)."""
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        raise ConfError("configurations: expected a list of {name: <action>, arguments: {...}}")
+    given: dict[str, Arguments] = {}
+    for i, entry in enumerate(raw):
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if not isinstance(name, str):
+            raise ConfError(f"configurations[{i}]: an entry needs a `name` (the action it configures)")
+        arguments = entry.get("arguments")
+        if arguments is not None and (not isinstance(arguments, Mapping) or not all(isinstance(k, str)
+                                                                                   for k in arguments)):
+            raise ConfError(f"configurations[{i}] ({name}): `arguments` must be a mapping")
+        given.setdefault(name, dict(arguments or {}))  # Volcano reads the first entry of a name
+    parsed: dict[str, object] = {}
+    for name, parse in sorted(registry.action_arguments.items()):
+        try:
+            parsed[name] = parse(given.get(name, NO_ARGUMENTS), partial(_warn, warnings, name))
+        except ConfError as exc:
+            raise ConfError(f"configurations ({name}): {exc}") from exc
+    return parsed
+
+
+def _warn(warnings: list[str], action: str, line: str) -> None:
+    warnings.append(f"configurations ({action}): {line}")
+
+
 def parse_conf(raw: object, registry: Registry) -> SchedulerConf:
     """Validate a decoded configuration document against the registered plugins and actions."""
     if not isinstance(raw, Mapping):
@@ -186,7 +228,8 @@ def parse_conf(raw: object, registry: Registry) -> SchedulerConf:
     warnings: list[str] = []
     actions = _actions(raw.get("actions", ""), registry, warnings)
     tiers = _tiers(raw.get("tiers") or [], registry, warnings)
-    return SchedulerConf(actions=actions, tiers=tiers, warnings=tuple(warnings))
+    configurations = _configurations(raw.get("configurations"), registry, warnings)
+    return SchedulerConf(actions=actions, tiers=tiers, warnings=tuple(warnings), configurations=configurations)
 
 
 def load_conf(text: str | None, registry: Registry) -> SchedulerConf:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
@@ -45,8 +45,14 @@ class TreeIndex:
     leaf_of: Rows  # per node row: its lowest-tier HyperNode (`FindHyperNodeForNode`), -1 for none
     path_of: Rows  # per node row: its path (the set of HyperNodes holding it)
     path_members: tuple[Rows, ...]  # per path: the HyperNodes holding its nodes
+    path_lists: tuple[tuple[int, ...], ...]  # the same, as tuples of ints
     tier_range: tuple[int, ...]  # every tier from the lowest to the root's, as Volcano's normal-pod loop walks
     path_at_tier: Rows  # per (path, tier of tier_range): the HyperNode holding it there, len(names) for none
+    row_of: Mapping[str, int]  # node name -> row
+    above: npt.NDArray[np.bool_]  # [i, j]: HyperNode j is i or one of its ancestors
+    breadth: dict[str, tuple[int, ...]] = field(default_factory=dict)  # root -> its subtree, breadth first
+    lcas: dict[tuple[str, str], str] = field(default_factory=dict)  # (a, b) -> their lowest common HyperNode
+    one_leaf: dict[str, bool] = field(default_factory=dict)  # HyperNode -> its nodes share one lowest-tier one
 
     @classmethod
     def of(cls, tree: HyperNodeTree) -> TreeIndex:
@@ -69,16 +75,29 @@ class TreeIndex:
         row_of = {name: row for row, name in enumerate(tree.node_names)}
         for node, hypernode in tree.lowest.items():
             leaf_of[row_of[node]] = index[hypernode]
+        above = np.zeros((len(names), len(names)), dtype=bool)
+        for i, name in enumerate(names):
+            above[i, [index[a] for a in tree.ancestors(name)]] = True
         return cls(names, index, np.array([i.tier for i in infos], dtype=np.int64), tuple(i.rows for i in infos),
-                   leaf_of, path_of, tuple(np.array(m, dtype=np.intp) for m in paths), tier_range, at_tier)
+                   leaf_of, path_of, tuple(np.array(m, dtype=np.intp) for m in paths), tuple(paths), tier_range,
+                   at_tier, row_of, above)
+
+    def lca_tiers(self, held: int) -> npt.NDArray[np.int64]:
+        """Per HyperNode i, the tier of the lowest HyperNode above both i and `held` (-1 when none)."""
+        common = self.above & self.above[held]
+        tiers = np.where(common, self.tier, np.iinfo(np.int64).max).min(axis=1)
+        return np.where(common.any(axis=1), tiers, -1)
 
 
 @dataclass(eq=False)
 class Topology:
-    """The session's HyperNodes: the tree, its index, and Volcano's session-level answers about them."""
+    """The session's HyperNodes: the tree, its index, and Volcano's session-level answers about them. While
+    `tracked`, `free` holds each HyperNode's future idle (allocatable − used + releasing − pipelined) as the session
+    stands: allocate reads it to skip HyperNodes a gang cannot possibly fit before it tries them."""
 
     tree: HyperNodeTree
     index: TreeIndex
+    free: npt.NDArray[np.float64] | None = None
 
     @property
     def ready(self) -> bool:
@@ -100,12 +119,41 @@ class Topology:
         i = self.index.index.get(name)
         return self.index.rows[i] if i is not None else np.zeros(0, dtype=np.intp)
 
+    def within_one_leaf(self, name: str) -> bool:
+        """Whether every node of `name` has the same lowest-tier HyperNode (`hypernode_of_row`): then nothing
+        under it is nearer to or farther from anything than another node of it (kept per tree)."""
+        known = self.index.one_leaf.get(name)
+        if known is None:
+            leaves = self.index.leaf_of[self.rows_of(name)]
+            known = self.index.one_leaf[name] = bool(len(leaves)) and bool((leaves == leaves[0]).all())
+        return known
+
+    def breadth_first(self, root: str) -> tuple[int, ...]:
+        """The HyperNodes under `root` (itself first) breadth first, children by name, as indices (kept per tree)."""
+        order = self.index.breadth.get(root)
+        if order is None:
+            names, queue, seen = [], [root], {root}
+            while queue:
+                current = queue.pop(0)
+                names.append(current)
+                for child in self.children(current):
+                    if child not in seen:
+                        seen.add(child)
+                        queue.append(child)
+            order = self.index.breadth[root] = tuple(self.index.index[n] for n in names if n in self.index.index)
+        return order
+
     def children(self, name: str) -> tuple[str, ...]:
         info = self.tree.hypernodes.get(name)
         return info.children if info is not None else ()
 
     def lca(self, a: str, b: str) -> str:
-        return self.tree.lca(a, b)
+        """The tree's `lca`, kept per pair for the tree's life (allocate asks it after every placement)."""
+        key = (a, b)
+        found = self.index.lcas.get(key)
+        if found is None:
+            found = self.index.lcas[key] = self.tree.lca(a, b)
+        return found
 
     def hypernode_of_row(self, row: int) -> str:
         i = int(self.index.leaf_of[row])
@@ -114,6 +162,10 @@ class Topology:
     def holders(self, row: int) -> Rows:
         """Every HyperNode holding node `row` (the root included), by index."""
         return self.index.path_members[int(self.index.path_of[row])]
+
+    def track(self, future_idle: npt.NDArray[np.float64]) -> None:
+        """Start following each HyperNode's future idle (its owner updates `free` after every change of a node's)."""
+        self.free = self.aggregate(future_idle)
 
     def aggregate(self, matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Per HyperNode, the sum of `matrix`'s node rows under it (e.g. allocatable → each domain's total)."""
@@ -174,6 +226,11 @@ def build_subjobs(job: Job, pg: PodGroupRecord, labels: Mapping[str, Mapping[str
     job.has_policy = bool(pg.sub_groups)
     job.subjobs = {}
     job.min_subjobs = {f"{job.uid}/{p.name}": p.min_groups for p in pg.sub_groups}
+    if not pg.sub_groups:
+        default = default_subjob(job)
+        for task in sorted(job.tasks.values(), key=lambda t: t.uid):
+            job.add_to_subjob(task, default)
+        return
     for task in sorted(job.tasks.values(), key=lambda t: t.uid):
         job.add_to_subjob(task, _subjob_for(job, pg, labels.get(task.uid, {})))
 
@@ -238,7 +295,7 @@ def recover_allocated(job: Job, topo: Topology, row_of: Mapping[str, int] | None
     the job's is the LCA of its sub-gangs'. Each session starts from what is placed, as Volcano's does after a
     restart."""
     assert job.subjobs is not None
-    rows = row_of if row_of is not None else {name: row for row, name in enumerate(topo.tree.node_names)}
+    rows = row_of if row_of is not None else topo.index.row_of
     for sub in job.subjobs.values():
         if sub.topology is None or sub.allocated_hypernode:
             continue

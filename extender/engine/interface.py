@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
+from enum import Enum, IntEnum
 from typing import Final, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -127,6 +127,31 @@ class VictimsFn(Protocol):
     def __call__(self, actor: Task, candidates: list[Task], /) -> list[Task] | None: ...
 
 
+class EvictionKind(Enum):
+    """Which gang-aware eviction asks (Volcano's `api.EvictionKind`)."""
+
+    GANG_PREEMPT = "gangpreempt"
+    GANG_RECLAIM = "gangreclaim"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionContext:
+    """Volcano's `api.EvictionContext`: who evicts, for which gang, in which domain. `actor` is the gang's pending
+    need as one request (a pending member whose `resreq` is the sum), for votes that weigh a reclaimer's request."""
+
+    kind: EvictionKind
+    job: Job
+    actor: Task
+    domain: str
+
+
+class EvictableFn(Protocol):
+    """UnifiedEvictable: which of `candidates` (whole gangs and surplus members, least important first) the plugin
+    lets a gang-aware eviction take (None abstains)."""
+
+    def __call__(self, ctx: EvictionContext, candidates: list[Task], /) -> list[Task] | None: ...
+
+
 class QueuePredicateFn(Protocol):
     """Overused: a yes/no about a queue."""
 
@@ -211,6 +236,15 @@ class Scorer(Protocol):
     def normalized(self, task: Task, idx: Index) -> Scores | None: ...
 
     def normalizes(self, task: Task) -> bool: ...
+
+
+class NodeBonus(Protocol):
+    """A node score that depends on more than the node's own row, but not on which nodes are candidates (the
+    network-topology plugin's HyperNode binpack for pods without a topology: how full each node's HyperNodes are).
+    Per task, one additive score for every node (None: nothing for this task); the session adds it to the class's
+    cached picks, so such tasks keep the fast path."""
+
+    def __call__(self, task: Task, /) -> Scores | None: ...
 
 
 class NodeLocal(Protocol):
@@ -313,6 +347,10 @@ class SessionView(Protocol):
 
     def add_reclaimable(self, fn: VictimsFn) -> None: ...
 
+    def add_evictable(self, fn: EvictableFn, *, guard: bool = False) -> None:
+        """A vote for gangpreempt/gangreclaim; `guard`: it also applies whatever tier decides (the queue-share
+        plugins' reclaim check, so a queue within its deserved share never loses a gang)."""
+
     def add_overused(self, fn: QueuePredicateFn) -> None: ...
 
     def add_allocatable(self, fn: QueueTaskFn) -> None: ...
@@ -322,6 +360,8 @@ class SessionView(Protocol):
     def add_predicate(self, fn: Predicate) -> None: ...
 
     def add_node_order(self, fn: Scorer) -> None: ...
+
+    def add_node_bonus(self, fn: NodeBonus) -> None: ...
 
     def add_node_local(self, fn: NodeLocal) -> None: ...
 
@@ -425,12 +465,16 @@ __all__ = [
     "SUCCESS",
     "Code",
     "EventHandler",
+    "EvictableFn",
+    "EvictionContext",
+    "EvictionKind",
     "ExplainView",
     "HyperNodeGradientFn",
     "HyperNodeOrderFn",
     "Index",
     "KeyedOrder",
     "Mask",
+    "NodeBonus",
     "NodeLocal",
     "Plugin",
     "PluginBuilder",

@@ -270,6 +270,7 @@ class Job:
     min_subjobs: dict[str, int] = field(default_factory=dict)  # sub-gang group (policy) -> minSubGroups
     has_policy: bool = False  # the PodGroup has a subGroupPolicy (Volcano's `ContainsSubJobPolicy`)
     allocated_hypernode: str = ""
+    gang_evictable: bool = True  # may lose pods to gangpreempt/gangreclaim (see PodGroupRecord.gang_evictable)
 
     def add_task(self, task: Task) -> None:
         self.tasks[task.uid] = task
@@ -332,7 +333,20 @@ class Job:
             return None
         if self.phase == "Inqueue" or (self.phase == "Running" and self.count(ALLOCATED_STATUS) >= self.min_member):
             return np.maximum(self.min_resources - self.allocated, 0.0)
+        if self.degraded():
+            # A gang regaining members keeps its admission: new work of its queue is admitted only beside what it
+            # still needs (Volcano drops the reservation once a gang falls below minMember, and new work takes
+            # the room its lost member held).
+            return np.maximum(self.min_resources - self.allocated, 0.0)
         return None
+
+    def degraded(self) -> bool:
+        """A gang that ran (PodGroup Running, or Unknown: running members, the rest unschedulable) and now has some
+        members but fewer than minMember: one was deleted, evicted or failed, or its node is gone. It is ordered
+        before new work of its queue and keeps its admission until it heals, or its Job's policies decide."""
+        if self.phase not in ("Running", "Unknown") or self.min_member <= 1:
+            return False
+        return self.ready < self.min_member and self.count(ALLOCATED_STATUS) > 0
 
     def role_count(self, role: str, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
         counts = self.role_counts.get(role)

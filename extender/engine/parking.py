@@ -73,6 +73,10 @@ READS: Final[dict[str, frozenset[str]]] = {
     "backfill": frozenset(),  # a gang with best-effort tasks is never parked
     "preempt": frozenset({PLACED}),
     "reclaim": frozenset({PLACED}),
+    # like preempt and reclaim: a pod placed is a new possible victim (gangpreempt's admission of a Pending gang
+    # concerns gangs that were never admitted, so never parked)
+    "gangpreempt": frozenset({PLACED}),
+    "gangreclaim": frozenset({PLACED}),
 }
 
 

@@ -28,7 +28,7 @@ from typing import Final, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from extender.engine.interface import Code, Index, Mask, NodeLocal, Predicate, Scorer, Scores, Status
+from extender.engine.interface import Code, Index, Mask, NodeBonus, NodeLocal, Predicate, Scorer, Scores, Status
 from extender.engine.model import Node, NodeArrays, Task
 from extender.engine.rowmath import SCALAR, VECTOR, Bool, NodeRows, Num, Ops, ScalarRow, VectorRows
 from lapilli.resources.vector import TOLERANCE, Dims
@@ -78,6 +78,7 @@ class Placement:
         self._predicates: list[Predicate] = []
         self._scorers: list[Scorer] = []
         self._locals: list[NodeLocal] = []
+        self._bonuses: list[NodeBonus] = []
         self._log: list[int] = []
         self._classes: dict[tuple[bytes, str, object], _ClassEntry] = {}
         self._static: dict[str, Mask] = {}
@@ -87,9 +88,11 @@ class Placement:
         self._static_reasons: dict[str, dict[str, int]] = {}  # pod template -> predicate reasons where static refuses
         self._every: Index = np.arange(len(nodes))
 
-    def plug(self, predicates: list[Predicate], scorers: list[Scorer], locals_: list[NodeLocal] | None = None) -> None:
-        """The plugins' predicates, scorers and node-local callbacks, once they have registered."""
+    def plug(self, predicates: list[Predicate], scorers: list[Scorer], locals_: list[NodeLocal] | None = None,
+             bonuses: list[NodeBonus] | None = None) -> None:
+        """The plugins' predicates, scorers, node-local callbacks and node bonuses, once they have registered."""
         self._predicates, self._scorers, self._locals = predicates, scorers, list(locals_ or ())
+        self._bonuses = list(bonuses or ())
         self._classes.clear()
         self._static.clear()
         self._fit_errors.clear()
@@ -217,9 +220,21 @@ class Placement:
                 ok[cand] = dynamic
         return ok, entry.fit_idle
 
+    def bonus(self, task: Task) -> Scores | None:
+        """The node bonuses' sum for `task` over every node (None when none applies)."""
+        total: Scores | None = None
+        for fn in self._bonuses:
+            extra = fn(task)
+            if extra is not None:
+                total = extra if total is None else total + extra
+        return total
+
     def scores(self, task: Task, idx: Index) -> Scores:
-        """Total scores (row-local plus normalised over `idx`) of the nodes `idx`."""
+        """Total scores (row-local, bonuses, and normalised over `idx`) of the nodes `idx`."""
         scores = self.entry(task).score[idx]
+        bonus = self.bonus(task) if self._bonuses else None
+        if bonus is not None:
+            scores = scores + bonus[idx]
         for scorer in self._scorers:
             extra = scorer.normalized(task, idx)
             if extra is not None:
@@ -242,6 +257,9 @@ class Placement:
         if not entry.fast or task.rescored:
             return self._choose_by_masks(task)
         pick_idle, pick_future = entry.pick_idle, entry.pick_future
+        bonus = self.bonus(task) if self._bonuses else None
+        if bonus is not None:  # -inf (no room) stays -inf
+            pick_idle, pick_future = pick_idle + bonus, pick_future + bonus
         allowed = self._dynamic_mask(task, self._every) if task.dynamic else None
         if allowed is not None:
             # The class's picks with what the dynamic predicates refuse taken out: the same choice as masks, then
@@ -257,28 +275,48 @@ class Placement:
             return self.nodes[best], False
         return None
 
-    def choose_in(self, task: Task, rows: Index) -> tuple[Node, bool] | None:
+    def choose_in(self, task: Task, rows: Index, rescore: bool = False) -> tuple[Node, bool] | None:
         """`choose` among the nodes `rows` only (ascending: a HyperNode's nodes): allocate's pick when a gang must
-        stay inside one HyperNode. Dynamic predicates and normalised scores are evaluated over those rows."""
+        stay inside one HyperNode. Dynamic predicates and normalised scores are evaluated over those rows; a
+        rescored task's candidates come from its class's picks (the same nodes the masks give), so scores
+        normalised over them are the only extra work. `rescore`: treat the task as rescored for this pick (a gang
+        spanning several lowest-tier HyperNodes, whose network-topology node score varies over `rows`)."""
         if not len(rows):
             return None
         entry = self.entry(task)
         allowed = self._dynamic_mask(task, rows) if task.dynamic else None
-        if entry.fast and not task.rescored:
-            for pick, idle in ((entry.pick_idle, True), (entry.pick_future, False)):
-                sub = pick[rows] if allowed is None else np.where(allowed, pick[rows], NO_NODE)
-                best = int(sub.argmax())
-                if sub[best] != NO_NODE:
-                    return self.nodes[int(rows[best])], idle
-            return None
-        ok = entry.fit_future[rows] & entry.static[rows]
-        cand = rows[ok if allowed is None else ok & allowed]
-        idle_nodes = cand[entry.fit_idle[cand]]
-        if len(idle_nodes):
-            return self._best_of(task, idle_nodes), True
-        if len(cand):
-            return self._best_of(task, cand), False
+        if not entry.fast:
+            ok = entry.fit_future[rows] & entry.static[rows]
+            cand = rows[ok if allowed is None else ok & allowed]
+            idle_nodes = cand[entry.fit_idle[cand]]
+            if len(idle_nodes):
+                return self._best_of(task, idle_nodes), True
+            return (self._best_of(task, cand), False) if len(cand) else None
+        bonus = self.bonus(task) if self._bonuses else None
+        for pick, idle in ((entry.pick_idle, True), (entry.pick_future, False)):
+            sub = pick[rows] if bonus is None else pick[rows] + bonus[rows]
+            sub = sub if allowed is None else np.where(allowed, sub, NO_NODE)
+            if rescore or task.rescored:
+                ok = sub != NO_NODE
+                if not ok.any():
+                    continue
+                cand = rows[ok]
+                extra = self._normalized(task, cand)
+                if extra is not None:
+                    return self.nodes[int(cand[int(np.argmax(sub[ok] + extra))])], idle
+            best = int(sub.argmax())
+            if sub[best] != NO_NODE:
+                return self.nodes[int(rows[best])], idle
         return None
+
+    def _normalized(self, task: Task, idx: Index) -> Scores | None:
+        """The scorers' normalised scores over `idx` summed (None when none contributes)."""
+        total: Scores | None = None
+        for scorer in self._scorers:
+            extra = scorer.normalized(task, idx)
+            if extra is not None:
+                total = extra if total is None else total + extra
+        return total
 
     def _best_of(self, task: Task, idx: Index) -> Node:
         if len(idx) == 1:
@@ -362,7 +400,9 @@ class Placement:
 
     def _fit_error_in(self, task: Task, rows: Index, hypernode: str) -> Status:
         reasons: dict[str, int] = {}
-        short = task.resreq >= self.arrays.future_idle()[rows] + TOLERANCE
+        arrays = self.arrays
+        future = arrays.allocatable[rows] - arrays.used[rows] + arrays.releasing[rows] - arrays.pipelined[rows]
+        short = task.resreq >= future + TOLERANCE
         for dim, count in zip(self.dims.names, short.sum(axis=0).tolist(), strict=True):
             if count:
                 reasons[f"Insufficient {dim}"] = count

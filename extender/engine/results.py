@@ -5,8 +5,10 @@ vectors instead of parsing text back.
 
 PodGroup phase follows Volcano's `getPodGroupPhase` (session close): Unknown when a gang with running tasks became
 unschedulable this session; Running (or Completed when every scheduled task ended) once scheduled tasks reach
-minMember; otherwise Inqueue stays Inqueue and anything else is Pending. Queue `allocated` is the sum of requests
-of allocated tasks, propagated to every ancestor.
+minMember; otherwise Inqueue stays Inqueue and anything else is Pending — except (Lapilli) a gang that ran and still
+holds members: Unknown while it is short of minMember, its phase kept while the members it regained bind. Queue
+`allocated` is the sum of requests of allocated tasks, propagated to every ancestor. A gang that lost pods to an
+eviction gets condition `lapilli.io/Evicted` naming the gang the room went to.
 """
 
 from __future__ import annotations
@@ -14,19 +16,26 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Condition, Job, TaskStatus
 from extender.engine.parking import parkable
-from extender.engine.session import Session
+from extender.engine.session import EvictionNote, Session
 from extender.engine.status import SUCCESS, Status
 from lapilli.devices.assign import PodDevices, encode_pod_devices
 from lapilli.meta import JSON
 from lapilli.resources.quantity import format_quantity
 from lapilli.resources.units import MEMORY, PODS
 from lapilli.resources.vector import Dims, Vec
+
+# Lapilli's own PodGroup condition for the last time the scheduler evicted the gang's pods: status True from that
+# session until the gang is ready again (then False, reason and message kept); reason = which eviction.
+EVICTED_CONDITION: Final = "lapilli.io/Evicted"
+EVICTED_REASONS: Final = {"gangpreempt": "GangPreempted", "gangreclaim": "GangReclaimed", "preempt": "Preempted",
+                          "reclaim": "Reclaimed"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +108,7 @@ class Decisions:
     queues: dict[str, QueueResult] = field(default_factory=dict)
     nodes: NodeRoom | None = None
     evicted_by: dict[str, str] = field(default_factory=dict)  # pod -> the action that evicted it (run_session)
+    eviction_notes: dict[str, EvictionNote] = field(default_factory=dict)  # pod -> why (who the room is for)
     # Jobs judged this session that may be left out of the next ones (`parking.parkable`); parked jobs, which the
     # session left out, have no entry in `podgroups`.
     parkable: list[str] = field(default_factory=list)
@@ -171,11 +181,35 @@ def podgroup_phase(ssn: Session, job: Job) -> str:
         if scheduled and not (counts[TaskStatus.RUNNING] or counts[TaskStatus.BOUND] or releasing):
             return "Completed"  # every scheduled task has ended
         return "Running"
+    if job.phase in ("Running", "Unknown") and job.count(ALLOCATED_STATUS):
+        # A gang that ran and still holds members stays admitted while it regains the ones it lost (Unknown) or
+        # binds them (its phase as it was): back in Pending it would wait for admission beside new work.
+        return "Unknown" if job.degraded() else job.phase
     return "Inqueue" if job.phase == "Inqueue" else "Pending"
 
 
+def evicted_condition(ssn: Session, job: Job) -> Condition | None:
+    """This session's `lapilli.io/Evicted` for a gang that lost pods to it (the words of its pods' notes, which name
+    the gang the room is for), or the carried-over one turned False once the gang is ready again; None when neither
+    applies."""
+    notes = [ssn.records.eviction_notes[t.key] for t in job.tasks.values() if t.key in ssn.records.eviction_notes]
+    if notes:
+        first = min(notes, key=lambda n: (n.action, n.preemptor, n.message))
+        reason = EVICTED_REASONS.get(first.action, "Evicted")
+        return Condition(EVICTED_CONDITION, "True", reason, first.message)
+    old = next((c for c in job.conditions if c.type == EVICTED_CONDITION), None)
+    if old is not None and old.status == "True" and job.is_ready():
+        return Condition(old.type, "False", old.reason, old.message, old.extra)
+    return None
+
+
 def podgroup_result(ssn: Session, job: Job) -> PodGroupResult:
-    conditions = [c for c in job.conditions if c.type not in ("Unschedulable", "Scheduled")]
+    evicted = evicted_condition(ssn, job)
+    dropped = ("Unschedulable", "Scheduled", EVICTED_CONDITION) if evicted is not None else (
+        "Unschedulable", "Scheduled")
+    conditions = [c for c in job.conditions if c.type not in dropped]
+    if evicted is not None:
+        conditions.append(evicted)
     current = ssn.conditions.get(job.uid)
     condition = None
     if current is not None:
@@ -232,6 +266,7 @@ def queue_results(ssn: Session) -> dict[str, QueueResult]:
 
 def decisions(ssn: Session) -> Decisions:
     out = Decisions(dims=ssn.dims, binds=dict(ssn.records.binds), evictions=list(ssn.records.evictions),
+                    eviction_notes=dict(ssn.records.eviction_notes),
                     nominations={k: dict(v) for k, v in ssn.records.nominations.items() if v})
     for job in ssn.jobs.values():
         if job.uid in ssn.parked:

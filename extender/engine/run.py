@@ -6,7 +6,7 @@ from contextlib import AbstractContextManager
 
 from extender.engine import actions as _actions  # noqa: F401  (registers every action)
 from extender.engine import plugins as _plugins  # noqa: F401  (registers every plugin)
-from extender.engine.actions.registry import ACTIONS
+from extender.engine.actions.registry import ACTION_ARGUMENTS, ACTIONS
 from extender.engine.conf import Registry, SchedulerConf, load_conf
 from extender.engine.interface import ExplainView, SessionProbe
 from extender.engine.registry import PLUGINS
@@ -19,7 +19,7 @@ from lapilli import collector
 
 def registry() -> Registry:
     """Every plugin and action the engine offers (importing this module registers them)."""
-    return Registry(plugins=PLUGINS, actions=frozenset(ACTIONS))
+    return Registry(plugins=PLUGINS, actions=frozenset(ACTIONS), action_arguments=ACTION_ARGUMENTS)
 
 
 def parse_scheduler_conf(text: str | None) -> SchedulerConf:

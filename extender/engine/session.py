@@ -50,11 +50,21 @@ class PodGroupEvent(NamedTuple):
     message: str
 
 
+class EvictionNote(NamedTuple):
+    """Why a pod is evicted, for the Event on it and on its PodGroup and the PodGroup's condition (Volcano's
+    `Statement.Evict(task, reason)`, with the reason naming who the room is for)."""
+
+    action: str  # gangpreempt | gangreclaim | preempt | reclaim
+    preemptor: str  # the PodGroup (ns/name) the room is made for
+    message: str  # one line: what is evicted, for whom, and why that is allowed
+
+
 @dataclass(slots=True)
 class SessionRecords:
     binds: dict[str, str] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
     events: list[PodGroupEvent] = field(default_factory=list)
+    eviction_notes: dict[str, EvictionNote] = field(default_factory=dict)  # pod key -> why it is evicted
     # PodGroup -> sub-gang -> HyperNode: where gang eviction made room, for the next sessions' allocate
     nominations: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -116,7 +126,8 @@ class Session(Callbacks):
         self.assignments: dict[str, PodDevices] = {}
         self.card_report: dict[str, tuple[tuple[str, int, int, int, int], ...]] = {}
         self._open_plugins(self)
-        self.placement.plug(self.predicates.all(), self.node_orders.all(), self.node_locals.all())
+        self.placement.plug(self.predicates.all(), self.node_orders.all(), self.node_locals.all(),
+                            self.node_bonuses.all())
 
     # ---- building -------------------------------------------------------------------------------------------
     def _build_nodes(self, snap: Snapshot) -> None:
@@ -200,6 +211,7 @@ class Session(Callbacks):
                 allocated=self.dims.zeros(),
                 annotations=dict(pg.annotations),
                 conditions=pg.conditions,
+                gang_evictable=pg.gang_evictable,
             )
         self.tasks: dict[str, Task] = {}
         self.other_tasks: list[Task] = []
@@ -263,7 +275,9 @@ class Session(Callbacks):
         for pg in snap.podgroups.values():
             job = self.jobs.get(pg.key)
             if job is not None and (pg.network_topology is not None or pg.sub_groups):
-                labels = {t.uid: snap.pods[t.key].labels for t in job.tasks.values() if t.key in snap.pods}
+                labels = {}  # read only by subGroupPolicy selectors and match keys
+                if pg.sub_groups:
+                    labels = {t.uid: snap.pods[t.key].labels for t in job.tasks.values() if t.key in snap.pods}
                 build_subjobs(job, pg, labels)
         for key in snap.nominations:
             if key in self.jobs and self.jobs[key].subjobs is None:
@@ -474,4 +488,4 @@ class Session(Callbacks):
             plugin.on_session_close(self)
 
 
-__all__ = ["Index", "Mask", "PodGroupEvent", "QueueReport", "Scores", "Session", "SessionRecords"]
+__all__ = ["EvictionNote", "Index", "Mask", "PodGroupEvent", "QueueReport", "Scores", "Session", "SessionRecords"]

@@ -111,6 +111,9 @@ class PodGroupRecord:
     preemptable: bool
     network_topology: TopologySpec | None = None
     sub_groups: tuple[SubGroupPolicy, ...] = ()
+    # Volcano's IsJobPreemptableForGangEviction: a PodGroup without `volcano.sh/preemptable` may lose its pods to
+    # gangpreempt/gangreclaim; one that sets it follows it.
+    gang_evictable: bool = True
 
     @property
     def key(self) -> str:
@@ -322,6 +325,7 @@ def _podgroup(doc: Obj) -> PodGroupRecord:
         creation=timestamp(meta.get("creationTimestamp")),
         annotations=dict(meta.get("annotations") or {}),
         preemptable=_preemptable(meta, default=False),
+        gang_evictable=_preemptable(meta, default=True),
         network_topology=_topology(topology, "spec.networkTopology") if topology is not None else None,
         sub_groups=tuple(
             _sub_group(p, f"spec.subGroupPolicy[{i}]") for i, p in enumerate(spec.get("subGroupPolicy") or [])),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from extender.engine.model import Job, Node, Task, TaskStatus
-from extender.engine.session import Session
+from extender.engine.session import EvictionNote, Session
 
 
 class StepKind(Enum):
@@ -31,6 +31,7 @@ class _Step:
     task: Task
     previous: TaskStatus
     node: Node | None = None  # where an unpipelined task was, to put it back on discard
+    note: EvictionNote | None = None  # why an evicted task goes (its Event and its PodGroup's condition)
 
 
 class Statement:
@@ -54,9 +55,9 @@ class Statement:
         self._ssn._unplace(task)
         self._steps.append(_Step(StepKind.UNPIPELINE, task, TaskStatus.PIPELINED, node))
 
-    def evict(self, task: Task) -> None:
+    def evict(self, task: Task, note: EvictionNote | None = None) -> None:
         previous = self._ssn._release(task)
-        self._steps.append(_Step(StepKind.EVICT, task, previous))
+        self._steps.append(_Step(StepKind.EVICT, task, previous, note=note))
 
     def merge(self, other: Statement) -> None:
         """Take over `other`'s steps, which then commit or discard with this statement (Volcano's `Merge`):
@@ -102,6 +103,8 @@ class Statement:
                 self._bind(step.task)
             elif step.kind is StepKind.EVICT:
                 records.evictions.append(step.task.key)
+                if step.note is not None:
+                    records.eviction_notes[step.task.key] = step.note
         self._steps.clear()
 
     def dispatch(self, job: Job) -> None:

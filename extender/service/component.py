@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 from extender.engine.plugins.deviceshare import vgpu_arguments
 from extender.engine.snapshot import Snapshot
 from extender.service.core import Extender
+from extender.service.history import HistoryLoop
 from extender.service.http import make_app
 from extender.service.idle.loop import IdleLoop
 from extender.service.loop import ConfSource, SessionLoop
@@ -82,6 +83,10 @@ class ExtenderComponent:
         if settings.idle_gpu.active:
             self.loop.idle = lambda: self.idle.reclaimable
             self.loop.evicted = self.idle.evicted
+        self.history = HistoryLoop(lambda: self.loop.latest, writer, interval_s=settings.history_interval_s or 1.0,
+                                   is_leader=self.is_leader)
+        if settings.history_interval_s > 0:
+            self.loop.on_running = self.history.started
         self.why = WhyLoop(self._snapshot, lambda: self.loop.conf.conf,
                            lambda: self.state.store("PodGroup"), writer, queues=lambda: self.state.store("Queue"),
                            interval_s=settings.why_interval_s or 1.0, is_leader=self.is_leader)
@@ -149,6 +154,8 @@ class ExtenderComponent:
             self._tasks.append(asyncio.create_task(self.why.run_forever(), name="why"))
         self._tasks.append(asyncio.create_task(self.usage.run_forever(), name="usage"))
         self._tasks.append(asyncio.create_task(self.idle.run_forever(), name="idle-gpu"))
+        if self.settings.history_interval_s > 0:
+            self._tasks.append(asyncio.create_task(self.history.run_forever(), name="history"))
 
     async def _listen(self) -> None:
         app = make_app(self.extender, self.is_leader, self.answering)

@@ -21,8 +21,9 @@ from extender.engine.run import parse_scheduler_conf
 from extender.service.metrics import ExtenderMetrics
 from extender.service.plan import Plan
 from extender.service.runner import SessionRunner, ThreadRunner
-from extender.service.session import Outcome
+from extender.service.session import Eviction, Outcome
 from extender.service.state import WATCHED, ClusterState
+from lapilli.api.constants import EVICTED_BY_ANNOTATION
 from lapilli.cluster import RateLimiter
 from lapilli.kube import KubeClient
 from lapilli.kube.errors import ApiError, NotFound
@@ -116,6 +117,8 @@ class SessionLoop:
         # and who hears of each eviction (pod key, action).
         self.idle: Callable[[], frozenset[str]] = frozenset
         self.evicted: Callable[[str, str], None] = lambda _pod, _action: None
+        # Who hears that a PodGroup started running: (key, queue, created, started), wall seconds (the history).
+        self.on_running: Callable[[str, str, float, float], None] = lambda *_job: None
 
     def poke(self) -> None:
         """Ask for a session soon (a change was seen, or a verb needs a plan)."""
@@ -243,21 +246,49 @@ class SessionLoop:
         todo = [k for k in outcome.evictions if k not in self._recent_evictions]
         for key in todo:
             self._recent_evictions[key] = now
-        await asyncio.gather(*(self._evict_one(key, *outcome.evicted_by.get(key, ("", ""))) for key in todo))
+        self.metrics.evictions_in_flight.inc(len(todo))
+        await asyncio.gather(*(self._evict_one(key, outcome.evicted_by.get(key, Eviction("", ""))) for key in todo))
 
-    async def _evict_one(self, key: str, action: str = "", queue: str = "") -> None:
+    async def _evict_one(self, key: str, why: Eviction) -> None:
+        try:
+            await self._evict_pod(key, why)
+        finally:
+            self.metrics.evictions_in_flight.dec()
+
+    async def _evict_pod(self, key: str, why: Eviction) -> None:
         namespace, name = key.split("/", 1)
         async with self._write:
             try:
+                if why.action:
+                    # Marked first: the Job controller then knows the scheduler decided this loss and acts on the
+                    # Job's policy at once rather than wait for the gang to heal.
+                    mark = {"metadata": {"annotations": {EVICTED_BY_ANNOTATION: why.reason or why.action}}}
+                    await self.client.patch(PODS, name, mark, namespace)
                 await self.client.evict(namespace, name)
                 self.metrics.evictions.inc()
-                self.metrics.evictions_by.labels(action or "unknown", queue).inc()
-                self.evicted(key, action)
-                log.info("evicted %s", key)
+                self.metrics.evictions_by.labels(why.action or "unknown", why.queue).inc()
+                self.evicted(key, why.action)
+                log.info("evicted %s%s", key, f": {why.reason}" if why.reason else "")
             except NotFound:
-                pass
+                return
             except ApiError as exc:
                 log.warning("eviction of %s failed: %s", key, exc)
+                return
+        self._record_eviction(namespace, name, why)
+
+    def _record_eviction(self, namespace: str, name: str, why: Eviction) -> None:
+        """Volcano's evictor's Events: a Warning `Evict` on the pod ("Pod is evicted, because of …") and a Normal
+        `Evict` on its PodGroup with the reason; here the reason names the gang the room is for."""
+        if not why.reason:
+            return
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "uid": why.uid}}
+        self.recorder.record(pod, "Warning", "Evict", f"Pod is evicted, because of {why.reason}")
+        if why.podgroup:
+            pg_namespace, _, pg_name = why.podgroup.partition("/")
+            stored = self.state.store("PodGroup").get(why.podgroup) or {}
+            ref = {"apiVersion": PODGROUPS.api_version, "kind": PODGROUPS.kind,
+                   "metadata": {"name": pg_name, "namespace": pg_namespace, "uid": uid_of(stored)}}
+            self.recorder.record(ref, "Normal", "Evict", why.reason)
 
     async def _write_status(self, outcome: Outcome) -> None:
         kinds = {"PodGroup": PODGROUPS, "Queue": QUEUES}
@@ -281,7 +312,9 @@ class SessionLoop:
 
         def written(status: dict[str, Any]) -> None:
             if status.get("phase") == "Running" and was != "Running" and pg is not None and pg.creation:
-                self.metrics.time_to_running.observe(key, uid_of(stored), pg.queue, pg.creation, time.time())
+                now = time.time()
+                self.metrics.time_to_running.observe(key, uid_of(stored), pg.queue, pg.creation, now)
+                self.on_running(key, pg.queue, pg.creation, now)
 
         return written
 

@@ -104,6 +104,10 @@ class ExtenderMetrics:
             "lapilli_gang_permit_timeouts_total", "Gangs whose permit timed out at bind.", registry=registry
         )
         self.evictions = Counter("lapilli_evictions_total", "Pods evicted by preempt or reclaim.", registry=registry)
+        # Read with lapilli_evictions_total as the release pair below: a gang evicted whole is partly bound between
+        # the Eviction calls of its pods.
+        self.evictions_in_flight = Gauge("lapilli_evictions_in_flight", "Evictions a session asked for whose "
+                                         "Eviction calls are not all answered.", registry=registry)
         self.evictions_by = Counter(
             "lapilli_evictions_by_action_total", "Pods evicted, by the action that chose them (preempt, reclaim) and "
             "the queue they were taken from.", ["action", "queue"], registry=registry)

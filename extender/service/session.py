@@ -48,8 +48,13 @@ class GangPlan(NamedTuple):
 
 
 class Eviction(NamedTuple):
-    action: str  # preempt | reclaim
+    """One pod the session evicts: the metrics' labels and what its Events say."""
+
+    action: str  # preempt | reclaim | gangpreempt | gangreclaim
     queue: str  # the evicted pod's queue
+    reason: str = ""  # why, naming the gang the room is for (the Event's message)
+    podgroup: str = ""  # the evicted pod's PodGroup (ns/name), which gets an Event too
+    uid: str = ""  # the pod's uid, for its Event
 
 
 class StatusWrite(NamedTuple):
@@ -163,7 +168,9 @@ def run(
     for key, action in result.evicted_by.items():  # which action evicted it, and its queue: the metrics' labels
         pod = snap.pods.get(key)
         pg = snap.podgroups.get(f"{pod.namespace}/{pod.group}") if pod is not None else None
-        evicted_by[key] = Eviction(action, pg.queue if pg is not None else "")
+        note = result.eviction_notes.get(key)
+        evicted_by[key] = Eviction(action, pg.queue if pg is not None else "", note.message if note else "",
+                                   pg.key if pg is not None else "", pod.uid if pod is not None else "")
     new_plans: dict[str, GangPlan] = {}
     for pod_key, node in result.binds.items():
         pod = snap.pods[pod_key]

@@ -54,6 +54,9 @@ class ExtenderSettings:
     why_interval_s: float = flag("--why-interval", 30.0)
     """Seconds between explanations written on waiting PodGroups (condition `lapilli.io/Why`); 0 turns them off.
     Each pass costs about one scheduling session of CPU in the verbs' process."""
+    history_interval_s: float = flag("--history-interval", 300.0)
+    """Seconds between samples of each queue's GPUs allocated and deserved, kept for a day with when each job started
+    in ConfigMap lapilli-system/lapilli-history (the dashboard's charts); 0 turns it off."""
     idle_gpu: IdleGpuSettings = field(default_factory=IdleGpuSettings)
     """Idle-GPU reclaim (off by default)."""
     sync_timeout_s: float = 60.0
@@ -76,6 +79,8 @@ class ExtenderSettings:
                     out.append(f"--scheduler-conf {self.scheduler_conf}: {exc}")
         if self.session_period_s <= 0:
             out.append(f"--session-period {self.session_period_s} must be > 0 seconds")
+        if self.history_interval_s < 0:
+            out.append(f"--history-interval {self.history_interval_s} must be >= 0 seconds (0: off)")
         if self.why_interval_s < 0:
             out.append(f"--why-interval {self.why_interval_s} must be >= 0 seconds (0: off)")
         if not 0 < self.permit_timeout_s < 60:

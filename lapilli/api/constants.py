@@ -135,6 +135,12 @@ NETWORK_TOPOLOGY_HIGHEST_TIER_ANNOTATION: Final = "volcano.sh/network-topology-h
 NETWORK_TOPOLOGY_SOURCE_LABEL: Final = "volcano.sh/network-topology-source"
 """HyperNode label: the discovery source that made it (`label`); discovery touches only HyperNodes it labelled."""
 
+# --- Lapilli's own marks --------------------------------------------------------------------------------------
+
+EVICTED_BY_ANNOTATION: Final = "lapilli.io/evicted-by"
+"""Set by the scheduler on a pod just before it evicts it: the action and why (the gang the room is for). The Job
+controller acts on such a loss at once, never waiting for the gang to heal (the scheduler decided it)."""
+
 # --- Queues and nodes ------------------------------------------------------------------------------------------
 
 HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"

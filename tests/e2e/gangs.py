@@ -47,12 +47,14 @@ class Sample:
 def partly_bound(samples: Sequence[Sample]) -> dict[str, str]:
     """The gangs the samples show partly bound, each with why; the one rule of the fault tests.
 
-    A gang's release (extender/service/permit.py) sends its Bindings as separate POSTs at once, so a look at the
-    pods can land between them and see the gang partly bound for those milliseconds, with nothing wrong. Such a
-    sighting is excused only when it could be that:
-    - the service shows a release overlapping the look (`lapilli_gang_releases_in_flight` > 0 just before it, or
-      `lapilli_gang_releases_total` grown just after it). The service does not say whose release, so any one
-      excuses the sighting; when it cannot say at all, nothing is excused;
+    A gang's release (extender/service/permit.py) sends its Bindings as separate POSTs at once, and a gang evicted
+    whole (gangpreempt, gangreclaim) its pods' Eviction calls, so a look at the pods can land between them and see
+    the gang partly bound for those milliseconds, with nothing wrong. Such a sighting is excused only when it could
+    be that:
+    - the service shows a release or an eviction overlapping the look (`lapilli_gang_releases_in_flight` or
+      `lapilli_evictions_in_flight` > 0 just before it, or `lapilli_gang_releases_total` or
+      `lapilli_evictions_total` grown just after it). The service does not say whose, so any one excuses the
+      sighting; when it cannot say at all, nothing is excused;
     - and the next look does not see the gang partly bound again: a release is answered in milliseconds, far
       within one sampling interval, so two sightings in a row are a gang left partly bound.
     """
@@ -74,14 +76,17 @@ async def release_counts(cluster: DevCluster) -> tuple[float, float] | None:
 
 
 async def release_counts_at(url: str) -> tuple[float, float] | None:
-    """A Lapilli /metrics page's gang releases so far and under way (None when it does not answer or has none)."""
+    """A Lapilli /metrics page's gang releases and evictions so far and under way (None when it does not answer or
+    has none): either may leave a gang partly bound for a moment."""
     with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http, \
                 http.get(url, ssl=insecure() if url.startswith("https:") else None) as resp:
             text = await resp.text()
-        values = {m[0]: float(m[1]) for m in re.findall(r"^(lapilli_gang_releases\w*) (\S+)$", text, re.M)}
+        pattern = r"^(lapilli_gang_releases\w*|lapilli_evictions_total|lapilli_evictions_in_flight) (\S+)$"
+        values = {m[0]: float(m[1]) for m in re.findall(pattern, text, re.M)}
         if "lapilli_gang_releases_total" in values and "lapilli_gang_releases_in_flight" in values:
-            return values["lapilli_gang_releases_total"], values["lapilli_gang_releases_in_flight"]
+            return (values["lapilli_gang_releases_total"] + values.get("lapilli_evictions_total", 0.0),
+                    values["lapilli_gang_releases_in_flight"] + values.get("lapilli_evictions_in_flight", 0.0))
     return None
 
 

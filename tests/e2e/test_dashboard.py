@@ -13,11 +13,13 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from assembly.dev import DevCluster
+from lapilli.history import HISTORY_CONFIGMAP, HISTORY_KEY, HISTORY_NAMESPACE, History
 from lapilli.kube.errors import NotFound
-from lapilli.kube.resources import HYPERNODES, QUEUES
+from lapilli.kube.resources import CONFIG_MAPS, HYPERNODES, PODGROUPS, QUEUES
 from tests.e2e.browser import chromium, open_page
 from tests.e2e.extender_helpers import Pool, eventually, open_pool
 from tests.e2e.test_why import ONE, SLOT, api, gang, make_queue, running
@@ -121,3 +123,67 @@ async def test_dashboard_shows_the_hypernode_tree_with_free_gpus(pool: Pool, das
         for obj in reversed(made):
             with contextlib.suppress(NotFound):
                 await client.delete(HYPERNODES, obj["metadata"]["name"])
+
+
+async def test_dashboard_shows_the_last_day_waits_and_idle_gpus(pool: Pool, dashboard: str, tmp_path: Path) -> None:
+    """Issue 21: per queue a chart of its GPUs (allocated solid, deserved dashed; the last point is now), the waiting
+    time per job, the jobs whose GPUs the leader found idle; and the page's security headers, under which its own
+    script still refreshes it (no console error)."""
+    assert chromium() is not None, "chromium is missing: `make test` installs it (apt-get install chromium)"
+    await pool.add_nodes(1, gpus=4)
+    queue = await make_queue(pool, "gpus")
+    gpu = {"cpu": "1", "nvidia.com/gpu": "2"}
+    await pool.gang("notebook", 1, gpu, queue=queue)
+    await running(pool, "notebook")
+    await pool.gang("wide", 2, {"cpu": "1", "nvidia.com/gpu": "3"}, queue=queue)  # 6 GPUs: never fits
+    # What the leader writes once a job's GPUs sat idle (the idle-GPU e2e shows it written by the service).
+    await api(pool).patch_status(PODGROUPS, "notebook", {"status": {"conditions": [{
+        "type": "lapilli.io/IdleGPU", "status": "True", "reason": "Idle", "message": "GPUs below 5% for 1h0m0s",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, pool.namespace)
+    async with aiohttp.ClientSession() as http, http.get(dashboard) as resp:
+        headers = resp.headers
+    assert headers["X-Content-Type-Options"] == "nosniff" and headers["X-Frame-Options"] == "DENY"
+    assert headers["Content-Security-Policy"].startswith("default-src 'none'; script-src 'sha256-")
+    async with open_page(tmp_path / "profile") as page:
+        await page.goto(dashboard)
+        idle_row = f"{pool.namespace}/notebook"
+
+        seen: list[str] = []
+
+        async def shown() -> str | None:
+            text = await page.text("live")
+            waits = await page.text("waits")
+            idle = await page.text("idle")
+            seen[:] = [waits, idle]
+            return text if "/wide" in waits and "so far" in waits and idle_row in idle \
+                and "GPUs below 5% for 1h0m0s" in idle else None
+
+        try:
+            text = await eventually(shown, 60, every_s=1.0)
+        except AssertionError:
+            raise AssertionError(f"waits and idle sections: {seen}") from None
+        assert "Over the last day" in text and "Waiting time per job" in text and "Idle GPUs" in text
+        charts = await page.call("Runtime.evaluate", returnByValue=True, expression=(
+            f"document.querySelectorAll('svg.chart[data-queue=\"{queue}\"]').length"))
+        assert charts["result"]["value"] == 1, charts
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        print(f"dashboard screenshot: {await page.screenshot(ARTIFACTS / 'dashboard-time.png')}")
+        # The refresh script runs under the policy: the page follows the cluster without navigation.
+        await api(pool).patch_status(PODGROUPS, "notebook", {"status": {"conditions": []}}, pool.namespace)
+
+        async def cleared() -> bool:
+            return idle_row not in await page.text("idle")
+
+        await eventually(cleared, 60, every_s=1.0)
+        assert page.errors == [], page.errors
+    # The service's leader keeps the day in its ConfigMap, through the Role the install gives it.
+    history = await eventually(lambda: _history(pool), 60)
+    assert history.times and "default" in history.queues
+
+
+async def _history(pool: Pool) -> History | None:
+    try:
+        cm = await api(pool).get(CONFIG_MAPS, HISTORY_CONFIGMAP, HISTORY_NAMESPACE)
+    except NotFound:
+        return None
+    return History.from_json(cm["data"][HISTORY_KEY])

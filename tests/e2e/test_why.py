@@ -310,7 +310,8 @@ async def _all_bound(pool: Pool, name: str, n: int) -> bool:
 
 
 async def _reclaimed(pool: Pool, queue: str) -> float:
-    """`lapilli_evictions_by_action_total{action="reclaim", queue}` from the service's /metrics."""
+    """`lapilli_evictions_by_action_total{action, queue}` from the service's /metrics, for reclaim and gangreclaim
+    (the shipped conf's)."""
     import aiohttp
 
     assert pool.cluster.info is not None
@@ -318,7 +319,8 @@ async def _reclaimed(pool: Pool, queue: str) -> float:
     async with aiohttp.ClientSession() as http, http.get(f"https://127.0.0.1:{port}/metrics", ssl=False) as resp:
         text = await resp.text()
     return sum(s.value for family in text_string_to_metric_families(text) for s in family.samples
-               if s.name == "lapilli_evictions_by_action_total" and s.labels == {"action": "reclaim", "queue": queue})
+               if s.name == "lapilli_evictions_by_action_total" and s.labels.get("queue") == queue
+               and s.labels.get("action") in ("reclaim", "gangreclaim"))
 
 
 async def _researcher(pool: Pool, directory: Path) -> Path:

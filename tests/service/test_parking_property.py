@@ -39,6 +39,7 @@ tiers:
 CONFS = [
     parse_scheduler_conf('actions: "enqueue, allocate, backfill"' + TIERS),
     parse_scheduler_conf('actions: "enqueue, allocate, preempt, reclaim, backfill"' + TIERS),
+    parse_scheduler_conf('actions: "enqueue, allocate, gangpreempt, gangreclaim, backfill"' + TIERS),
 ]
 REQUESTS = [{"cpu": "1", "nvidia.com/gpu": "1"}, {"cpu": "2"}, {"cpu": "1", "nvidia.com/gpu": "2"}]
 

@@ -13,23 +13,29 @@ order and the first that fits wins: the same HyperNode, found after one dry run 
 score is the HyperNode binpack, then the share of the sub-gang's tasks already in it (Volcano adds that share only
 among the candidates tied at the best binpack, which orders them the same way), then the lowest name where Volcano
 picks at random. At the job level, where a candidate's score is the sum of its sub-gangs' scores in wherever they
-landed below it, candidates are tried in order of the best score they could reach and the search stops once no
-remaining candidate can beat the best found (exact, and one dry run for a job without sub-gang policies, whose
-single sub-gang lands in the candidate itself). A sub-gang that failed in a HyperNode before anything else was
-placed in this job's attempt fails there again, and is not tried twice.
+landed below it: a job of one sub-gang (no sub-gang policies) tries its candidates in order of the best score it
+could reach in each (the best among the HyperNodes below with room, exact for a leaf) and stops once no remaining
+candidate can beat the best found, usually after one dry run; a job of several sub-gangs dry-runs every candidate
+(its later sub-gangs are scored after the earlier ones raised the binpack, so nothing bounds a candidate's score
+beforehand). A sub-gang that failed in a HyperNode before anything else was
+placed in this job's attempt fails there again, and is not tried twice. A HyperNode whose future idle, as the session
+stands, is short of what the fewest pods the gang still needs ask (per resource, the smallest requests) cannot hold
+it, and is not tried at all: the dry run would fail there.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from extender.engine.actions.ordering import PriorityQueue
 from extender.engine.interface import PURPOSE_ALLOCATE, Index
-from extender.engine.model import ALLOCATED_STATUS, Job, Node, SubJob, Task
+from extender.engine.model import ALLOCATED_STATUS, Job, Node, SubJob, Task, TaskStatus
 from extender.engine.session import Session
 from extender.engine.statement import Statement
+from lapilli.resources.vector import TOLERANCE
 
 Placements = list[tuple[Task, Node, bool]]
 
@@ -160,7 +166,7 @@ def need_continue(job: Job, sub: SubJob) -> bool:
 class _Found:
     hypernode: str
     score: float
-    placements: Placements
+    placements: Placements  # filled when `live` is undone, for a replay
     sheet: JobSheet
     decisions: dict[str, str]  # sub-gang -> its new allocated HyperNode
     live: Statement | None = None  # kept applied (no replay needed) when no other candidate can win
@@ -200,51 +206,60 @@ class HyperAllocator:
         return None
 
     def _best_in(self, job: Job, sheet: JobSheet, gradient: list[str], failed: set[tuple[str, str]]) -> _Found | None:
-        order = self._job_bounds(job, sheet, gradient)
+        pending = [t for sub in sheet.order for t in sheet.sheets[sub.uid].tasks[sheet.sheets[sub.uid].pos:]]
+        gradient = self._with_room(gradient, pending, self._needed(job, None))
+        if not gradient:
+            return None
+        order = self._job_bounds(job, sheet, gradient)  # a heap of (-bound, name): best bound, then lowest name
         best: _Found | None = None
-        for i, (bound, name) in enumerate(order):
-            if best is not None and (bound < best.score or (bound == best.score and name > best.hypernode)):
+        while order:
+            negated, name = heapq.heappop(order)
+            if best is not None and (-negated < best.score or (-negated == best.score and name > best.hypernode)):
                 break
             found = self._try_job_in(job, sheet, name, failed)
             if found is None:
                 continue
-            if best is not None and found.score <= best.score:
+            if best is not None and (found.score < best.score or (found.score == best.score and name > best.hypernode)):
                 assert found.live is not None
                 found.live.discard()
                 continue
             best = found
-            rest = order[i + 1:]
-            if not rest or rest[0][0] < best.score or (rest[0][0] == best.score and rest[0][1] > name):
-                best.live = found.live  # nothing left can beat it: keep its placements applied
-                return best
+            if not order or -order[0][0] < best.score or (-order[0][0] == best.score and order[0][1] > name):
+                return best  # nothing left can beat it: its placements stay applied
             assert found.live is not None
+            found.placements = found.live.placements()  # to replay should it stay the best
             found.live.discard()
             found.live = None
         return best
 
     def _job_bounds(self, job: Job, sheet: JobSheet, gradient: list[str]) -> list[tuple[float, str]]:
-        """Each candidate with the best score its sub-gangs could reach below it: for each sub-gang, its best
-        HyperNode score among the candidate and the HyperNodes under it it may use."""
-        bounds = dict.fromkeys(gradient, 0.0)
-        for sub in sheet.order:
-            limit = sub.hard_tier()
-            below = {name: self._subtree(name, limit) for name in gradient}
-            everything = sorted({n for names in below.values() for n in names})
-            scores = self.ssn.hypernode_scores(sub, everything) if everything else {}
-            for name in gradient:
-                bounds[name] += max((scores[n] for n in below[name]), default=0.0)
-        return sorted(((b, n) for n, b in bounds.items()), key=lambda e: (-e[0], e[1]))
+        """Each candidate with the best score the job could reach in it, negated, as a heap (`heapq`: the best
+        bound first, then the lowest name).
 
-    def _subtree(self, name: str, limit: int | None) -> list[str]:
-        topo = self.ssn.topology
-        out, stack = [], [name]
-        while stack:
-            current = stack.pop()
-            tier = topo.tier_of(current)
-            if tier is not None and (limit is None or tier <= limit):
-                out.append(current)
-            stack.extend(topo.children(current))
-        return out
+        One sub-gang (a job without sub-gang policies), placed first, sees the session as it stands now: its score
+        in a candidate is that of the HyperNode it lands in among the first of its gradients under the candidate
+        with room, at most the best score over those gradients (exact in a leaf, which is its own gradient). With
+        several sub-gangs the later ones are scored after the earlier ones took room, which raises the HyperNode
+        binpack: no bound holds, so every candidate is tried (as Volcano does)."""
+        ssn = self.ssn
+        if len(sheet.order) != 1:
+            return [(-float("inf"), name) for name in sorted(gradient)]
+        sub = sheet.order[0]
+        if all(not ssn.topology.children(name) for name in gradient):  # leaves: each candidate is all it can reach
+            order = [(-score, name) for name, score in ssn.hypernode_scores(sub, gradient).items()]
+        else:
+            sub_sheet = sheet.sheets[sub.uid]
+            tasks, needed = sub_sheet.tasks[sub_sheet.pos:], self._needed(job, sub)
+            order = []
+            for name in gradient:
+                best = 0.0
+                for below in ssn.hypernode_gradients_for_subjob(sub, name, PURPOSE_ALLOCATE):
+                    below = self._with_room(below, tasks, needed)
+                    if below:
+                        best = max(best, max(ssn.hypernode_scores(sub, below).values()))
+                order.append((-best, name))
+        heapq.heapify(order)
+        return order
 
     def _try_job_in(self, job: Job, sheet: JobSheet, hypernode: str, failed: set[tuple[str, str]]) -> _Found | None:
         """One dry run of the job in `hypernode`: its sub-gangs in turn; the placements stay applied (in `live`)
@@ -273,7 +288,7 @@ class HyperAllocator:
         for sub in sheet.order:  # RecoverSubJobStatus: the decisions are applied once the job commits
             sub.allocated_hypernode = held.get(sub.uid, sub.allocated_hypernode)
         if not stmt.empty() and (ssn.job_ready(job) or ssn.job_pipelined(job)):
-            return _Found(hypernode, score, stmt.placements(), copy, decisions, stmt)
+            return _Found(hypernode, score, [], copy, decisions, stmt)
         stmt.discard()
         return None
 
@@ -302,6 +317,10 @@ class HyperAllocator:
             if nominated is not None:
                 return nominated, 0.0, sub.allocated_hypernode
         for gradient in ssn.hypernode_gradients_for_subjob(sub, within, PURPOSE_ALLOCATE):
+            if gradient != [within] or job.has_policy:  # the job's own sub-gang in `within`: checked just now
+                gradient = self._with_room(gradient, sheet.tasks[sheet.pos:], self._needed(job, sub))
+            if not gradient:
+                continue
             scores = ssn.hypernode_scores(sub, gradient)
             for name in sorted(gradient, key=lambda n: (-scores[n], n)):
                 if failed is not None and (sub.uid, name) in failed:
@@ -319,6 +338,37 @@ class HyperAllocator:
                 return stmt, scores[name], sub.allocated_hypernode
         return None
 
+    def _needed(self, job: Job, sub: SubJob | None) -> int:
+        """The fewest more pods a dry run must place to succeed: what the gang plugin still counts short of ready
+        or pipelined (1 — something placed — when no gang plugin votes on it)."""
+        ssn = self.ssn
+        if ssn.plugin("gang") is None:
+            return 1
+        if sub is not None and job.has_policy:
+            if not (ssn.subjob_readies and ssn.subjob_pipelineds):
+                return 1
+            held = sub.ready_num() + sub.counts[TaskStatus.PIPELINED] + sub.pending_best_effort
+            return max(1, sub.min_available - held)
+        if not (ssn.job_readies and ssn.job_pipelineds):
+            return 1
+        return max(1, job.min_member - job.ready_num() - job.waiting_num() - job.pending_best_effort())
+
+    def _with_room(self, names: list[str], tasks: list[Task], needed: int) -> list[str]:
+        """The HyperNodes of `names` whose future idle covers the `needed` smallest requests among `tasks`."""
+        free = self.ssn.topology.free
+        if free is None or not names:
+            return names
+        if needed > len(tasks):
+            return []
+        first = tasks[0].resreq
+        if all(t.resreq is first for t in tasks):  # one pod template: siblings share their request vector
+            need = first * needed
+        else:
+            need = np.sort(np.stack([t.resreq for t in tasks]), axis=0)[:needed].sum(axis=0)
+        index = self.ssn.topology.index.index
+        ok = np.all(need < free[[index[n] for n in names]] + TOLERANCE, axis=1)
+        return [name for name, keep in zip(names, ok.tolist(), strict=True) if keep]
+
     def allocate_tasks(self, job: Job, sub: SubJob, sheet: SubSheet, hypernode: str) -> Statement | None:
         """`allocateResourcesForTasks` on the nodes of `hypernode`: tasks in order until the sub-gang is ready;
         the statement when it is ready or pipelined, else None (undone)."""
@@ -329,17 +379,23 @@ class HyperAllocator:
         queue = ssn.queues[job.queue]
         stmt = Statement(ssn)
         held = sub.allocated_hypernode
+        # Inside one lowest-tier HyperNode every node is as close to the gang as any other: the node score of the
+        # network topology is the same for all of them, so it is not asked (Volcano computes it and it orders
+        # nothing).
+        scored = not ssn.topology.within_one_leaf(hypernode)
         failed_roles = {job.tasks[u].role for u in job.fit_errors if u in job.tasks and job.subjob_of.get(u) is sub}
+        follow = sub.topology is not None and scored
+        allocatable, choose_in, subjob_ready = ssn.allocatable, ssn.placement.choose_in, ssn.subjob_ready
         while not sheet.empty():
             task = sheet.tasks[sheet.pos]
             sheet.pos += 1
-            if not ssn.allocatable(queue, task):
+            if not allocatable(queue, task):
                 continue
             if task.role and task.role in failed_roles:
                 continue  # a sibling of the same role already found no node here
             if sub.topology is not None:
-                task.job_hypernode = held
-            choice = self._nominated(task, rows) or ssn.placement.choose_in(task, rows)
+                task.job_hypernode = held if scored else ""
+            choice = (self._nominated(task, rows) if task.nominated_node else None) or choose_in(task, rows, follow)
             if choice is None:
                 shown = "" if hypernode == ssn.topology.root else hypernode
                 job.fit_errors[task.uid] = ssn.fit_error(task, rows, shown)
@@ -352,10 +408,10 @@ class HyperAllocator:
                 stmt.allocate(task, node)
             else:
                 stmt.pipeline(task, node)
-            if sub.topology is not None:
+            if follow:  # getNewAllocatedHyperNode (only the node score reads it)
                 lowest = ssn.topology.hypernode_of_row(node.idx)
                 held = (lowest if not held else ssn.topology.lca(lowest, held)) if lowest else held
-            if ssn.subjob_ready(job, sub):
+            if subjob_ready(job, sub):
                 break
         if ssn.subjob_ready(job, sub) or ssn.subjob_pipelined(job, sub):
             return stmt

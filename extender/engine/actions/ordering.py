@@ -1,4 +1,5 @@
-"""Priority queues ordered by the session's combined comparators (Volcano's `util.PriorityQueue`).
+"""Priority queues ordered by the session's combined comparators (Volcano's `util.PriorityQueue`), and the order in
+which the evicting actions take starving jobs.
 
 With a sort key (`Session.job_key` / `task_key` / `queue_key`) the heap compares key tuples instead of calling the
 plugins' comparators: the same pops, since the key orders exactly as the comparator does and ends in a unique id.
@@ -7,10 +8,12 @@ plugins' comparators: the same pops, since the key orders exactly as the compara
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 from extender.engine.interface import SortKey
+from extender.engine.model import Job, Queue
+from extender.engine.session import Session
 
 T = TypeVar("T")
 
@@ -81,3 +84,32 @@ def pop_best(items: list[T], compare: Callable[[T, T], int], key: Callable[[T], 
         if compare(items[i], items[best]) < 0:
             best = i
     return items.pop(best)
+
+
+def starving_by_queue(ssn: Session) -> tuple[list[Queue], dict[str, list[Job]]]:
+    """The queues holding a valid, admitted job (in job-uid order of their first) and each queue's starving jobs
+    (Volcano's preemptorsMap in reclaim, gangpreempt and gangreclaim)."""
+    queues: list[Queue] = []
+    starving: dict[str, list[Job]] = {}
+    for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        if job.is_pending() or ssn.job_valid(job) is not None or job.queue not in ssn.queues:
+            continue
+        if job.queue not in starving:
+            starving[job.queue] = []
+            queues.append(ssn.queues[job.queue])
+        if ssn.job_starving(job) and job.uid not in ssn.parked:  # a parked gang is left out (parking.py)
+            starving[job.queue].append(job)
+    return queues, starving
+
+
+def each_starving(ssn: Session, skip_overused: bool) -> Iterator[tuple[Queue, Job]]:
+    """Starving jobs queue by queue in QueueOrder (an overused queue left out when `skip_overused`, as reclaim does),
+    each queue's in JobOrder; orders are asked as each is popped, after what the previous ones changed."""
+    queues, starving = starving_by_queue(ssn)
+    while queues:
+        queue = pop_best(queues, ssn.queue_order)
+        if skip_overused and ssn.overused(queue):
+            continue
+        jobs = PriorityQueue(ssn.job_order, starving[queue.name])
+        while not jobs.empty():
+            yield queue, jobs.pop()

@@ -26,7 +26,7 @@ import numpy as np
 from extender.engine.actions.ordering import PriorityQueue, pop_best
 from extender.engine.actions.registry import register_action
 from extender.engine.model import PREEMPTABLE_STATUS, Job, Node, Queue, Task, TaskStatus
-from extender.engine.session import Session
+from extender.engine.session import EvictionNote, Session
 from extender.engine.statement import Statement
 from extender.engine.victims import candidate_nodes, idle_first, validate_victims, victim_order, with_idle
 from lapilli.resources.vector import less_equal
@@ -97,6 +97,13 @@ def _ordered_nodes(ssn: Session, preemptor: Task) -> list[Node]:
     return [nodes[i] for i in order]
 
 
+def _note(ssn: Session, victim: Task, preemptor: Task) -> EvictionNote:
+    job = ssn.jobs[preemptor.job]
+    return EvictionNote("preempt", job.uid, f"preempt: pod {victim.key} of {victim.job} (priority {victim.priority}) "
+                        f"evicted on {victim.node} for pod {preemptor.key} of gang {job.uid} (priority "
+                        f"{preemptor.priority})")
+
+
 def _try_node(ssn: Session, stmt: Statement, preemptor: Task, queue: Queue, node: Node, allowed: Filter) -> bool:
     # Plugins that ration victims (gang's minMember, drf's share) keep the first ones they see: offer the least
     # important first, so what they spare is what matters most (upstream's map order leaves it to chance).
@@ -112,7 +119,7 @@ def _try_node(ssn: Session, stmt: Statement, preemptor: Task, queue: Queue, node
     for victim in idle_first(victim_order(ssn, victims or [], preemptor)):
         if fits:
             break
-        node_stmt.evict(victim)
+        node_stmt.evict(victim, _note(ssn, victim, preemptor))
         fits = _fits(ssn, queue, preemptor, node)
     if not fits:
         node_stmt.discard()

@@ -12,10 +12,10 @@ the job: commit if it is pipelined, else discard.
 
 from __future__ import annotations
 
-from extender.engine.actions.ordering import PriorityQueue, pop_best
+from extender.engine.actions.ordering import PriorityQueue, each_starving
 from extender.engine.actions.registry import register_action
 from extender.engine.model import Job, Node, Queue, Task, TaskStatus
-from extender.engine.session import Session
+from extender.engine.session import EvictionNote, Session
 from extender.engine.statement import Statement
 from extender.engine.victims import candidate_nodes, idle_first, validate_victims, victim_order, with_idle
 from lapilli.resources.vector import less_equal
@@ -49,7 +49,9 @@ def _try_node(ssn: Session, stmt: Statement, task: Task, job: Job, node: Node) -
         # Evict only while the task still does not fit: no victim beyond what is needed.
         if less_equal(task.resreq, available):
             break
-        node_stmt.evict(victim)
+        node_stmt.evict(victim, EvictionNote(
+            "reclaim", job.uid, f"reclaim: pod {victim.key} of queue {ssn.jobs[victim.job].queue} evicted on "
+            f"{victim.node} for pod {task.key} of gang {job.uid} of queue {job.queue}"))
         available = available + victim.resreq
     if not less_equal(task.resreq, available):
         node_stmt.discard()
@@ -68,30 +70,13 @@ class Reclaim:
     name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
-        queues: list[Queue] = []
-        starving: dict[str, list[Job]] = {}
-        for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
-            if job.is_pending() or ssn.job_valid(job) is not None or job.queue not in ssn.queues:
-                continue
-            if job.queue not in starving:
-                starving[job.queue] = []
-                queues.append(ssn.queues[job.queue])
-            if ssn.job_starving(job) and job.uid not in ssn.parked:
-                starving[job.queue].append(job)
-        pending = {
-            job.uid: PriorityQueue(ssn.task_order, job.pending_tasks()) for jobs in starving.values() for job in jobs
-        }
-        while queues:
-            queue = pop_best(queues, ssn.queue_order)
-            if ssn.overused(queue):
-                continue
-            jobs = PriorityQueue(ssn.job_order, starving[queue.name])
-            while not jobs.empty():
-                self._reclaim_for_job(ssn, queue, jobs.pop(), pending)
+        for queue, job in each_starving(ssn, skip_overused=True):
+            self._reclaim_for_job(ssn, queue, job)
 
     @staticmethod
-    def _reclaim_for_job(ssn: Session, queue: Queue, job: Job, pending: dict[str, PriorityQueue[Task]]) -> None:
-        tasks = pending[job.uid]
+    def _reclaim_for_job(ssn: Session, queue: Queue, job: Job) -> None:
+        # A job's pending tasks change only through its own statement: taking them now is taking them at the start.
+        tasks = PriorityQueue(ssn.task_order, job.pending_tasks())
         stmt = Statement(ssn)
         while ssn.job_starving(job) and not tasks.empty():
             task = tasks.pop()

@@ -4,7 +4,8 @@
 over the same snapshot to see the cluster as the session found it; then, per PodGroup, it names each reason that
 applies, most important first:
 
-1. the queue: missing, or not Open (and who closed it, when the caller knows);
+1. the queue: missing, or not Open (and who closed it, when the caller knows); a gang that ran and lost members is
+   *degraded*: what it holds, what it lost, and that it regains them before new work of its queue;
 2. admission (enqueue): minResources against the queue's capability and the cluster, per resource, with numbers —
    or "nothing can ever admit it" when minResources exceeds the cluster or the queue's capability;
 3. fair share: the queue holds its deserved share, so allocate gives it nothing more now;
@@ -47,7 +48,7 @@ from extender.engine.explain.unblock import preempt, reclaim, request_text
 from extender.engine.explain.units import amount, number
 from extender.engine.explain.usage import usage_order
 from extender.engine.interface import ExplainView
-from extender.engine.model import SCHEDULED_STATUS, Job, TaskStatus
+from extender.engine.model import ALLOCATED_STATUS, SCHEDULED_STATUS, Job, TaskStatus
 from extender.engine.results import Decisions
 from extender.engine.snapshot import Snapshot
 from lapilli.meta import JSON
@@ -121,6 +122,9 @@ def _explain(run: _Run, key: str) -> Explanation:
             + (f" (closed {who})" if who else "") + ": it admits and places nothing until it is opened again "
             f"(lapilli queue operate -n {queue.name} -a open)", {"queue": queue.name, "state": queue.state,
                                                                    **({"closed_by": who} if who else {})}))
+    before = run.before.jobs[key]
+    if before.degraded():
+        out.reasons.append(_degraded(before))
     if job.is_pending():
         out.reasons.extend(_admission(run, job))
         return out
@@ -133,6 +137,22 @@ def _explain(run: _Run, key: str) -> Explanation:
         out.reasons.insert(0, Reason(Kind.RUNNING, f"running: {scheduled} of {job.min_member} pods scheduled; "
                                      f"{len(job.pending_tasks())} more wait"))
     return out
+
+
+def _degraded(job: Job) -> Reason:
+    """A gang that ran and lost members: what it holds, what it lost, and what happens next."""
+    placed = job.count(ALLOCATED_STATUS)
+    counts = {"failed": job.counts[TaskStatus.FAILED], "being deleted": job.counts[TaskStatus.RELEASING],
+              "recreated and waiting for room": job.counts[TaskStatus.PENDING],
+              "missing (deleted or evicted, or on a node that is gone)": max(job.min_member - len(job.tasks), 0)}
+    lost = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+    return Reason(Kind.DEGRADED, f"degraded: {placed} of minAvailable {job.min_member} pods hold their place"
+                  + (f" ({lost})" if lost else "") + f"; it goes before new work of queue {job.queue} and keeps its "
+                  "admission while it regains its members; if it cannot, a Volcano Job's lifecycle policies "
+                  "(PodEvicted, PodFailed) decide after the service's heal window (--gang-heal-timeout)",
+                  {"placed": placed, "minMember": job.min_member, "failed": counts["failed"],
+                   "releasing": counts["being deleted"], "pending": counts["recreated and waiting for room"],
+                   "missing": counts["missing (deleted or evicted, or on a node that is gone)"]})
 
 
 def _started(run: _Run, job: Job) -> Reason | None:

@@ -21,6 +21,7 @@ class Kind(StrEnum):
 
     QUEUE_MISSING = "QueueMissing"
     QUEUE_CLOSED = "QueueClosed"
+    DEGRADED = "Degraded"  # a gang that ran lost members and is regaining them (or its Job's policies decide)
     UNRESOLVABLE = "Unresolvable"  # nothing in the cluster can ever fit this gang
     OVER_CAPABILITY = "OverCapability"  # enqueue: minResources over what the queue may still take
     CLUSTER_FULL = "ClusterFull"  # enqueue: the (overcommitted) cluster has no room for minResources

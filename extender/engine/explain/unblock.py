@@ -30,7 +30,7 @@ def _running_elsewhere(ssn: ExplainView, task: Task, same_queue: bool, queue: st
 
 def reclaim(ssn: ExplainView, actions: Sequence[str], job: Job, task: Task) -> Reason:
     queue = ssn.queues[job.queue]
-    if "reclaim" not in actions:
+    if "reclaim" not in actions and "gangreclaim" not in actions:
         return Reason(Kind.RECLAIM, "reclaim is not enabled in the scheduler conf: nothing takes room back from "
                       "other queues", {"allowed": False, "why": "not configured"})
     if task.preemption_never:
@@ -62,7 +62,7 @@ def reclaim(ssn: ExplainView, actions: Sequence[str], job: Job, task: Task) -> R
 
 
 def preempt(ssn: ExplainView, actions: Sequence[str], job: Job, task: Task) -> Reason | None:
-    if "preempt" not in actions:
+    if "preempt" not in actions and "gangpreempt" not in actions:
         return None
     same = _running_elsewhere(ssn, task, same_queue=True, queue=job.queue)
     if not same:

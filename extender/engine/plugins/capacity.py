@@ -21,7 +21,16 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.engine.arguments import Arguments, integer
-from extender.engine.interface import PERMIT, REJECT, EventHandler, QueueReport, SessionView, Vote
+from extender.engine.interface import (
+    PERMIT,
+    REJECT,
+    EventHandler,
+    EvictionContext,
+    EvictionKind,
+    QueueReport,
+    SessionView,
+    Vote,
+)
 from extender.engine.model import Job, Queue, Task
 from extender.engine.plugins.capacity_queues import ROOT, QueueAttr, build_flat, build_tree, update_share
 from extender.engine.registry import register_plugin
@@ -67,6 +76,7 @@ class CapacityPlugin:
         else:
             self.attrs, self.ready = build_flat(ssn), True
         ssn.add_reclaimable(lambda reclaimer, reclaimees: self._reclaimable(ssn, reclaimer, reclaimees))
+        ssn.add_evictable(lambda ctx, candidates: self._evictable(ssn, ctx, candidates), guard=True)
         ssn.add_preemptive(self._preemptive)
         ssn.add_allocatable(self._allocatable)
         ssn.add_job_enqueueable(lambda job: self._enqueueable(ssn, job))
@@ -181,13 +191,24 @@ class CapacityPlugin:
 
     # ---- reclaim victims ------------------------------------------------------------------------------------
     def _reclaimable(self, ssn: SessionView, reclaimer: Task, reclaimees: list[Task]) -> list[Task]:
+        return self._reclaim_victims(ssn, reclaimer, victim_order(ssn, reclaimees, reclaimer))
+
+    def _evictable(self, ssn: SessionView, ctx: EvictionContext, candidates: list[Task]) -> list[Task] | None:
+        """gangreclaim: the reclaim check over the candidates in the order given (whole gangs and surplus members,
+        least important first), once for the whole list, as Volcano's UnifiedEvictable asks it; a guard, so a
+        queue within its deserved share never loses a gang whatever tier decides."""
+        if ctx.kind is not EvictionKind.GANG_RECLAIM:
+            return None  # capacity does not judge preemption inside a queue
+        return self._reclaim_victims(ssn, ctx.actor, candidates)
+
+    def _reclaim_victims(self, ssn: SessionView, reclaimer: Task, ordered: list[Task]) -> list[Task]:
         reclaimer_job = ssn.jobs.get(reclaimer.job)
         reclaimer_attr = self.attrs.get(reclaimer_job.queue) if reclaimer_job is not None else None
         if not self.ready or reclaimer_attr is None:
             return []
         allocations: dict[str, Vec] = {}
         victims: list[Task] = []
-        for reclaimee in victim_order(ssn, reclaimees, reclaimer):
+        for reclaimee in ordered:
             job = ssn.jobs.get(reclaimee.job)
             attr = self.attrs.get(job.queue) if job is not None else None
             # A reclaimee sharing no resource with the reclaimer frees nothing it needs.

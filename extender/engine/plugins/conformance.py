@@ -21,6 +21,7 @@ class ConformancePlugin:
     def on_session_open(self, ssn: SessionView) -> None:
         ssn.add_preemptable(evictable)
         ssn.add_reclaimable(evictable)
+        ssn.add_evictable(lambda _ctx, candidates: evictable(_ctx.actor, candidates))
 
     def on_session_close(self, ssn: SessionView) -> None:
         return None

@@ -3,8 +3,9 @@
 JobValid needs enough valid tasks (overall and per role) and enough sub-gangs of each subGroupPolicy;
 JobReady/JobPipelined/JobStarving follow the job's counters (and each policy's `minSubGroups` ready or pipelined
 sub-gangs); a sub-gang is ready or pipelined at its own size, and not-ready sub-gangs go first, as not-ready jobs
-do; a victim may be taken from a job only while it stays above `minMember`. At session close every job gets an
-`Unschedulable` or `Scheduled` condition.
+do, a gang regaining lost members first of all (Lapilli); a victim may be taken from a job only while it stays
+above `minMember` (gangpreempt/gangreclaim: any, they keep minMember by bundles). At session close every job gets
+an `Unschedulable` or `Scheduled` condition.
 """
 
 from __future__ import annotations
@@ -83,10 +84,14 @@ class GangPlugin:
         ssn.add_subjob_pipelined(lambda sub: PERMIT if sub.is_pipelined() else REJECT)
         ssn.add_subjob_order(KeyedOrder(lambda sub: sub.is_ready()))
         ssn.add_job_starving(lambda job: job.is_starving())
-        ssn.add_job_order(KeyedOrder(lambda job: job.is_ready()))  # jobs not ready yet go first
+        # Jobs not ready yet go first; among them a gang regaining lost members (model.Job.degraded) before new
+        # work, so the room its member held goes back to it (Volcano #5805).
+        ssn.add_job_order(KeyedOrder(lambda job: (job.is_ready(), not job.degraded())))
         victims = self._victims_fn(ssn)
         ssn.add_preemptable(victims)
         ssn.add_reclaimable(victims)
+        # Gang-aware eviction keeps minMember itself (surplus members or whole gangs), so gang permits them all.
+        ssn.add_evictable(lambda _ctx, candidates: candidates)
 
     @staticmethod
     def _valid(job: Job) -> ValidateResult | None:

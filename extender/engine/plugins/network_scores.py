@@ -27,7 +27,17 @@ from extender.engine.model import SubJob, Task
 from lapilli.resources.vector import TOLERANCE
 
 MAX_NODE_SCORE = 100.0
+SCALAR_MAX = 8  # HyperNodes refreshed one by one in floats up to this many, with numpy beyond
 Matrix = npt.NDArray[np.float64]
+
+
+@dataclass(slots=True)
+class _NormalClass:
+    """One request's HyperNode binpack (its last entry: the full score of a tier with no HyperNode)."""
+
+    dims: npt.NDArray[np.bool_]
+    per_hypernode: Scores
+    seen: int  # how much of `Scales.changed` it reflects
 
 
 @dataclass(slots=True)
@@ -46,8 +56,12 @@ class Scales:
     fading: float
     min_tier: int
     max_tier: int
+    changed: list[int] = field(default_factory=list)  # HyperNodes whose `used` moved, in order (the classes' log)
+    _normal: dict[bytes, _NormalClass] = field(default_factory=dict)
     _lca_scores: dict[str, Scores] = field(default_factory=dict)
+    _requests: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = field(default_factory=dict)
     _tier_weights: npt.NDArray[np.float64] | None = None
+    _binpacks: dict[str, tuple[int, list[float]]] = field(default_factory=dict)  # sub-gang -> (len(changed), …)
 
     # ---- HyperNode binpack -------------------------------------------------------------------------------------
     def binpack(self, request: npt.NDArray[np.float64], dims: npt.NDArray[np.bool_], rows: Index) -> Scores:
@@ -62,19 +76,41 @@ class Scales:
         share = np.divide(after, alloc, out=np.zeros_like(after), where=alloc > 0)
         return np.where(over, 0.0, (share * weights).sum(axis=1) / total_weight)
 
+    def _binpack_one(self, request: list[float], terms: list[tuple[int, float]], row: int) -> float:
+        """`binpack` for one HyperNode, over Python floats (the same operations in the same order)."""
+        total_weight = sum(w for _, w in terms)
+        if total_weight <= 0:
+            return 0.0
+        used, alloc = self.used[row], self.allocatable[row]
+        score = 0.0
+        for d, w in terms:
+            after, room = float(used[d]) + request[d], float(alloc[d])
+            if after > room:
+                return 0.0
+            score += (after / room if room > 0 else 0.0) * w
+        return score / total_weight
+
     def subjob_request(self, subjob: SubJob) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
-        """Σ of the sub-gang's tasks' requests over the resources each asks for (≥ 0.1) that carry a weight."""
-        request = np.zeros(len(self.weights))
-        dims = np.zeros(len(self.weights), dtype=bool)
-        for task in subjob.tasks.values():
-            asked = task.resreq >= TOLERANCE
-            request += np.where(asked, task.resreq, 0.0)
-            dims |= asked
-        return request, dims & (self.weights > 0)
+        """Σ of the sub-gang's tasks' requests over the resources each asks for (≥ 0.1) that carry a weight (its
+        tasks do not change during a session: kept per sub-gang)."""
+        known = self._requests.get(subjob.uid)
+        if known is not None:
+            return known
+        if not subjob.tasks:
+            known = self._requests[subjob.uid] = (np.zeros(len(self.weights)), np.zeros(len(self.weights), dtype=bool))
+            return known
+        requests = np.stack([task.resreq for task in subjob.tasks.values()])
+        asked = requests >= TOLERANCE
+        request = np.where(asked, requests, 0.0).sum(axis=0)
+        self._requests[subjob.uid] = (request, asked.any(axis=0) & (self.weights > 0))
+        return self._requests[subjob.uid]
 
     def task_share(self, subjob: SubJob, names: Sequence[str]) -> dict[str, float]:
         """The share of the sub-gang's tasks placed in each of `names` (`scoreWithTaskNum`; 0 without tasks)."""
         counts = dict.fromkeys(names, 0)
+        size = len(subjob.tasks)
+        if not any(task.node for task in subjob.tasks.values()):
+            return dict.fromkeys(names, 0.0)  # nothing placed yet: no HyperNode holds any of its tasks
         wanted = {self.topo.index.index[name]: name for name in names}
         for task in subjob.tasks.values():
             row = self.row_of.get(task.node) if task.node else None
@@ -83,15 +119,18 @@ class Scales:
             for i in self.topo.holders(row).tolist():
                 if i in wanted:
                     counts[wanted[i]] += 1
-        size = len(subjob.tasks)
         return {name: counts[name] / size if size else 0.0 for name in names}
 
     def hypernode_order(self, subjob: SubJob, names: Sequence[str]) -> dict[str, float]:
         """`HyperNodeOrderFn`, scaled."""
         index = self.topo.index.index
-        rows = np.array([index[n] for n in names], dtype=np.intp)
-        request, dims = self.subjob_request(subjob)
-        scores = dict(zip(names, self.binpack(request, dims, rows).tolist(), strict=True))
+        known = self._binpacks.get(subjob.uid)
+        if known is None or known[0] != len(self.changed):  # every HyperNode's, kept until some `used` moves
+            request, dims = self.subjob_request(subjob)
+            every = np.arange(len(self.topo.index.names), dtype=np.intp)
+            known = self._binpacks[subjob.uid] = (len(self.changed), self.binpack(request, dims, every).tolist())
+        binpacks = known[1]
+        scores = {name: binpacks[index[name]] for name in names}
         best = max(scores.values(), default=0.0)
         tied = [n for n in names if scores[n] == best]
         if len(tied) > 1:
@@ -112,22 +151,29 @@ class Scales:
         with `held`. Kept per `held` for the session."""
         scores = self._lca_scores.get(held)
         if scores is None:
-            names = self.topo.index.names
-            scores = np.zeros(len(names) + 1)
-            for i, name in enumerate(names):
-                if name == held:
-                    scores[i] = 1.0
-                    continue
-                tier = self.topo.tier_of(self.topo.lca(name, held))
-                scores[i] = 0.0 if tier is None else self.tier_score(tier)
+            index = self.topo.index
+            scores = np.zeros(len(index.names) + 1)
+            at = index.index.get(held)
+            if at is not None:
+                tiers = index.lca_tiers(at)
+                if self.min_tier == self.max_tier:
+                    scores[:-1] = np.where(tiers >= 0, 1.0, 0.0)
+                else:
+                    inside = (tiers >= self.min_tier) & (tiers <= self.max_tier)
+                    scores[:-1] = np.where(inside, (self.max_tier - tiers) / (self.max_tier - self.min_tier), 0.0)
+                scores[at] = 1.0
             self._lca_scores[held] = scores
         return scores
 
-    def network_aware(self, task: Task, subjob: SubJob, nodes: Index) -> Scores:
-        """Node scores of a task with a network topology over candidate node rows `nodes`, unscaled."""
+    def network_aware(self, task: Task, subjob: SubJob, nodes: Index, exact: bool = False) -> Scores | None:
+        """Node scores of a task with a network topology over candidate node rows `nodes`, unscaled. Unless
+        `exact`, None where every candidate scores the same (no HyperNode held yet; all under one lowest-tier
+        HyperNode), which orders nothing."""
         if not task.job_hypernode:
-            return np.zeros(len(nodes))
+            return np.zeros(len(nodes)) if exact else None
         leaf = self.topo.index.leaf_of[nodes]
+        if not exact and len(leaf) and (leaf == leaf[0]).all():
+            return None
         scores = self.lca_scores(task.job_hypernode)[leaf]  # leaf -1 reads the extra 0 at the end
         best = scores.max() if len(scores) else 0.0
         tied = np.flatnonzero(scores == best)
@@ -144,21 +190,42 @@ class Scales:
 
     def tier_weights(self) -> npt.NDArray[np.float64]:
         if self._tier_weights is None:
-            self._tier_weights = np.array([self.fading ** (t - 1) for t in self.topo.index.tier_range])
+            self._tier_weights = np.array([_power(self.fading, t - 1) for t in self.topo.index.tier_range])
         return self._tier_weights
 
-    def normal(self, task: Task, nodes: Index) -> Scores:
-        """Node scores of a task without a network topology over node rows `nodes`, unscaled."""
+    def normal(self, task: Task) -> Scores:
+        """Node scores of a task without a network topology over every node, unscaled. Each request keeps its
+        HyperNode binpack and refreshes only the HyperNodes whose use moved since it last looked (`changed`)."""
         index = self.topo.index
         weights = self.tier_weights()
         total = weights.sum()
-        if total <= 0:
-            return np.zeros(len(nodes))
-        dims = (task.resreq >= TOLERANCE) & (self.weights > 0)
-        per_hypernode = np.ones(len(index.names) + 1)  # the extra entry: no HyperNode at that tier, full score
-        per_hypernode[:-1] = self.binpack(task.resreq, dims, np.arange(len(index.names), dtype=np.intp))
-        per_path = per_hypernode[index.path_at_tier] @ weights / total
-        return per_path[index.path_of[nodes]]
+        if total <= 0 or not np.isfinite(total):  # fading 0 with a tier below 1: Volcano's NaN, no order
+            return np.zeros(len(index.path_of))
+        key = task.resreq.tobytes()
+        entry = self._normal.get(key)
+        if entry is None:
+            dims = (task.resreq >= TOLERANCE) & (self.weights > 0)
+            per_hypernode = np.ones(len(index.names) + 1)  # the extra entry: no HyperNode at that tier, full score
+            per_hypernode[:-1] = self.binpack(task.resreq, dims, np.arange(len(index.names), dtype=np.intp))
+            entry = self._normal[key] = _NormalClass(dims, per_hypernode, len(self.changed))
+        elif entry.seen < len(self.changed):
+            moved = sorted(set(self.changed[entry.seen:]))
+            entry.seen = len(self.changed)
+            if len(moved) <= SCALAR_MAX:  # a placement or two: plain floats beat numpy's per-call cost
+                request = task.resreq.tolist()
+                terms = [(int(d), float(self.weights[d])) for d in np.flatnonzero(entry.dims)]
+                for i in moved:
+                    entry.per_hypernode[i] = self._binpack_one(request, terms, i)
+            else:
+                rows = np.array(moved, dtype=np.intp)
+                entry.per_hypernode[rows] = self.binpack(task.resreq, entry.dims, rows)
+        per_path = entry.per_hypernode[index.path_at_tier] @ weights / total
+        return per_path[index.path_of]
+
+
+def _power(base: float, exponent: int) -> float:
+    """Go's math.Pow where Python's raises: 0 to a negative power is +Inf."""
+    return float("inf") if base == 0 and exponent < 0 else base**exponent
 
 
 def weight_vector(dims_index: Mapping[str, int], weights: Iterable[tuple[str, int]]) -> npt.NDArray[np.float64]:

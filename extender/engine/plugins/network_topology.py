@@ -18,10 +18,12 @@ with `hypernode.binpack.resources.<name>` (1), `hypernode.binpack.normal-pod.ena
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
 from extender.engine.arguments import Arguments, boolean, integer, number, text
 from extender.engine.interface import PURPOSE_EVICT, EventHandler, Index, Scores, SessionView
@@ -83,19 +85,21 @@ def reverse_and_cap(gradients: list[list[str]], cap: int) -> list[list[str]]:
 
 
 class TopologyScorer:
-    """The node order: row-local part 0, everything in the part normalised over the candidates."""
+    """The node order of pods with a network topology: nothing row-local; the LCA-tier score over the candidates,
+    computed at pick time. Allocate asks for it (`Placement.choose_in(..., rescore=True)`) only where it varies:
+    a gang whose HyperNode spans several lowest-tier ones; inside one, every node scores the same."""
 
-    def __init__(self, plugin: NetworkTopologyPlugin, active: bool) -> None:
-        self.plugin, self.active = plugin, active
+    def __init__(self, plugin: NetworkTopologyPlugin) -> None:
+        self.plugin = plugin
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num:
         return 0.0
 
     def normalizes(self, task: Task) -> bool:
-        return self.active
+        return False
 
     def normalized(self, task: Task, idx: Index) -> Scores | None:
-        return self.plugin.node_scores(task, idx)
+        return self.plugin.aware_scores(task, idx)
 
 
 class NetworkTopologyPlugin:
@@ -105,12 +109,18 @@ class NetworkTopologyPlugin:
         self.args = args
         self.ssn: SessionView | None = None
         self.scales: Scales | None = None
+        self._rows: Mapping[str, int] = {}  # node name -> row
+        self._held: list[Index] = []  # per node row: the HyperNodes holding it
+        self._paths: list[tuple[int, ...]] = []  # the same, as ints
+        self._known: dict[tuple[str, int, str, bytes, str], list[list[str]]] = {}  # gradients asked this session
 
     def on_session_open(self, ssn: SessionView) -> None:
-        self.ssn = ssn
+        self.ssn, self._known = ssn, {}
         topo, arrays = ssn.topology, ssn.arrays
         allocatable = topo.aggregate(arrays.allocatable)
         used = topo.aggregate(arrays.used)
+        if topo.has_hypernodes and any(job.subjobs is not None for job in ssn.jobs.values()):
+            topo.track(arrays.future_idle())  # allocate skips HyperNodes a gang cannot fit (hyperallocate.py)
         self.scales = Scales(
             topo=topo, row_of={name: node.idx for name, node in ssn.node_by_name.items()},
             weights=weight_vector(ssn.dims.index, self.args.weights), allocatable=allocatable, used=used,
@@ -118,39 +128,77 @@ class NetworkTopologyPlugin:
             global_weight=float(self.args.weight), fading=self.args.fading,
             min_tier=topo.tree.tiers[0], max_tier=topo.tree.tiers[-1],
         )
-        with_topology = any(job.subjobs is not None and any(s.topology is not None for s in job.subjobs.values())
-                            for job in ssn.jobs.values())
-        ssn.add_node_order(TopologyScorer(self, with_topology or (self.args.normal_pod and topo.has_hypernodes)))
+        ssn.add_node_order(TopologyScorer(self))
+        if self.args.normal_pod and topo.has_hypernodes:
+            ssn.add_node_bonus(self.normal_scores)
         ssn.add_hypernode_order(self.scales.hypernode_order)
         ssn.add_hypernode_gradient_for_job(self.job_gradients)
         ssn.add_hypernode_gradient_for_subjob(self.subjob_gradients)
-        ssn.add_event_handler(EventHandler(allocate=lambda t: self._moved(t, 1),
-                                           deallocate=lambda t: self._moved(t, -1)))
+        index = topo.index
+        self._rows = self.scales.row_of
+        self._held = [index.path_members[p] for p in index.path_of.tolist()]  # per node row
+        self._paths = [index.path_lists[p] for p in index.path_of.tolist()]
+        ssn.add_event_handler(EventHandler(allocate=self._taken, deallocate=self._given))
 
     def on_session_close(self, ssn: SessionView) -> None:
         self.ssn = self.scales = None
+        self._known = {}
 
-    def _moved(self, task: Task, sign: int) -> None:
-        assert self.scales is not None
-        row = self.scales.row_of.get(task.node or "")
+    # An allocation or pipelining takes the request from the node's HyperNodes, an undo or a release gives it back:
+    # their `used` here (Volcano's resource cache) and their future idle (`Topology.free`).
+    def _taken(self, task: Task) -> None:
+        row = self._rows.get(task.node or "")
         if row is not None:
-            held = self.scales.topo.holders(row)
-            self.scales.used[held] += task.resreq if sign > 0 else -task.resreq
+            assert self.scales is not None
+            held, scales = self._held[row], self.scales
+            np.add.at(scales.used, held, task.resreq)  # (`ufunc.at`: half the time of `used[held] += …` here)
+            if scales.topo.free is not None:
+                np.subtract.at(scales.topo.free, held, task.resreq)
+            scales.changed.extend(self._paths[row])
+
+    def _given(self, task: Task) -> None:
+        row = self._rows.get(task.node or "")
+        if row is not None:
+            assert self.scales is not None
+            held, scales = self._held[row], self.scales
+            np.subtract.at(scales.used, held, task.resreq)
+            if scales.topo.free is not None:
+                np.add.at(scales.topo.free, held, task.resreq)
+            scales.changed.extend(self._paths[row])
 
     # ---- node order --------------------------------------------------------------------------------------------
     def node_scores(self, task: Task, idx: Index) -> Scores | None:
+        """The plugin's node scores of `task` over candidates `idx`, as Volcano's `batchNodeOrderFn` gives them
+        (None: it scores nothing for this task)."""
+        assert self.ssn is not None
+        job = self.ssn.jobs.get(task.job)
+        sub = job.subjob_of.get(task.uid) if job is not None and job.subjobs is not None else None
+        if sub is not None and sub.topology is not None:
+            return self.aware_scores(task, idx, exact=True)
+        scores = self.normal_scores(task)
+        return None if scores is None else scores[idx]
+
+    def aware_scores(self, task: Task, idx: Index, exact: bool = False) -> Scores | None:
+        """`batchNodeOrderFnForNetworkAwarePods`, scaled (unless `exact`, None where it does not tell the
+        candidates apart)."""
         assert self.ssn is not None and self.scales is not None
         job = self.ssn.jobs.get(task.job)
-        if job is None:
+        sub = job.subjob_of.get(task.uid) if job is not None and job.subjobs is not None else None
+        if sub is None or sub.topology is None:
+            return None
+        aware = self.scales.network_aware(task, sub, idx, exact)
+        return None if aware is None else MAX_NODE_SCORE * self.args.weight * aware
+
+    def normal_scores(self, task: Task) -> Scores | None:
+        """`batchNodeOrderFnForNormalPods` over every node, scaled: the node bonus of a pod without a topology."""
+        assert self.ssn is not None and self.scales is not None
+        job = self.ssn.jobs.get(task.job)
+        if job is None or not self.args.normal_pod or not self.scales.topo.has_hypernodes:
             return None
         sub = job.subjob_of.get(task.uid) if job.subjobs is not None else None
         if sub is not None and sub.topology is not None:
-            scores = self.scales.network_aware(task, sub, idx)
-        elif self.args.normal_pod and self.scales.topo.has_hypernodes:
-            scores = self.scales.normal(task, idx)
-        else:
             return None
-        return MAX_NODE_SCORE * self.args.weight * scores
+        return MAX_NODE_SCORE * self.args.weight * self.scales.normal(task)
 
     # ---- gradients ---------------------------------------------------------------------------------------------
     def job_gradients(self, job: Job, root: str, purpose: str) -> list[list[str]]:
@@ -166,43 +214,51 @@ class NetworkTopologyPlugin:
         if tier is None:
             return [[root]]
         assert self.ssn is not None
-        need = self.ssn.dims.zeros()
-        for task in subjob.pending_tasks():
-            need = need + task.resreq
+        pending = subjob.pending_tasks()
+        if not pending:
+            need = self.ssn.dims.zeros()
+        elif all(task.resreq is pending[0].resreq for task in pending):  # one pod template: one request vector
+            need = pending[0].resreq * len(pending)
+        else:
+            need = np.stack([task.resreq for task in pending]).sum(axis=0)
         return self._gradients(root, tier, subjob.allocated_hypernode, need, purpose)
 
     def _gradients(self, available: str, tier: int, held: str, need: Vec, purpose: str) -> list[list[str]]:
-        """`hyperNodeGradientFn`: breadth first from the search root, the eligible HyperNodes by tier."""
+        """`hyperNodeGradientFn`: breadth first from the search root, the eligible HyperNodes by tier. It reads
+        only the tree and the session-open resources, so the session keeps each answer (gangs of one shape ask
+        the same question)."""
+        key = (available, tier, held, need.tobytes(), purpose)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = self._gradients_now(available, tier, held, need, purpose)
+        return [list(gradient) for gradient in known]
+
+    def _gradients_now(self, available: str, tier: int, held: str, need: Vec, purpose: str) -> list[list[str]]:
         assert self.scales is not None
         topo = self.scales.topo
         root = self._search_root(available, tier, held)
         if root is None:
             return []
-        queue, seen = [root], {root}
+        order = np.array(topo.breadth_first(root), dtype=np.intp)
+        keep = topo.index.tier[order] <= tier
+        if not held:  # a gang partly placed is not pre-filtered
+            keep &= self._room(order, need, purpose)
         eligible: dict[int, list[str]] = {}
-        while queue:
-            current = queue.pop(0)
-            current_tier = topo.tier_of(current)
-            if current_tier is not None and self._eligible(current, current_tier, tier, held, need, purpose):
-                eligible.setdefault(current_tier, []).append(current)
-            for child in topo.children(current):
-                if child not in seen:
-                    seen.add(child)
-                    queue.append(child)
+        names, tiers = topo.index.names, topo.index.tier
+        for i in order[keep].tolist():
+            eligible.setdefault(int(tiers[i]), []).append(names[i])
         gradients = [eligible[t] for t in sorted(eligible)]
         return reverse_and_cap(gradients, self.args.evict_max) if purpose == PURPOSE_EVICT else gradients
 
-    def _eligible(self, name: str, tier: int, limit: int, held: str, need: Vec, purpose: str) -> bool:
+    def _room(self, order: Index, need: Vec, purpose: str) -> npt.NDArray[np.bool_]:
+        """`isEligibleHyperNode`'s resource check over HyperNodes `order`, with the session-open numbers: the
+        minimum fits their allocatable (eviction), else their idle or their future idle."""
         assert self.scales is not None
-        if tier > limit:
-            return False
-        if held:
-            return True  # a gang partly placed is not pre-filtered
-        i = self.scales.topo.index.index[name]
-        if purpose == PURPOSE_EVICT:
-            return bool(np.all(need < self.scales.allocatable[i] + TOLERANCE))
         scales = self.scales
-        return bool(np.all(need < scales.idle[i] + TOLERANCE) or np.all(need < scales.future_idle[i] + TOLERANCE))
+        if purpose == PURPOSE_EVICT:
+            return np.all(need < scales.allocatable[order] + TOLERANCE, axis=1)
+        idle = np.all(need < scales.idle[order] + TOLERANCE, axis=1)
+        return idle | np.all(need < scales.future_idle[order] + TOLERANCE, axis=1)
 
     def _search_root(self, available: str, tier: int, held: str) -> str | None:
         """`getSearchRoot`: `available`, narrowed for a gang already holding `held` to its ancestor at the highest

@@ -80,8 +80,9 @@ class OvercommitPlugin:
                 continue
             if job.phase == "Inqueue":
                 self.inqueue += job.min_resources
-            elif job.phase == "Running" and job.count(ALLOCATED_STATUS) >= job.min_member:
-                # A running gang keeps the part of its minimum it has not been given yet.
+            elif (job.phase == "Running" and job.count(ALLOCATED_STATUS) >= job.min_member) or job.degraded():
+                # A running gang keeps the part of its minimum it has not been given yet; so does one regaining
+                # members it lost (model.Job.degraded), before new work.
                 self.inqueue += np.maximum(job.min_resources - job.allocated, 0.0)
         ssn.add_job_enqueueable(lambda job: self._enqueueable(ssn, job))
         ssn.add_job_enqueued(self._enqueued)

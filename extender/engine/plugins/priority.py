@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from extender.engine.interface import KeyedOrder, SessionView
+from extender.engine.interface import EvictionContext, EvictionKind, KeyedOrder, SessionView
 from extender.engine.model import Job, Task
 from extender.engine.registry import register_plain_plugin
 
@@ -27,6 +27,14 @@ class PriorityPlugin:
             return chosen
 
         ssn.add_preemptable(victims)
+
+        def evictable(ctx: EvictionContext, candidates: list[Task]) -> list[Task]:
+            # Reclaim is about queues' shares: priority lets it take any gang, as it has no Reclaimable vote.
+            if ctx.kind is EvictionKind.GANG_RECLAIM:
+                return candidates
+            return [t for t in candidates if ssn.jobs[t.job].priority < ctx.job.priority]
+
+        ssn.add_evictable(evictable)
 
         def starving(job: Job) -> bool:
             return job.ready_num() + job.waiting_num() < len(job.tasks)

@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from extender.engine.interface import PERMIT, REJECT, EventHandler, KeyedOrder, QueueReport, SessionView, Vote
+from extender.engine.interface import (
+    PERMIT,
+    REJECT,
+    EventHandler,
+    EvictionContext,
+    EvictionKind,
+    KeyedOrder,
+    QueueReport,
+    SessionView,
+    Vote,
+)
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task, TaskStatus
 from extender.engine.registry import register_plain_plugin
 from lapilli.resources.vector import TOLERANCE, Dims, Vec, exceeded_part, is_empty, less_equal, less_equal_on
@@ -224,6 +234,16 @@ class ProportionPlugin:
         # Volcano's queueAllocatable: a queue that is not Open reclaims nothing either.
         ssn.add_preemptive(lambda queue, task: queue.state == "Open" and fits(queue, task.resreq))
         ssn.add_reclaimable(reclaimable)
+        def gang_reclaimable(ctx: EvictionContext, candidates: list[Task]) -> list[Task] | None:
+            # A gang cannot be split, so the question is the queue's, asked before the eviction: does it hold more
+            # than its deserved share? Per member, as reclaim asks it, no gang larger than its queue's excess could
+            # ever be taken back. A guard: it holds whatever tier decides.
+            if ctx.kind is not EvictionKind.GANG_RECLAIM:
+                return None
+            above = {name: not less_equal(attr.allocated, attr.deserved) for name, attr in attrs.items()}
+            return [t for t in candidates if above.get(ssn.jobs[t.job].queue, False)]
+
+        ssn.add_evictable(gang_reclaimable, guard=True)
         ssn.add_job_enqueueable(enqueueable)
         ssn.add_job_enqueued(enqueued)
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))

@@ -125,7 +125,7 @@ class IdleLoop:
             if snap is not None and self.is_leader():
                 await self._apply(self.tracker.turned_off(snap))
                 return
-            await asyncio.sleep(self.settings.interval_s)
+            await asyncio.sleep(1.0)  # as soon as the cache is synced: right at the start of the first term
 
     def stand_down(self) -> None:
         self.reclaimable, self.jobs, self._queues = frozenset(), [], {}

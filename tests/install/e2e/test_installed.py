@@ -39,16 +39,17 @@ import pytest_asyncio
 import yaml
 
 from assembly.dev import ClusterSpec, DevCluster, NodeShape, find_binaries
-from assembly.dev.nodes import node_name
 from assembly.dev.ports import free_ports
 from lapilli.kube import KubeClient, NotFound
-from lapilli.kube.resources import LEASES, MUTATING_WEBHOOKS, PODGROUPS, PODS, VALIDATING_WEBHOOKS, VC_JOBS
+from lapilli.kube.resources import LEASES, MUTATING_WEBHOOKS, PODGROUPS, PODS, VALIDATING_WEBHOOKS, VC_JOBS, Resource
 from tests.e2e.gangs import Sample, overlapped, partly_bound, release_counts_at
 from tests.install.containers import IMAGE, PodFiles, build_image, container_argv, expand, podman
 from tests.install.manifests import containers, find, render
 
 TREE = "overlays/k8s-1.20"
 NS = "lapilli-system"
+PERSISTENT_VOLUMES = Resource("v1", "persistentvolumes", "PersistentVolume", namespaced=False)
+PVCS = Resource("v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 JOBS_NS = "installed"
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 pytestmark = pytest.mark.timeout(1500)
@@ -214,19 +215,34 @@ def _mapped(args: list[str], ports: dict[str, int], env: dict[str, str]) -> list
     return out
 
 
-def vcjob(name: str, replicas: int, *, gpu: bool = True, one_per_node: bool = False) -> dict[str, Any]:
+def vcjob(name: str, replicas: int, *, gpu: bool = True, claim: str | None = None) -> dict[str, Any]:
+    """A Job of `replicas` pods, all needed at once; with `claim`, one more pod (task `data`) mounts that PVC."""
     resources = {"requests": {"cpu": "1", "nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}} if gpu else {
         "requests": {"cpu": "1"}}
     pod: dict[str, Any] = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox",
                                                                      "resources": resources}]}
-    if one_per_node:  # required anti-affinity between the job's own pods, per node
-        pod["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "topologyKey": "kubernetes.io/hostname",
-            "labelSelector": {"matchLabels": {"volcano.sh/job-name": name}}}]}}
     # No schedulerName, no queue: the webhook's defaults (volcano, default) must fill them in.
+    tasks = [{"name": "w", "replicas": replicas, "template": {"spec": pod}}]
+    if claim is not None:
+        mounting = copy.deepcopy(pod)
+        mounting["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+        tasks.append({"name": "data", "replicas": 1, "template": {"spec": mounting}})
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": JOBS_NS},
-            "spec": {"minAvailable": replicas, "tasks": [{"name": "w", "replicas": replicas,
-                                                          "template": {"spec": pod}}]}}
+            "spec": {"minAvailable": sum(t["replicas"] for t in tasks), "tasks": tasks}}
+
+
+async def bound_claim(client: KubeClient, name: str) -> None:
+    """A PVC already bound to its PV, as the PV controller (absent from this control plane) would leave it:
+    kube-scheduler's VolumeBinding then lets a pod that mounts it through."""
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{JOBS_NS}-{name}"},
+          "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp"},
+                   "claimRef": {"namespace": JOBS_NS, "name": name}}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+           "metadata": {"name": name, "namespace": JOBS_NS, "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+           "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                    "volumeName": f"{JOBS_NS}-{name}"}}
+    await client.create(PERSISTENT_VOLUMES, pv)
+    await client.create(PVCS, pvc, JOBS_NS)
 
 
 async def bound_counts(client: KubeClient) -> dict[str, tuple[int, int]]:
@@ -350,19 +366,19 @@ async def test_a_volcano_job_runs_through_the_containers_and_the_standbys_take_o
     await client.create(VC_JOBS, vcjob("gang-3", 4), JOBS_NS)
     await _until(lambda: _all_bound(client, "gang-3", 4), 90, "gang-3 run by the standbys", [survivor, sched_b])
 
-    # A leadership change while a gang is parked. gang-4's four members may not share a node (required pod
-    # anti-affinity among them, which kube-scheduler evaluates and Lapilli's session does not), and there are
-    # three nodes: the session plans all four, kube-scheduler places three, and those three park at sched-b's
-    # bind verb waiting for the fourth (the permit timeout is 30 s). sched-b dies with them parked; a fourth
-    # node frees room for the fourth member; sched-c, a standby started now, takes the Lease and binds the gang.
+    # A leadership change while a gang is parked. gang-4 is three pods and a fourth that mounts a PVC which does not
+    # exist yet: Lapilli's session does not model volumes and plans all four, kube-scheduler's VolumeBinding holds
+    # the fourth back, so the three park at sched-b's bind verb waiting for it (the permit timeout is 30 s). sched-b
+    # dies with them parked; the claim appears (bound, as the absent PV controller would leave it); sched-c, a
+    # standby started now, takes the Lease and binds the gang whole.
     sched_c = await installed.start_scheduler_pod("sched-c")
     await _until(lambda: _ready(sched_c, "metrics"), 120, "sched-c ready", [sched_c])
-    await client.create(VC_JOBS, vcjob("gang-4", 4, gpu=False, one_per_node=True), JOBS_NS)
+    await client.create(VC_JOBS, vcjob("gang-4", 3, gpu=False, claim="gang-4-data"), JOBS_NS)
     await _until(lambda: _parked(sched_b, 3), 90, "3 members of gang-4 parked at sched-b's bind verb", [sched_b])
     assert not [p for p in await _job_pods(client, "gang-4") if p["spec"].get("nodeName")], "parked, not bound"
     killed_at = time.monotonic()
     sched_b.kill()
-    await installed.cluster.add_node(node_name(3, 4), index=3)
+    await bound_claim(client, "gang-4-data")
     partial, seen = await sample_until_whole(client, killed_at, 4, [sched_c], {
         "sched-c holds the scheduler Lease": lambda: _holder_is(client, "lapilli-scheduler", "sched-c_")})
     print(f"parked gang-4 bound whole {time.monotonic() - killed_at:.1f}s after its scheduler pod was killed; "

@@ -47,3 +47,16 @@ async def test_failure_delay_cancelled_when_the_pod_runs_again_and_by_execution(
     assert len(delays) == 1  # the other task's restart still stands
     delays.forget_job("ns/job1")
     assert len(delays) == 0
+
+
+async def test_failure_delay_cancelled_when_the_pod_made_in_its_place_runs():
+    # The Job controller makes a lost member again under its name, with a new uid: once that one runs, the gang has
+    # healed and the held RestartJob is moot (Volcano's CleanPodDelayActionsIfNeed matches the pod name).
+    fired: list[Request] = []
+    delays = DelayedActions(fired.append)
+    delays.schedule(req(Event.POD_EVICTED), Action.RESTART_JOB, 0.05)
+    delays.observe(req(Event.POD_RUNNING, pod="job1-w-1", uid="u1"))  # another member: no effect
+    assert len(delays) == 1
+    delays.observe(req(Event.POD_RUNNING, uid="u0-again"))
+    await asyncio.sleep(0.1)
+    assert fired == [] and len(delays) == 0

@@ -57,6 +57,8 @@ def pod(spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("node"):
         pod_spec["nodeName"] = spec["node"]
     meta_extra = {"deletionTimestamp": "2024-01-01T00:00:00Z"} if spec.get("deleting") else {}
+    if "created" in spec:  # an RFC 3339 time: orders pods by start where the engine does (victims)
+        meta_extra["creationTimestamp"] = spec["created"]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -73,10 +75,13 @@ def podgroup(spec: dict[str, Any]) -> dict[str, Any]:
     for key in ("minTaskMember", "minResources", "priorityClassName", "networkTopology", "subGroupPolicy"):
         if key in spec:
             pg_spec[key] = spec[key]
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "annotations": spec.get("annotations", {})}
+    if "created" in spec:
+        meta["creationTimestamp"] = spec["created"]
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": ns, "annotations": spec.get("annotations", {})},
+        "metadata": meta,
         "spec": pg_spec,
         "status": {"phase": spec.get("phase", "Inqueue"), **({"conditions": spec["conditions"]}
                                                               if "conditions" in spec else {})},
@@ -155,7 +160,8 @@ def go_tiers(conf: dict[str, Any]) -> dict[str, Any]:
 def registry_with_fakes() -> Registry:
     """The engine's plugins and actions plus the test-only plugins of Volcano's unit tests (fake_plugins.py)."""
     engine = registry()
-    return Registry(plugins={**engine.plugins, **FAKE_PLUGINS}, actions=engine.actions)
+    return Registry(plugins={**engine.plugins, **FAKE_PLUGINS}, actions=engine.actions,
+                    action_arguments=engine.action_arguments)
 
 
 def _conf(scenario: dict[str, Any]) -> Any:

@@ -69,6 +69,44 @@ class DeviceFitAfterEviction:
         return None
 
 
+class PermitEvictions:
+    """The UnifiedEvictableFn gangpreempt_test.go / gangreclaim_test.go register as `test-preempt` and
+    `test-reclaim`: every candidate may go (`candidates, Permit`), so a row shows the action's own filters."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def on_session_open(self, ssn: SessionView) -> None:
+        ssn.add_evictable(lambda _ctx, candidates: candidates)
+
+    def on_session_close(self, ssn: SessionView) -> None:
+        return None
+
+
+class FixedGradients:
+    """The gradients gangpreempt_test.go / gangreclaim_test.go hand PickDomainsFromGradients: HyperNodeGradientForJob
+    answers `gradients` (names joined by "," within a gradient, gradients by ";"; empty: none) whatever it is asked."""
+
+    name = "test-gradients"
+
+    def __init__(self, gradients: str) -> None:
+        self.gradients = [[n for n in g.split(",") if n] for g in gradients.split(";")] if gradients else []
+
+    def on_session_open(self, ssn: SessionView) -> None:
+        ssn.add_hypernode_gradient_for_job(lambda _job, _root, _purpose: [list(g) for g in self.gradients])
+
+    def on_session_close(self, ssn: SessionView) -> None:
+        return None
+
+
+def _fixed_gradients(arguments: Arguments) -> PluginBuilder:
+    return partial(FixedGradients, text(arguments, "gradients", ""))
+
+
+def _permit_evictions(name: str, arguments: Arguments) -> PluginBuilder:
+    return partial(PermitEvictions, name)
+
+
 def _rejecter(arguments: Arguments) -> PluginBuilder:
     return partial(Rejecter, text(arguments, "rejectJob", ""))
 
@@ -80,4 +118,7 @@ def _device_fit(arguments: Arguments) -> PluginBuilder:
 FAKE_PLUGINS: Final[dict[str, PluginLoader]] = {
     Rejecter.name: _rejecter,
     DeviceFitAfterEviction.name: _device_fit,
+    FixedGradients.name: _fixed_gradients,
+    "test-preempt": partial(_permit_evictions, "test-preempt"),
+    "test-reclaim": partial(_permit_evictions, "test-reclaim"),
 }

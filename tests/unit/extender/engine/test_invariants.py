@@ -3,7 +3,8 @@
 * a node is never over-allocated: what was on it plus what the session binds there fits its allocatable;
 * a gang is all-or-nothing after commit: a PodGroup gets new binds only if they bring it to minMember;
 * Σ deserved ≤ cluster: proportion never hands out more than the nodes have;
-* the same snapshot gives the same decisions, whatever order its documents came in.
+* the same snapshot gives the same decisions, whatever order its documents came in;
+* gang-aware eviction (gangpreempt, gangreclaim) never leaves a gang it evicts from with 1..minMember−1 members.
 """
 
 from __future__ import annotations
@@ -33,17 +34,20 @@ TIERS = [
                  {"name": "nodeorder"}, {"name": "binpack"}]},
 ]
 ACTIONS = ["enqueue, allocate, backfill", "enqueue, allocate, preempt, reclaim, backfill", "allocate", "reclaim, allocate"]
+GANG_ACTIONS = ["enqueue, allocate, gangpreempt, gangreclaim, backfill", "gangpreempt", "gangreclaim",
+                "allocate, gangreclaim, gangpreempt"]
 
 
 @st.composite
-def scenarios(draw: st.DrawFn) -> dict[str, Any]:
+def scenarios(draw: st.DrawFn, actions: list[str] = ACTIONS) -> dict[str, Any]:
     nodes = []
     for i in range(draw(st.integers(1, 5))):
         alloc = {"cpu": str(draw(st.sampled_from([2, 4, 8]))), "memory": f"{draw(st.sampled_from([2, 8]))}Gi"}
         if draw(st.booleans()):
             alloc["nvidia.com/gpu"] = str(draw(st.sampled_from([1, 2, 4])))
         nodes.append({"name": f"n{i}", "alloc": alloc})
-    queues = [{"name": f"q{i}", "weight": draw(st.integers(1, 4))} for i in range(draw(st.integers(1, 3)))]
+    queues = [{"name": f"q{i}", "weight": draw(st.integers(1, 4)), "reclaimable": draw(st.booleans())}
+              for i in range(draw(st.integers(1, 3)))]
     podgroups, pods = [], []
     room = {n["name"]: _units(n["alloc"]) for n in nodes}
     for g in range(draw(st.integers(1, 5))):
@@ -61,7 +65,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
                 room[target] = {k: v - _units(request).get(k, 0) for k, v in room[target].items()}
                 pod.update(node=target, phase="Running")
             pods.append(pod)
-    return {"conf": {"actions": draw(st.sampled_from(ACTIONS)), "tiers": TIERS},
+    return {"conf": {"actions": draw(st.sampled_from(actions)), "tiers": TIERS},
             "nodes": nodes, "queues": queues, "podgroups": podgroups, "pods": pods}
 
 
@@ -128,3 +132,53 @@ def test_the_same_snapshot_gives_the_same_decisions(scenario: dict[str, Any]) ->
     assert first.to_json() == again.to_json() == shuffled.to_json()
     assert list(first.binds.items()) == list(again.binds.items())  # the order of binds too
     assert first.evictions == again.evictions
+
+
+@st.composite
+def contended(draw: st.DrawFn) -> dict[str, Any]:
+    """Full GPU nodes held by running gangs (some with members above their minimum, some pods not preemptable),
+    and higher-priority gangs waiting, in one or more queues: where gang-aware eviction has work to do."""
+    gpu = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}
+    nodes = [{"name": f"n{i}", "alloc": {"cpu": "64", "memory": "64Gi", "nvidia.com/gpu": str(draw(st.integers(2, 6)))}}
+             for i in range(draw(st.integers(1, 4)))]
+    queues = [{"name": f"q{i}", "reclaimable": draw(st.booleans())} for i in range(draw(st.integers(1, 3)))]
+    free = [(n["name"], int(n["alloc"]["nvidia.com/gpu"])) for n in nodes]
+    slots = [name for name, count in free for _ in range(count)]
+    order = draw(st.permutations(slots))
+    podgroups, pods, g = [], [], 0
+    while order:
+        size = min(draw(st.integers(1, 4)), len(order))
+        queue = draw(st.sampled_from(queues))["name"]
+        podgroups.append({"name": f"ns/run{g}", "queue": queue, "min": draw(st.integers(1, size)), "phase": "Running",
+                          "priorityClassName": draw(st.sampled_from(["low", "mid"]))})
+        for t in range(size):
+            pod = {"name": f"ns/run{g}-w-{t}", "group": f"run{g}", "req": gpu, "node": order.pop(), "phase": "Running",
+                   "priorityClassName": podgroups[-1]["priorityClassName"], "created": f"2026-01-01T00:{g:02d}:00Z"}
+            if draw(st.integers(0, 9)) == 0:
+                pod["labels"] = {"volcano.sh/preemptable": "false"}
+            pods.append(pod)
+        g += 1
+    for w in range(draw(st.integers(1, 2))):
+        size = draw(st.integers(1, 6))
+        podgroups.append({"name": f"ns/want{w}", "queue": draw(st.sampled_from(queues))["name"],
+                          "min": draw(st.integers(1, size)), "phase": "Inqueue", "priorityClassName": "high"})
+        pods += [{"name": f"ns/want{w}-w-{t}", "group": f"want{w}", "req": gpu, "priorityClassName": "high"}
+                 for t in range(size)]
+    return {"conf": {"actions": draw(st.sampled_from(GANG_ACTIONS)), "tiers": TIERS},
+            "priorityClasses": [{"name": "low", "value": 10}, {"name": "mid", "value": 50}, {"name": "high", "value": 100}],
+            "nodes": nodes, "queues": queues, "podgroups": podgroups, "pods": pods}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(scenarios(actions=GANG_ACTIONS), contended()))
+def test_gang_aware_eviction_never_leaves_a_gang_in_part(scenario: dict[str, Any]) -> None:
+    snap, result = _run(scenario)
+    evicted = set(result.evictions)
+    for key, group in snap.podgroups.items():
+        members = [k for k, p in snap.pods.items() if f"{p.namespace}/{p.group}" == key]
+        lost = sum(1 for k in members if k in evicted)
+        if not lost or group.min_member <= 1:
+            continue
+        holding = sum(1 for k in members if snap.pods[k].node_name and snap.pods[k].phase in ("Running", "Pending"))
+        after = holding - lost + sum(1 for k in members if k in result.binds)
+        assert after == 0 or after >= group.min_member, (key, holding, lost, after, group.min_member)

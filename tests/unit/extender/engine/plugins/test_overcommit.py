@@ -104,9 +104,18 @@ def test_running_gang_reserves_only_its_unallocated_minimum() -> None:
     assert plugin.idle[cpu] == 8000  # 12 − 4 used
 
 
-def test_running_job_below_min_member_reserves_nothing() -> None:
+def test_degraded_gang_keeps_its_unallocated_minimum() -> None:
+    # A Running gang that lost a member (1 of minMember 2 placed) keeps its admission: Volcano reserves nothing
+    # for it, so new work would be admitted into the room the lost member held (self-healing gangs).
     pods = [{"name": "ns/run-0", "group": "run", "req": {"cpu": "2"}, "node": "n1", "phase": "Running"}]
     pods.append({"name": "ns/run-1", "group": "run", "req": {"cpu": "2"}})
+    ssn = _session(_scenario([_job("ns/run", "6", phase="Running", min=2)], pods))
+    plugin = next(p for _, _, p in ssn.plugins if isinstance(p, OvercommitPlugin))
+    assert plugin.inqueue[ssn.dims.index["cpu"]] == 4000  # minResources 6 − 2 allocated
+
+
+def test_gang_that_lost_every_member_reserves_nothing() -> None:
+    pods = [{"name": f"ns/run-{i}", "group": "run", "req": {"cpu": "2"}} for i in range(2)]
     ssn = _session(_scenario([_job("ns/run", "6", phase="Running", min=2)], pods))
     plugin = next(p for _, _, p in ssn.plugins if isinstance(p, OvercommitPlugin))
     assert not np.any(plugin.inqueue)
