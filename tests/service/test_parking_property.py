@@ -14,6 +14,7 @@ as the service's does. Confs: Volcano's default, the same with preempt and recla
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -277,3 +278,18 @@ def test_a_gang_that_needs_a_pod_placed_first_is_never_left_out() -> None:
             cluster.put(doc)
         cluster.placements.clear()
     assert cluster.state.snapshot.pods["ns/near-0"].node_name or "ns/near-0" in cluster.placements
+
+
+def test_the_shipped_conf_and_the_examples_keep_parking_on() -> None:
+    """Every plugin and action of the conf Lapilli ships, and of the example confs but those that read the clock
+    (fairshare), declares what its answer reads: a new one left out of READS would silently turn the retry-storm
+    fix off for every default install."""
+    root = Path(__file__).resolve().parents[2]
+    confs = [root / "manifests" / "scheduler" / "lapilli-scheduler.conf", *sorted(root.glob("examples/**/*conf*.yaml"))]
+    off = []
+    for path in confs:
+        conf = parse_scheduler_conf(path.read_text())
+        if channels(conf) is None and "fairshare" not in conf.plugin_names():
+            off.append(path.relative_to(root).as_posix())
+    assert off == []
+    assert channels(parse_scheduler_conf(confs[0].read_text())) is not None
