@@ -13,7 +13,9 @@ advances exactly as
     U(t+Δ) = U(t) · 2^(−Δ/h) + a · τ · (1 − 2^(−Δ/h))
 
 so sampling every 5 minutes or every second gives the same value while the allocation does not change, and a
-leader that resumes from a persisted record continues the same curve.
+leader that resumes from a persisted record continues the same curve. What a queue holds at a sample is counted back
+to its previous record but never more than two sampling intervals (`UsageRecord.next_sample`): records of queues
+that hold nothing are not rewritten, so an old record says nothing about what the queue held since.
 
 The record lives on each Queue (every level of a hierarchy has its own) as annotation `lapilli.io/decayed-usage`:
 `{"at": RFC 3339 time of the sample, "halfLife": "168h0m0s", "usage": {resource: resource·seconds}}`, resources in
@@ -34,6 +36,7 @@ from lapilli.times import go_duration, parse_rfc3339, parse_seconds, rfc3339_mic
 
 USAGE_ANNOTATION: Final = "lapilli.io/decayed-usage"
 HOUR: Final = 3600.0
+HELD_BACK: Final = 2  # sampling intervals what a queue holds now counts back at most (one sample may come late)
 
 
 def mean_life(half_life: float) -> float:
@@ -75,10 +78,23 @@ class UsageRecord:
     usage: Mapping[str, float] = field(default_factory=dict)  # Volcano units × seconds
 
     def at_time(self, now: float, half_life: float | None = None, allocated: Mapping[str, float] | None = None,
-                ) -> Units:
+                held_since: float | None = None) -> Units:
         """The usage at `now`: decayed since `at` (with `half_life`, else the record's own), plus `allocated`
-        held since `at` when given."""
-        return advance(self.usage, allocated or {}, now - self.at, half_life or self.half_life)
+        held from `held_since` (never before `at`; default `at`) to `now`."""
+        half_life = half_life or self.half_life
+        if held_since is None or held_since <= self.at:
+            return advance(self.usage, allocated or {}, now - self.at, half_life)
+        before = advance(self.usage, {}, min(held_since, now) - self.at, half_life)
+        return advance(before, allocated or {}, now - min(held_since, now), half_life)
+
+    def next_sample(self, now: float, half_life: float, allocated: Mapping[str, float], sampling: float) -> Units:
+        """The usage the leader writes at `now` for a queue that holds `allocated` and samples every `sampling`
+        seconds: what it holds is counted back to this record, but at most `HELD_BACK` intervals. The leader
+        rewrites only the records of queues that hold something, so a queue idle overnight still has last
+        evening's record; counting what it holds now since then would charge it the whole night (Kueue's sampling
+        adds the current usage once per interval, likewise). The cost: use during a leader gap longer than that
+        (failover takes seconds) is not counted."""
+        return self.at_time(now, half_life, allocated, now - HELD_BACK * sampling)
 
     def to_annotation(self) -> str:
         usage = {name: value / _scale(name) for name, value in sorted(self.usage.items())}
@@ -168,6 +184,7 @@ def shown_usage(annotations: Mapping[str, str], now: float) -> str:
 
 
 __all__ = [
+    "HELD_BACK",
     "USAGE_ANNOTATION",
     "UsageRecord",
     "advance",

@@ -12,17 +12,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from assembly.cli.vcctl import since
+from assembly.dashboard.forecast import Forecast
 from assembly.dashboard.timeline import Timeline
 from assembly.dashboard.topology import Topology, topology
 from assembly.why.answer import STARTED_KINDS, condition_line, service_condition
-from assembly.why.estimate import estimates, jobs_by_podgroup
+from assembly.why.estimate import jobs_by_podgroup
 from assembly.why.gather import ClusterView, Unreadable
 from extender.engine.conf import SchedulerConf
 from extender.engine.explain import Context, Explanation, explain
 from extender.engine.explain.units import number
+from extender.engine.results import QueueResult
 from extender.engine.run import run_session
+from extender.engine.snapshot import QueueRecord
 from lapilli.meta import Obj, meta, name_of, owner_references
 from lapilli.resources.units import CPU, GPU, MEMORY, PODS
+from lapilli.resources.vector import Dims
 from lapilli.usage import shown_usage
 
 
@@ -86,6 +90,7 @@ class Page:
     unreadable: list[str] = field(default_factory=list)  # what the credentials could not read: the page is partial
     missing: list[JobRow] = field(default_factory=list)  # PodGroups whose queue does not exist (or is not readable)
     topology: Topology | None = None  # None: the cluster has no HyperNode
+    estimated_at: str = ""  # when the expected starts shown were made, if the cluster changed since
     timeline: Timeline | None = None  # the last day (charts, waits) and the idle-GPU candidates; set by the server
 
 
@@ -120,9 +125,11 @@ def _owner_job(pg: Mapping[str, Any]) -> str:
 
 
 def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Mapping[str, str],
-          now: datetime | None = None, unreadable: Sequence[Unreadable] = (), jobs: Sequence[Obj] = ()) -> Page:
+          now: datetime | None = None, unreadable: Sequence[Unreadable] = (), jobs: Sequence[Obj] = (),
+          forecast: Forecast | None = None) -> Page:
     """`unreadable`: what the credentials could not read besides `view.unreadable` (the conf's ConfigMap); `jobs`:
-    the cluster's Volcano Jobs, for the waiting ones' expected start (none without them)."""
+    the cluster's Volcano Jobs, and `forecast` a start-time replay over them (`assembly.dashboard.forecast`), for
+    the waiting ones' expected start (none without them)."""
     now = now or datetime.now(UTC)
     snap = view.snapshot
     result = run_session(snap, conf, now.timestamp())
@@ -131,7 +138,7 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
     raw_queues = view.objects.get("Queue", {})
     raw_pgs = view.objects.get("PodGroup", {})
     gaps = [*view.unreadable, *unreadable]
-    starts = _starts(view, conf, jobs, answers, now)
+    starts = _starts(view, jobs, answers, forecast, now)
     by_queue: dict[str, list[JobRow]] = {}
     for key, answer in sorted(answers.items()):
         pg = raw_pgs.get(key) or {}
@@ -146,16 +153,7 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
         row = QueueRow(name, depth, record.state if record else "", record.weight if record else 0,
                        computed.share if computed else 0.0)
         row.usage = shown_usage(meta(raw_queues.get(name)).get("annotations") or {}, now.timestamp())
-        for i, resource in enumerate(dims.names):
-            if resource in (PODS,) or record is None:
-                continue
-            allocated = float(computed.allocated[i]) if computed else 0.0
-            deserved = float(computed.deserved[i]) if computed and computed.deserved is not None else None
-            cap = record.capability.get(resource)
-            if not allocated and not deserved and cap is None:
-                continue
-            row.bars.append(Bar(resource, number(resource, deserved) if deserved is not None else None,
-                                number(resource, allocated), number(resource, cap) if cap is not None else None))
+        row.bars = _bars(record, computed, dims) if record is not None else []
         row.jobs = by_queue.pop(name, [])
         rows.append(row)
     nodes = []
@@ -174,14 +172,30 @@ def build(view: ClusterView, conf: SchedulerConf, conf_where: str, closed_by: Ma
                 tree)
 
 
-def _starts(view: ClusterView, conf: SchedulerConf, jobs: Sequence[Obj], answers: Mapping[str, Explanation],
+def _bars(record: QueueRecord, computed: QueueResult | None, dims: Dims) -> list[Bar]:
+    """Allocated / deserved / capability of each resource the queue has any of (pods left out)."""
+    bars = []
+    for i, resource in enumerate(dims.names):
+        if resource == PODS:
+            continue
+        allocated = float(computed.allocated[i]) if computed else 0.0
+        deserved = float(computed.deserved[i]) if computed and computed.deserved is not None else None
+        cap = record.capability.get(resource)
+        if not allocated and not deserved and cap is None:
+            continue
+        bars.append(Bar(resource, number(resource, deserved) if deserved is not None else None,
+                        number(resource, allocated), number(resource, cap) if cap is not None else None))
+    return bars
+
+
+def _starts(view: ClusterView, jobs: Sequence[Obj], answers: Mapping[str, Explanation], forecast: Forecast | None,
             now: datetime) -> dict[str, str]:
     """PodGroup -> its Volcano Job's expected start, for the jobs that wait (one replay for all of them)."""
     waiting = [key for key, answer in answers.items() if answer.kind not in STARTED_KINDS]
-    if not jobs or not waiting:
+    if not jobs or not waiting or forecast is None:
         return {}
     owners = jobs_by_podgroup(jobs, view.objects.get("PodGroup", {}))
-    expected = estimates(view.objects, jobs, conf, now.timestamp())
+    expected = forecast.seen_at(now.timestamp())
     return {key: expected[owners[key]].text() for key in waiting if owners.get(key) in expected}
 
 

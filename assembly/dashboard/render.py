@@ -123,6 +123,11 @@ def _partial(page: Page) -> str:
             'answer (condition lapilli.io/Why) is shown under each job.</p>')
 
 
+def _estimated(at: str) -> str:
+    """When the expected starts were made, while a newer replay is due (the cluster changed since)."""
+    return f" · expected starts as of {escape(at)}" if at else ""
+
+
 def _cards(cards: list[CardCell]) -> str:
     """A node's shared GPUs: a short bar per card of its memory in use (`20/80 GB · 1 pod`)."""
     return "<br>".join(
@@ -179,7 +184,8 @@ def fragment(page: Page) -> str:
         + f'<td>{n.cpu_used:g} / {n.cpu:g}</td></tr>' for n in page.nodes)
     card_header = "<th>GPU memory per card</th>" if shared else ""
     return (
-        f'{_partial(page)}<p class="muted small">as of {escape(page.at)} · scheduler conf: {escape(page.conf)}</p>'
+        f'{_partial(page)}<p class="muted small">as of {escape(page.at)} · scheduler conf: {escape(page.conf)}'
+        f'{_estimated(page.estimated_at)}</p>'
         '<h2>Queues and jobs</h2><table id="queues"><tr><th>Queue / job</th><th>State / phase</th>'
         '<th>Weight / age</th><th>Share / reason</th><th>Allocated · deserved · capability / why</th></tr>'
         f'{queues}</table>{_timeline(page.timeline)}'

@@ -18,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from assembly.dashboard.forecast import Forecaster
 from assembly.dashboard.page import build
 from assembly.dashboard.render import SECURITY_HEADERS, document, fragment
 from assembly.dashboard.timeline import HistoryFeed, timeline
@@ -66,6 +67,7 @@ class Dashboard:
         self.conf: ClusterConf | None = None
         self.device_config: list[dict[str, Any]] = []  # the vGPU device config the conf names, read at start
         self.narrowed: list[Unreadable] = []  # kinds refused across namespaces and watched in `namespace` only
+        self.forecaster = Forecaster()  # the waiting jobs' expected starts, replayed off the refresh
 
     async def start(self, sync_timeout_s: float = 30.0) -> None:
         self.conf = await read_conf(self.client, self.conf_path)
@@ -123,8 +125,14 @@ class Dashboard:
                            "ConfigMap": self.device_config})
         closers = closed_by(view.objects.get("Queue", {}).values(), self.events.store.values())
         now = datetime.now(UTC)
-        page = build(view, self.conf.conf, self.conf.where, closers, now, unreadable=self.unreadable(),
-                     jobs=list(self.jobs.store.values()))
+        jobs = list(self.jobs.store.values())
+        # The replay reads the scheduler's inputs and the Jobs: it is due again when one of their watches moved.
+        inputs = tuple((r.name, r.namespace, r.resource_version) for r in [*self.reflectors, self.jobs])
+        forecast = self.forecaster.current(inputs, view.objects, jobs, self.conf.conf)
+        page = build(view, self.conf.conf, self.conf.where, closers, now, unreadable=self.unreadable(), jobs=jobs,
+                     forecast=forecast)
+        if forecast is not None and forecast.key != inputs:
+            page.estimated_at = datetime.fromtimestamp(forecast.at, UTC).strftime("%H:%M:%S UTC")
         live = {q.name: (b.allocated, b.deserved) for q in page.queues for b in q.bars if b.resource == GPU}
         page.timeline = timeline(self.history, view, now, live)
         return document(page) if whole else fragment(page)

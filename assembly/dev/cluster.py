@@ -260,7 +260,7 @@ class DevCluster:
         return ClusterInfo(
             state_dir=str(self.state_dir), kubeconfig=str(self.kubeconfig), server=server,
             kubernetes=bins.version_text, service=plan is not None,
-            ports={**ports.in_use(plan), **({"gpu-metrics": ports.gpu_metrics} if self.spec.kubelet != "none" else {})},
+            ports={**ports.in_use(plan), **self._kubelet_port(ports.gpu_metrics)},
             extender=plan is not None and plan.extender_url is not None,
             etcd_data=str((self.state_dir / "etcd").resolve()), nodes=self.spec.nodes, vgpu=self.spec.vgpu,
         )
@@ -330,15 +330,23 @@ class DevCluster:
         """The pid of `lapilli serve` itself (its supervisor's child), or None while it is not running."""
         return service_pid(self.state_dir)
 
+    def _kubelet_port(self, picked: int) -> dict[str, int]:
+        if self.spec.kubelet == "none":
+            return {}
+        served = self.kubelet.metrics_port if self.kubelet is not None else None
+        return {"gpu-metrics": served or picked}
+
     async def _start_kubelet(self, metrics_port: int) -> None:
         """The simulated kubelet, serving its GPUs' utilisation on `metrics_port` (DCGM-style /metrics)."""
         mode = self.spec.kubelet
         if mode == "inprocess":
             # Its own client: the kubelet's connection pool must not compete with the caller's requests.
             self._kubelet_client = KubeClient(load_kubeconfig(self.kubeconfig))
+            # Port 0: it binds once the cluster is up, late enough for a port picked now to have been taken since
+            # as some connection's own port; the one it gets is read back for `info.ports`.
             self.kubelet = SimKubelet(
                 self._kubelet_client, workers=self.spec.kubelet_workers, heartbeat_s=self.spec.heartbeat_s,
-                metrics_port=metrics_port,
+                metrics_port=0,
             )
             self.kubelet.start()
             async with asyncio.timeout(60):

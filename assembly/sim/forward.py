@@ -106,10 +106,16 @@ def forward(nodes: Sequence[Obj], queues: Sequence[Obj], priority_classes: Seque
     base = [*nodes, *queues, *priority_classes]
     forecast = Forecast()
     docs = []
+    try:
+        load_workload(base)
+        fixed = [*queues, *priority_classes, *nodes[:1]]  # what a Job's validity depends on, read once
+    except WorkloadError as exc:
+        forecast.skipped = {key_of(job.doc): str(exc) for job in jobs}
+        return forecast
     for job in jobs:
         doc = _job_document(job, now)
         try:
-            load_workload([*base, doc])
+            load_workload([*fixed, doc])
         except WorkloadError as exc:
             forecast.skipped[key_of(job.doc)] = str(exc)
             continue

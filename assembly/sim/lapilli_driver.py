@@ -15,14 +15,23 @@ from assembly.sim.state import Cluster, JobState, PodState
 from assembly.sim.workload import to_resource_list
 from extender.engine.conf import DEFAULT_CONF, SchedulerConf
 from extender.engine.run import parse_scheduler_conf, run_session
-from extender.engine.snapshot import GROUP_NAME_ANNOTATION, TASK_SPEC_KEY, build_snapshot
+from extender.engine.snapshot import (
+    GROUP_NAME_ANNOTATION,
+    TASK_SPEC_KEY,
+    PodGroupRecord,
+    PodRecord,
+    Snapshot,
+    add_object,
+    build_snapshot,
+    completed,
+)
 from extender.engine.usage import ancestors_of, conf_args, held_by_queue
 from lapilli.api.constants import DEFAULT_QUEUE
 from lapilli.devices.assign import assignment_annotations
 from lapilli.meta import annotations_of, name_of
 from lapilli.resources.units import Units
 from lapilli.times import rfc3339_micro
-from lapilli.usage import USAGE_ANNOTATION, UsageRecord, advance, record_of
+from lapilli.usage import HELD_BACK, USAGE_ANNOTATION, UsageRecord, advance, record_of
 
 # Volcano's default configuration with GPU-aware binpack added to the second tier.
 SIM_CONF: Final = DEFAULT_CONF.rstrip() + "\n  - name: binpack\n"
@@ -121,6 +130,11 @@ class LapilliScheduler:
         self.records: dict[str, UsageRecord] = {}
         self._seeded = False
         self.usage_history: list[tuple[float, dict[str, Units]]] = []
+        # What `snapshot` reuses between cycles: the fixed objects, and each PodGroup's (phase, record) and each
+        # pod's (node, record) as the last cycle read them.
+        self._base: Snapshot | None = None
+        self._podgroups: dict[str, tuple[str, PodGroupRecord]] = {}
+        self._pods: dict[str, tuple[str | None, PodRecord]] = {}
 
     def elapse(self, cluster: Cluster, start: float, end: float) -> None:
         args = self.fairshare
@@ -136,9 +150,12 @@ class LapilliScheduler:
         ancestors = ancestors_of({name_of(q): str((q.get("spec") or {}).get("parent") or "") for q in queues})
         pairs = [(cluster.jobs[p.job].job.queue, p.request) for p in cluster.pods.values() if p.node is not None]
         held = held_by_queue(pairs, ancestors)
+        # A record seeded from a Queue (a replay of a live cluster) may be older than `start`: what the queue held
+        # before the simulation is counted as the leader's next sample would count it (`UsageRecord.next_sample`).
+        since = self.epoch + start - HELD_BACK * args.sampling_interval
         for name in ancestors:
             record = self.records.get(name)
-            usage = record.at_time(self.epoch + end, args.half_life, held.get(name, {})) if record else advance(
+            usage = record.at_time(self.epoch + end, args.half_life, held.get(name, {}), since) if record else advance(
                 {}, held.get(name, {}), end - start, args.half_life)
             self.records[name] = UsageRecord(self.epoch + end, args.half_life, usage)
         self.usage_history.append((end, {name: dict(r.usage) for name, r in self.records.items()}))
@@ -165,8 +182,53 @@ class LapilliScheduler:
             docs.append(pod_document(pod, cluster.jobs[pod.job].job.name, self.epoch))
         return docs
 
+    def snapshot(self, cluster: Cluster) -> Snapshot:
+        """`build_snapshot(self.documents(cluster))`, reusing the records of what did not change since the last
+        cycle (records are frozen values of their documents): the workload's Nodes, HyperNodes and PriorityClasses
+        are read once, a pod again only when it moved, a PodGroup when its phase changed. A replay's cycles differ
+        by a few pods, and reading every pod of a large cluster each cycle was most of their cost."""
+        work = cluster.workload
+        base = self._base
+        if base is None:
+            base = self._base = Snapshot()
+            for doc in [*work.nodes, *work.hypernodes, *work.priority_classes]:
+                add_object(base, doc)
+        snap = Snapshot(nodes=dict(base.nodes), hypernodes=dict(base.hypernodes),
+                        priority_classes=dict(base.priority_classes), default_priority=base.default_priority)
+        try:
+            for queue in [self._queue_document(q) for q in work.queues]:
+                add_object(snap, queue)
+            if all(name_of(q) != DEFAULT_QUEUE for q in work.queues):
+                add_object(snap, _default_queue())
+            groups: dict[str, tuple[str, PodGroupRecord]] = {}
+            for key, state in cluster.jobs.items():
+                if state.active:
+                    kept = self._podgroups.get(key)
+                    if kept is None or kept[0] != state.pg_phase:
+                        add_object(snap, podgroup_document(state, self.epoch))
+                        kept = (state.pg_phase, snap.podgroups[key])
+                    snap.podgroups[key] = kept[1]
+                    groups[key] = kept
+            pods: dict[str, tuple[str | None, PodRecord]] = {}
+            for key, pod in cluster.pods.items():
+                placed = self._pods.get(key)
+                if placed is None or placed[0] != pod.node:
+                    add_object(snap, pod_document(pod, cluster.jobs[pod.job].job.name, self.epoch))
+                    placed = (pod.node, snap.pods[key])
+                snap.pods[key] = placed[1]
+                pods[key] = placed
+        except (ValueError, KeyError, TypeError):
+            return build_snapshot(self.documents(cluster))  # raises naming the document
+        self._podgroups, self._pods = groups, pods
+        return completed(snap)
+
     def cycle(self, cluster: Cluster, now: float) -> bool:
-        result = run_session(build_snapshot(self.documents(cluster)), self.conf, self.epoch + now)
+        if all(pod.node is not None for pod in cluster.pods.values()):
+            # Nothing waits: allocate, backfill, preempt and reclaim all start from a pending pod, and every
+            # PodGroup's phase is the one the last session that changed something gave it. A replay of a busy
+            # cluster spends most of its events here, once every waiting job has started.
+            return False
+        result = run_session(self.snapshot(cluster), self.conf, self.epoch + now)
         changed = False
         for key, node in sorted(result.binds.items()):
             pod = cluster.pods.get(key)

@@ -43,8 +43,11 @@ class Estimate:
     after: str = ""  # ns/name of the job whose end lets it start
     basis: str = ""  # how that job's end was estimated
     unknown: list[str] = field(default_factory=list)  # jobs whose end is unknown (when seconds is None)
+    unreadable: str = ""  # why the replay could not take the job itself (when seconds is None)
 
     def text(self) -> str:
+        if self.unreadable:
+            return f"expected start: unknown (the scheduler's replay cannot read this Job: {self.unreadable})"
         if self.seconds is None and self.unknown:
             more = f" and {len(self.unknown) - 3} more" if len(self.unknown) > 3 else ""
             return (f"expected start: unknown (when {', '.join(self.unknown[:3])}{more} will end is not known: no "
@@ -58,7 +61,8 @@ class Estimate:
 
     def to_json(self) -> dict[str, JSON]:
         return {"seconds": None if self.seconds is None else round(self.seconds), "after": self.after or None,
-                "basis": self.basis or None, "unknownEnds": list(self.unknown), "text": self.text()}
+                "basis": self.basis or None, "unknownEnds": list(self.unknown), "unreadable": self.unreadable or None,
+                "text": self.text()}
 
 
 def about(seconds: float) -> str:
@@ -192,6 +196,9 @@ def estimates(objects: Mapping[str, Mapping[str, Obj]], jobs: Sequence[Obj], con
     for job in live:
         key = key_of(job.doc)
         start = forecast.started.get(key)
+        if key in forecast.skipped:
+            out[key] = Estimate(None, unreadable=forecast.skipped[key])
+            continue
         if start is None:
             out[key] = Estimate(None, unknown=[k for k in unknown_ends if k != key])
             continue

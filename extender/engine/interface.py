@@ -209,7 +209,9 @@ class EventHandler:
 class Predicate(Protocol):
     """A node filter (Volcano's PredicateFn over all nodes at once). `static_mask` depends only on
     `task.predicate_key` (cached per key) and what it refuses no eviction can fix (UnschedulableAndUnresolvable);
-    `dynamic_mask` depends on what is placed and is evaluated per task (None when it does not constrain this task);
+    `dynamic_mask` depends on what is placed and is evaluated per task (None when it does not constrain this task),
+    and `unresolvable_mask` says which of the nodes it refuses no eviction could open (kube-scheduler's
+    UnschedulableAndUnresolvable: required pod affinity, a missing spread key; None when there are none);
     `explain` gives the reasons one node refuses a task, for the fit error. It is asked only about nodes one of the
     predicates' masks refuses, and must say nothing about a node its own masks accept; when no dynamic mask
     constrains the task, its answer may depend only on the task's `predicate_key` and the node (it is kept per
@@ -219,6 +221,8 @@ class Predicate(Protocol):
     def static_mask(self, task: Task, idx: Index) -> Mask: ...
 
     def dynamic_mask(self, task: Task, idx: Index) -> Mask | None: ...
+
+    def unresolvable_mask(self, task: Task, idx: Index) -> Mask | None: ...
 
     def explain(self, task: Task, node: Node) -> list[str]: ...
 
@@ -408,7 +412,7 @@ class ExplainView(SessionView, Protocol):
 
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task] | None: ...
 
-    def static_mask(self, task: Task) -> Mask: ...
+    def preempt_mask(self, task: Task) -> Mask: ...
 
     def predicate_node(self, task: Task, node: Node) -> bool: ...
 

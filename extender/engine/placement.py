@@ -17,18 +17,21 @@ predicates depend on other pods (`Task.dynamic`: host ports, pod affinity, topol
 arrays with what those predicates refuse taken out. Tasks whose scores depend on more than the node's row
 (`Task.rescored`, and classes with scores normalised over the candidate set) take the straightforward path: masks
 over all nodes, then the best candidate.
+
+Why a task fits nowhere is `fiterror.FitErrors`, over these masks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.engine.interface import Code, Index, Mask, NodeBonus, NodeLocal, Predicate, Scorer, Scores, Status
+from extender.engine.fiterror import FitErrors
+from extender.engine.interface import Index, Mask, NodeBonus, NodeLocal, Predicate, Scorer, Scores, Status
 from extender.engine.model import Node, NodeArrays, Task
 from extender.engine.rowmath import SCALAR, VECTOR, Bool, NodeRows, Num, Ops, ScalarRow, VectorRows
 from lapilli.resources.vector import TOLERANCE, Dims
@@ -84,8 +87,7 @@ class Placement:
         self._static: dict[str, Mask] = {}
         self.scalar_refresh_max = SCALAR_REFRESH_MAX
         self._last: tuple[npt.NDArray[np.float64], str, object, _ClassEntry] | None = None
-        self._fit_errors: dict[tuple[bytes, str], tuple[int, Status]] = {}  # class -> (log length, its fit error)
-        self._static_reasons: dict[str, dict[str, int]] = {}  # pod template -> predicate reasons where static refuses
+        self.fit_errors = FitErrors(self, nodes, arrays, dims)
         self._every: Index = np.arange(len(nodes))
 
     def plug(self, predicates: list[Predicate], scorers: list[Scorer], locals_: list[NodeLocal] | None = None,
@@ -95,9 +97,13 @@ class Placement:
         self._bonuses = list(bonuses or ())
         self._classes.clear()
         self._static.clear()
-        self._fit_errors.clear()
-        self._static_reasons.clear()
+        self.fit_errors.plug(predicates, self._locals)
         self._last = None
+
+    @property
+    def changes(self) -> int:
+        """How many node rows changed so far."""
+        return len(self._log)
 
     def touch(self, row: int) -> None:
         self._log.append(row)
@@ -201,7 +207,22 @@ class Placement:
         return entry
 
     # ---- queries --------------------------------------------------------------------------------------------
-    def _dynamic_mask(self, task: Task, idx: Index) -> Mask | None:
+    def preempt_mask(self, task: Task) -> Mask:
+        """Nodes where evicting pods might let the task in: the static predicates accept it, and no predicate that
+        depends on other pods refuses it UnschedulableAndUnresolvable. Shared for a task no such predicate concerns
+        (callers must not modify it)."""
+        static = self.static_mask(task)
+        if not task.dynamic:
+            return static
+        refused: Mask | None = None
+        for pred in self._predicates:
+            mask = pred.unresolvable_mask(task, self._every)
+            if mask is not None:
+                refused = mask if refused is None else refused | mask
+        return static if refused is None else static & ~refused
+
+    def dynamic_mask(self, task: Task, idx: Index) -> Mask | None:
+        """What the predicates that depend on placed pods allow of the nodes `idx` (None: none constrains it)."""
         combined: Mask | None = None
         for pred in self._predicates:
             mask = pred.dynamic_mask(task, idx)
@@ -215,7 +236,7 @@ class Placement:
         ok = entry.fit_future & entry.static
         if task.dynamic:
             cand = np.flatnonzero(ok)
-            dynamic = self._dynamic_mask(task, cand)
+            dynamic = self.dynamic_mask(task, cand)
             if dynamic is not None:
                 ok[cand] = dynamic
         return ok, entry.fit_idle
@@ -260,7 +281,7 @@ class Placement:
         bonus = self.bonus(task) if self._bonuses else None
         if bonus is not None:  # -inf (no room) stays -inf
             pick_idle, pick_future = pick_idle + bonus, pick_future + bonus
-        allowed = self._dynamic_mask(task, self._every) if task.dynamic else None
+        allowed = self.dynamic_mask(task, self._every) if task.dynamic else None
         if allowed is not None:
             # The class's picks with what the dynamic predicates refuse taken out: the same choice as masks, then
             # the best candidate (the class's scores are all there is to its score), for a fraction of the work.
@@ -284,7 +305,7 @@ class Placement:
         if not len(rows):
             return None
         entry = self.entry(task)
-        allowed = self._dynamic_mask(task, rows) if task.dynamic else None
+        allowed = self.dynamic_mask(task, rows) if task.dynamic else None
         if not entry.fast:
             ok = entry.fit_future[rows] & entry.static[rows]
             cand = rows[ok if allowed is None else ok & allowed]
@@ -328,7 +349,7 @@ class Placement:
         entry = self.entry(task)
         ok = bool(entry.static[row] and entry.fit_future[row])
         if ok and task.dynamic:
-            dynamic = self._dynamic_mask(task, np.array([row], dtype=np.intp))
+            dynamic = self.dynamic_mask(task, np.array([row], dtype=np.intp))
             ok = dynamic is None or bool(dynamic[0])
         return ok, ok and bool(entry.fit_idle[row])
 
@@ -344,7 +365,7 @@ class Placement:
     def predicate_node(self, task: Task, node: Node) -> bool:
         """Plugin predicates only (no resource fit), for one node; node-local filters as for a pipelined task
         (room being released counts as free: preempt and reclaim ask before evicting)."""
-        dynamic = self._dynamic_mask(task, np.array([node.idx]))
+        dynamic = self.dynamic_mask(task, np.array([node.idx]))
         if not (bool(self.static_mask(task)[node.idx]) and (dynamic is None or bool(dynamic[0]))):
             return False
         return all(local.evaluate(task, node.idx)[1] for local in self._locals if local.applies(task))
@@ -356,82 +377,9 @@ class Placement:
         return reasons + [r for local in self._locals if local.applies(task) for r in local.explain(task, node)]
 
     def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
-        """Volcano's FitErrors text for a task no node accepts: `0/N nodes are unavailable: 3 Insufficient cpu.`,
-        UnschedulableAndUnresolvable when the static predicates refuse every node (kube-scheduler's code for
-        what no eviction fixes). Over the nodes `rows` of HyperNode `hypernode` only, when given (`In hyperNode
-        leaf-3: 0/4 nodes are unavailable: …`): allocate's view when a gang must stay inside one HyperNode.
-
-        A histogram over nodes, each node counted once per reason: resources short of future idle (one numpy pass),
-        then the predicates' reasons, asked only of the nodes some predicate refuses (`Predicate.explain`'s
-        contract) and, when no predicate's dynamic mask constrains the task, kept per pod template. The same class
-        asking again before any node changed (gangs of identical pods that all found nowhere) gets the same Status."""
-        if rows is not None:
-            return self._fit_error_in(task, rows, hypernode)
-        dynamic = self._dynamic_mask(task, np.arange(len(self.nodes))) if self.nodes else None
-        key = (task.resreq.tobytes(), task.predicate_key)
-        known = self._fit_errors.get(key) if dynamic is None and not task.device_ask else None
-        if known is not None and known[0] == len(self._log):
-            return known[1]  # kept only where no dynamic mask applied: the same for every task of the class
-        reasons: dict[str, int] = {}
-        short = task.resreq >= self.arrays.future_idle() + TOLERANCE
-        for dim, count in zip(self.dims.names, short.sum(axis=0).tolist(), strict=True):
-            if count:
-                reasons[f"Insufficient {dim}"] = count
-        static = self.static_mask(task)
-        locals_ = [local for local in self._locals if local.applies(task)]
-        if locals_:  # node-local state (vGPU cards) may refuse any node: ask about each
-            refused = self._explain(task, np.arange(len(self.nodes)), locals_)
-        elif dynamic is None:
-            kept = self._static_reasons.get(task.predicate_key)
-            if kept is None:
-                kept = self._static_reasons[task.predicate_key] = self._explain(task, np.flatnonzero(~static))
-            refused = kept
-        else:
-            refused = self._explain(task, np.flatnonzero(~(static & dynamic)))
-        for reason, count in refused.items():
-            reasons[reason] = reasons.get(reason, 0) + count
-        histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
-        text = f"0/{len(self.nodes)} nodes are unavailable"
-        code = Code.UNSCHEDULABLE if static.any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        status = Status(code, f"{text}: {histogram}." if histogram else text)
-        if dynamic is None and not locals_:
-            self._fit_errors[key] = (len(self._log), status)
-        return status
-
-    def _fit_error_in(self, task: Task, rows: Index, hypernode: str) -> Status:
-        reasons: dict[str, int] = {}
-        arrays = self.arrays
-        future = arrays.allocatable[rows] - arrays.used[rows] + arrays.releasing[rows] - arrays.pipelined[rows]
-        short = task.resreq >= future + TOLERANCE
-        for dim, count in zip(self.dims.names, short.sum(axis=0).tolist(), strict=True):
-            if count:
-                reasons[f"Insufficient {dim}"] = count
-        static = self.static_mask(task)[rows]
-        dynamic = self._dynamic_mask(task, rows)
-        locals_ = [local for local in self._locals if local.applies(task)]
-        passing = static if dynamic is None else static & dynamic
-        for reason, count in self._explain(task, rows if locals_ else rows[~passing], locals_).items():
-            reasons[reason] = reasons.get(reason, 0) + count
-        histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
-        text = f"0/{len(rows)} nodes are unavailable"
-        text = f"{text}: {histogram}." if histogram else text
-        code = Code.UNSCHEDULABLE if static.any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        return Status(code, f"In hyperNode {hypernode}: {text}" if hypernode and histogram else text)
-
-    def _explain(self, task: Task, rows: Index, locals_: Sequence[NodeLocal] = ()) -> dict[str, int]:
-        """How many of the nodes `rows` each predicate (and node-local) reason refuses, a node counted once per
-        reason."""
-        reasons: dict[str, int] = {}
-        for row in rows.tolist():
-            node = self.nodes[row]
-            found: dict[str, None] = {}
-            for pred in self._predicates:
-                found.update(dict.fromkeys(pred.explain(task, node)))
-            for local in locals_:
-                found.update(dict.fromkeys(local.explain(task, node)))
-            for reason in found:
-                reasons[reason] = reasons.get(reason, 0) + 1
-        return reasons
+        """Volcano's FitErrors text for a task no node accepts (`fiterror.FitErrors`), over the nodes `rows` of
+        HyperNode `hypernode` only when given."""
+        return self.fit_errors.of(task, rows, hypernode)
 
 
 def _with_local(values: tuple[Bool, Bool, Num], local: list[tuple[bool, bool, float]]) -> tuple[Bool, Bool, Num]:

@@ -91,11 +91,14 @@ class QueueResult:
 @dataclass(frozen=True, slots=True)
 class NodeRoom:
     """Every ready node's allocatable and what is idle once the session's decisions are counted (rows by name
-    order, as the session built them)."""
+    order, as the session built them); `future`: the room once the releasing pods are gone, less what pipelined
+    tasks wait for there (a gang that evicted for it); `pipelined`: what those tasks wait for."""
 
     names: tuple[str, ...]
     allocatable: npt.NDArray[np.float64]
     idle: npt.NDArray[np.float64]
+    future: npt.NDArray[np.float64]
+    pipelined: npt.NDArray[np.float64]
 
 
 @dataclass(slots=True)
@@ -289,6 +292,7 @@ def decisions(ssn: Session) -> Decisions:
     out.cards = dict(ssn.card_report)
     out.queues = queue_results(ssn)
     out.nodes = NodeRoom(
-        names=tuple(n.name for n in ssn.nodes), allocatable=ssn.arrays.allocatable.copy(), idle=ssn.arrays.idle()
+        names=tuple(n.name for n in ssn.nodes), allocatable=ssn.arrays.allocatable.copy(), idle=ssn.arrays.idle(),
+        future=ssn.arrays.future_idle(), pipelined=ssn.arrays.pipelined.copy()
     )
     return out

@@ -173,7 +173,7 @@ class Session(Callbacks):
     def _add_usage(self, snap: Snapshot, args: FairShareArgs) -> None:
         """Each queue's decayed usage at `now` (and the share plugins' bias): data the snapshot carried."""
         tau = mean_life(args.half_life)
-        for name, units in decayed(snap, args.half_life, self.now).items():
+        for name, units in decayed(snap, args, self.now).items():
             queue = self.queues[name]
             queue.usage = self.dims.vector({k: v for k, v in units.items() if k in self.dims.index})
             if args.share_weight > 0:
@@ -404,10 +404,12 @@ class Session(Callbacks):
     def scores(self, task: Task, idx: Index) -> Scores:
         return self.placement.scores(task, idx)
 
-    def static_mask(self, task: Task) -> Mask:
-        """Nodes the static predicates (selector, affinity, taints, unschedulable) accept: what no eviction can
-        change, so preempt and reclaim look for victims only there (Volcano's `PredicateForPreemptAction`)."""
-        return self.placement.static_mask(task).copy()
+    def preempt_mask(self, task: Task) -> Mask:
+        """Nodes where evicting pods might let the task in, so preempt and reclaim look for victims only there
+        (Volcano's `PredicateForPreemptAction`): the static predicates (selector, affinity, taints, unschedulable)
+        accept it and no predicate refuses it UnschedulableAndUnresolvable (required pod affinity, a missing spread
+        key)."""
+        return self.placement.preempt_mask(task).copy()
 
     def predicate_node(self, task: Task, node: Node) -> bool:
         """Plugin predicates only (no resource fit), for one node."""
@@ -426,7 +428,7 @@ class Session(Callbacks):
 
     def fit_error(self, task: Task, rows: Index | None = None, hypernode: str = "") -> Status:
         """Why no node accepts `task`: Volcano's FitErrors text (`0/N nodes are unavailable: 3 Insufficient
-        cpu.`), UnschedulableAndUnresolvable when the static predicates refuse every node (no eviction helps); over
+        cpu.`), UnschedulableAndUnresolvable when no eviction could open any node (`preempt_mask`); over
         the nodes `rows` of HyperNode `hypernode` only, when given."""
         return self.placement.fit_error(task, rows, hypernode)
 
@@ -451,7 +453,7 @@ class Session(Callbacks):
 
     def job_status(self, job: Job) -> Status:
         """Why a job that is not ready got no place this session: Unschedulable unless every task that found no
-        node was refused by static predicates on every node (then preemption cannot help: unresolvable)."""
+        node was refused on every node by what no eviction fixes (then preemption cannot help: unresolvable)."""
         errors = [job.fit_errors[t.uid] for t in job.tasks.values() if t.uid in job.fit_errors]
         unresolvable = bool(errors) and all(e.unresolvable for e in errors)
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE

@@ -533,6 +533,12 @@ def build_snapshot(docs: Iterable[object]) -> Snapshot:
             add_object(snap, doc)
         except (ValueError, KeyError, TypeError) as exc:
             raise SnapshotError(f"{_describe(index, doc)}: {exc}") from exc
+    return completed(snap)
+
+
+def completed(snap: Snapshot) -> Snapshot:
+    """`snap` once every object is in: a pod names a PodGroup of the snapshot (else `SnapshotError`), and the
+    idle-reclaimable pods are read from the PodGroups' conditions."""
     for key, pod in snap.pods.items():
         if pod.group and f"{pod.namespace}/{pod.group}" not in snap.podgroups:
             raise SnapshotError(

@@ -2,10 +2,10 @@
 session's `now` (in the spirit of Kueue's admission fair sharing; no Volcano counterpart).
 
 The usage enters as data: each Queue's record (`lapilli.usage`, persisted by the scheduler's leader) is decayed from
-its sample time to `now`, plus what the queue holds now counted since that sample (the same step the leader takes at
-its next sample, so the session sees the value the leader is about to write). Every level of a queue tree has its
-own record and its own allocation (its descendants' pods). Without a `fairshare` entry in the conf nothing here runs
-and a session decides exactly what it decided before.
+its sample time to `now`, plus what the queue holds now counted since that sample, at most two sampling intervals
+back (the same step the leader takes at its next sample, so the session sees the value the leader is about to
+write). Every level of a queue tree has its own record and its own allocation (its descendants' pods). Without a
+`fairshare` entry in the conf nothing here runs and a session decides exactly what it decided before.
 """
 
 from __future__ import annotations
@@ -148,13 +148,15 @@ def allocations(snap: Snapshot) -> dict[str, Units]:
     return held_by_queue(pairs, ancestry(snap))
 
 
-def decayed(snap: Snapshot, half_life: float, now: float) -> dict[str, Units]:
-    """Each queue's decayed usage at `now` (Volcano units × seconds); a queue without a record has used nothing."""
+def decayed(snap: Snapshot, args: FairShareArgs, now: float) -> dict[str, Units]:
+    """Each queue's decayed usage at `now` (Volcano units × seconds), as the leader's next sample will write it; a
+    queue without a record has used nothing."""
     held = allocations(snap)
     out: dict[str, Units] = {}
     for name, queue in snap.queues.items():
         record = queue.usage
-        out[name] = {} if record is None else record.at_time(now, half_life, held.get(name))
+        out[name] = {} if record is None else record.next_sample(now, args.half_life, held.get(name, {}),
+                                                                  args.sampling_interval)
     return out
 
 

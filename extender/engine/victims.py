@@ -66,17 +66,18 @@ class _Placing(Protocol):
     @property
     def nodes(self) -> Sequence[Node]: ...
 
-    def static_mask(self, task: Task) -> Mask: ...
+    def preempt_mask(self, task: Task) -> Mask: ...
 
 
 def candidate_nodes(ssn: _Placing, task: Task) -> list[Node]:
     """Nodes an eviction could open for `task`, in name order (Volcano's `PredicateForPreemptAction`).
 
     Only failures eviction cannot resolve rule a node out: the static predicates (selector, affinity, taints,
-    unschedulable) are UnschedulableAndUnresolvable upstream; port, pod-affinity and pod-count conflicts and the
-    resource fit may be fixed by evicting victims, so they are checked later, once victims are chosen.
+    unschedulable), required pod affinity and a missing spread key are UnschedulableAndUnresolvable upstream;
+    port, pod anti-affinity, spread skew and pod-count conflicts and the resource fit may be fixed by evicting
+    victims, so they are checked later, once victims are chosen.
     """
-    mask = ssn.static_mask(task)
+    mask = ssn.preempt_mask(task)
     return [ssn.nodes[int(i)] for i in np.flatnonzero(mask)]
 
 

@@ -64,6 +64,7 @@ NOT_SYNCED = "lapilli: the cluster cache is not synced yet; retry"
 NO_CARDS = "node offers no vGPU cards"
 # Bind refusals a later plan answers (`Extender._refused`).
 REPLANNED: Final = frozenset({"not-synced", "not-planned", "no-card-room"})
+PROMISED = "its free room is promised to a gang whose victims are leaving"
 MAX_SCORE = 10
 # Prioritize packs GPUs first: the binpack plugin with a GPU counting ten times cpu or memory.
 PRIORITIZE_BINPACK: Final = BinpackArgs(weight=1.0, weights=((CPU, 1.0), (MEMORY, 1.0), (GPU, 10.0)))
@@ -140,7 +141,7 @@ class Extender:
         if node is not None and node in offered:
             return filter_result([node])
         if node is None and self._admitted_single(gang, args.pod):
-            return self._card_filter(args.pod, offered)
+            return self._card_filter(args.pod, offered, self._unpromised(args.pod, offered))
         if node is not None:
             moved = self._replan(args.pod, key, node, offered)
             if moved is not None:
@@ -159,14 +160,18 @@ class Extender:
         self.book.configure(self.loop.conf.conf)
         return self.book
 
-    def _card_filter(self, pod: Mapping[str, Any], offered: list[str]) -> ExtenderFilterResult:
+    def _card_filter(self, pod: Mapping[str, Any], offered: list[str],
+                     refused: dict[str, str] | None = None) -> ExtenderFilterResult:
         """A pod that passes without a plan: when it asks for vGPU cards, only the offered nodes with cards that
-        fit it now (kube-scheduler's own filters see the totals in allocatable, not cards)."""
+        fit it now (kube-scheduler's own filters see the totals in allocatable, not cards); never the nodes
+        `refused` names (with their reasons)."""
         book = self._cards()
         ask = book.ask(pod) if book.active else None
+        if refused:
+            offered = [node for node in offered if node not in refused]
         if ask is None:
-            return filter_result(offered)
-        kept, failed = [], {}
+            return filter_result(offered, failed=refused)
+        kept, failed = [], dict(refused or {})
         for node in offered:
             fit = book.fit(ask, node)
             if isinstance(fit, Fit):
@@ -189,6 +194,20 @@ class Extender:
             return queue is not None and queue.state == "Open"
         request = podgroup.min_resources if podgroup.min_resources is not None else self._units(pod)
         return podgroup.phase in ("Pending", "") and self._queue_refusal(podgroup.queue, request) is None
+
+    def _unpromised(self, pod: Mapping[str, Any], offered: list[str]) -> dict[str, str]:
+        """The offered nodes whose room the last session promised to pipelined members (a gang that evicted for
+        it waits for its victims to leave, `Outcome.promised`) and where the pod does not fit the rest: kube-
+        scheduler sees the victims' room free as soon as they are gone, and a pod that needs no plan (a gang of
+        one whose evicted pod was made again) would take it back before the next session places the gang."""
+        latest = self.loop.latest
+        if latest is None or not latest.promised:
+            return {}
+        req = self._request(pod)
+        if req is None:
+            return {}
+        return {node: PROMISED for node in offered if node in latest.promised
+                and not np.all(req < latest.promised[node] + TOLERANCE)}
 
     def _plain_refusal(self, pod: Mapping[str, Any]) -> str | None:
         """A pod of Volcano's scheduler that names no PodGroup yet (the controllers give it one shortly) passes

@@ -32,7 +32,7 @@ from extender.service.status import (
 from lapilli.devices.assign import PodDevices
 from lapilli.kube.events import EventType
 from lapilli.meta import resource_version, uid_of
-from lapilli.resources.vector import Dims
+from lapilli.resources.vector import TOLERANCE, Dims
 from lapilli.times import rfc3339
 from lapilli.topology import CLUSTER_TOP
 
@@ -94,6 +94,9 @@ class Outcome:
     queue_jobs: dict[tuple[str, str], int] = field(default_factory=dict)
     domains: dict[str, frozenset[str]] = field(default_factory=dict)  # HyperNode of a new plan -> its nodes
     nominations: dict[str, dict[str, str]] = field(default_factory=dict)  # carried to the next session
+    # Nodes where pipelined members wait for room (a gang that evicted for it waits for its victims to leave) ->
+    # the room a pod that passes filter without a plan may still take there once they are gone (over `dims`).
+    promised: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
 
 
 UNRESOLVED: Final = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -206,9 +209,12 @@ def run(
         dims=result.dims,
         node_index={name: row for row, name in enumerate(room.names)},
         allocatable=room.allocatable,
-        idle=room.idle,
+        # What filter's re-plans may give away: not the room promised to pipelined members.
+        idle=np.minimum(room.idle, room.future),
         seconds=time.perf_counter() - start,
         evicted_by=evicted_by,
+        promised={room.names[row]: np.maximum(room.future[row], 0.0)
+                  for row in np.flatnonzero(np.any(room.pipelined > TOLERANCE, axis=1))},
         queue_jobs=queue_job_counts((pg.queue, phases.get(key, pg.phase)) for key, pg in snap.podgroups.items()),
         domains={p.domain: result.domains[p.domain] for p in new_plans.values() if p.domain in result.domains},
         nominations=result.nominations,

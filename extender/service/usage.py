@@ -90,7 +90,8 @@ class UsageLoop:
             if record is None:  # when it began to hold this is unknown: counted from now on
                 due[name] = UsageRecord(now, args.half_life, {})
             else:
-                due[name] = UsageRecord(now, args.half_life, record.at_time(now, args.half_life, now_held))
+                due[name] = UsageRecord(now, args.half_life,
+                                        record.next_sample(now, args.half_life, now_held, args.sampling_interval))
         return due
 
     async def run_once(self) -> int:

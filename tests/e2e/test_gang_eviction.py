@@ -8,11 +8,14 @@
     of 8 GPUs with two pods of each on every node — not pods of four gangs;
 (c) a gang whose node is deleted heals: the Job controller makes the lost member again and it runs on a free node;
     one with `PodEvicted -> RestartJob` and no room to heal restarts after the heal window, with its Events, and
-    holds no GPU while it waits; one with no policy and no room gets a GangDegraded Event.
+    holds no GPU while it waits; one with no policy and no room gets a GangDegraded Event;
+(d) with HyperNodes (two leaves of two 2-GPU nodes under a spine), a gang of 4 bound to one leaf (hard, tier 1)
+    has its room freed inside one leaf: the victims are that leaf's gangs only, and it runs there.
 
-The module starts its own control plane (nodes are added per test, each in its own pool and namespace): the heal
-window is a service flag the shared cluster does not set. A dev cluster has no pod garbage collector; the simulated
-kubelet deletes a deleted node's pods as kube-controller-manager's does.
+The module starts its own control plane (nodes are added per test, each in its own pool and namespace) with the
+shipped conf plus network-topology-aware (`lapilli dev up --scheduler-conf`'s path) and the heal window, a service
+flag the shared cluster does not set. A dev cluster has no pod garbage collector; the simulated kubelet deletes a
+deleted node's pods as kube-controller-manager's does.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ import pytest
 import pytest_asyncio
 
 from assembly.dev import ClusterSpec, DevCluster, NodeShape, find_binaries
+from assembly.dev.service import SCHEDULER_CONF
 from lapilli.kube import AlreadyExists, KubeClient, NotFound
-from lapilli.kube.resources import EVENTS, NODES, PRIORITY_CLASSES
+from lapilli.kube.resources import EVENTS, HYPERNODES, NODES, PRIORITY_CLASSES
 from tests.e2e.gangs import never_partly_bound
 from tests.e2e.test_controller_helpers import (
     apply,
@@ -46,9 +50,12 @@ HEAL_S = 8
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DevCluster]:
+    state = tmp_path_factory.mktemp("gang-eviction")
+    conf = state / "scheduler.conf"  # the shipped conf with network-topology-aware in its last tier
+    conf.write_text(SCHEDULER_CONF.read_text() + "  - name: network-topology-aware\n")
     spec = ClusterSpec(
-        state_dir=tmp_path_factory.mktemp("gang-eviction"), nodes=0, kubelet="inprocess", tie_to_parent=True,
-        heartbeat_s=10.0, extender=True, serve_args=("--gang-heal-timeout", str(HEAL_S)),
+        state_dir=state, nodes=0, kubelet="inprocess", tie_to_parent=True, heartbeat_s=10.0, extender=True,
+        serve_args=("--gang-heal-timeout", str(HEAL_S)), scheduler_conf=conf,
     )
     dev = DevCluster(spec, find_binaries())
     await dev.up()
@@ -74,7 +81,7 @@ async def pool(dev: DevCluster, name: str, count: int, gpus: int, first_index: i
 
 
 def gang(name: str, namespace: str, replicas: int, priority: str, *, policies: list[dict[str, str]] | None = None,
-         spread: list[str] | None = None) -> dict[str, Any]:
+         spread: list[str] | None = None, topology: dict[str, Any] | None = None) -> dict[str, Any]:
     """A Volcano Job of `replicas` one-GPU pods, all needed at once, running until deleted, on its pool's nodes;
     with `spread`, one task per node named there, `replicas` pods each."""
     container = {"name": "main", "image": "busybox", "resources": {
@@ -91,6 +98,8 @@ def gang(name: str, namespace: str, replicas: int, priority: str, *, policies: l
                             "priorityClassName": priority, "tasks": tasks}
     if policies:
         spec["policies"] = policies
+    if topology:
+        spec["networkTopology"] = topology
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
@@ -249,3 +258,46 @@ async def test_a_gang_that_cannot_heal_restarts_after_the_window_or_says_it_is_d
         assert len(await bound(api, ns, "plain")) == 1  # it keeps its place and waits for room
     finally:
         await cleanup(api, ns, ["policy", "plain"], nodes)
+
+
+def _hypernode(name: str, tier: int, kind: str, members: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+            "spec": {"tier": tier, "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}}
+                                               for m in members]}}
+
+
+async def test_with_hypernodes_the_room_is_freed_inside_one_leaf(cluster: DevCluster, tmp_path: Path):
+    api = cluster.client
+    assert api is not None
+    ns = "pool-e"
+    nodes = await pool(cluster, ns, 4, 2, first_index=40)
+    leaves = {"leaf-a": nodes[:2], "leaf-b": nodes[2:]}
+    for leaf, members in leaves.items():
+        await api.create(HYPERNODES, _hypernode(leaf, 1, "Node", members))
+    await api.create(HYPERNODES, _hypernode("spine", 2, "HyperNode", list(leaves)))
+    # leaf-a: l1 (2 GPUs on its first node) and l3 (1 on its second); leaf-b: l2 and l4 alike. The single pods l3 and
+    # l4 are the least important victims, but their room lies in both leaves: a gang bound to one leaf cannot use it.
+    # l3's evicted pod is made again at once and, a gang of one, needs no plan: the extender's filter keeps it off the
+    # room promised to high's members (without that, it is bound back there and high evicts again, every session).
+    placed = {"l1": (nodes[0], 2), "l2": (nodes[2], 2), "l3": (nodes[1], 1), "l4": (nodes[3], 1)}
+    try:
+        for name, (node, count) in placed.items():
+            apply(cluster, gang(name, ns, count, "gang-low", spread=[node]), tmp_path)
+            await running_pods(api, ns, name, count, timeout_s=90)
+            await asyncio.sleep(1.1)  # creation times are whole seconds: the next gang starts a second later
+        before = {name: {p["metadata"]["uid"] for p in await bound(api, ns, name)} for name in placed}
+        async with never_partly_bound(cluster, ns):
+            apply(cluster, gang("high", ns, 4, "gang-high", topology={"mode": "hard", "highestTierAllowed": 1}),
+                  tmp_path)
+            pods = await running_pods(api, ns, "high", 4, timeout_s=120)
+        used = {p["spec"]["nodeName"] for p in pods}
+        assert used <= set(leaves["leaf-a"]) or used <= set(leaves["leaf-b"]), used
+        leaf = next(name for name, members in leaves.items() if used <= set(members))
+        after = {name: {p["metadata"]["uid"] for p in await bound(api, ns, name)} for name in placed}
+        lost = sorted(name for name in placed if before[name] - after[name])
+        assert lost == (["l1", "l3"] if leaf == "leaf-a" else ["l2", "l4"]), (leaf, lost)
+    finally:
+        await cleanup(api, ns, [*placed, "high"], nodes)
+        for name in ("spine", *leaves):
+            with contextlib.suppress(NotFound):
+                await api.delete(HYPERNODES, name)

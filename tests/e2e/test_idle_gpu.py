@@ -121,6 +121,10 @@ async def events(client: KubeClient, podgroup: str) -> list[str]:
     return [str(e.get("reason")) for e in sorted(items, key=lambda e: str(e.get("firstTimestamp")))]
 
 
+async def _has_event(client: KubeClient, podgroup: str, reason: str) -> bool:
+    return reason in await events(client, podgroup)
+
+
 async def service_metric(dev: DevCluster, name: str) -> str:
     assert dev.info is not None
     url = f"https://127.0.0.1:{dev.info.ports['lapilli-webhook']}/metrics"
@@ -144,7 +148,8 @@ class TestReclaim:
 
         warned = await eventually(lambda: reason_is(client, "notebook", "Idle"), 60)
         assert warned["status"] == "True" and "GPUs below 5%" in warned["message"], warned
-        assert "IdleGPU" in await events(client, "notebook")
+        # The condition and the Event are two writes: wait for the second rather than read it in the same instant.
+        await eventually(lambda: _has_event(client, "notebook", "IdleGPU"), 30)
 
         # lab-wait's job needs the notebook's 4 GPUs: the cluster is full, so it is not even admitted until the
         # notebook's room counts as reclaimable.

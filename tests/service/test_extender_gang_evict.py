@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from extender.service.core import PROMISED
 from extender.service.loop import ConfSource, SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.plan import Plan
+from extender.service.wire import ExtenderArgs
 from lapilli.api.constants import EVICTED_BY_ANNOTATION
-from tests.service.extender_state import RecordingClient, cluster_state
+from tests.service.extender_state import RecordingClient, cluster_state, make_extender, volcano_pod
 from tests.service.test_extender_events import ClockedRunner
 from tests.unit.extender.engine.builders import node, pod, podgroup, priority_class, queue
 
@@ -89,3 +91,33 @@ async def test_gangpreempt_evicts_whole_gangs_marks_them_and_says_for_whom() -> 
     labels = {"action": "gangpreempt", "queue": "default"}
     assert registry.get_sample_value("lapilli_evictions_by_action_total", labels) == 4
     assert registry.get_sample_value("lapilli_evictions_in_flight") == 0  # every Eviction call answered
+
+
+async def test_a_pod_that_needs_no_plan_does_not_take_the_room_promised_to_the_preemptor() -> None:
+    """Between the session that evicted for `ml/high` (its members pipelined onto the victims' room) and the one
+    that binds them, kube-scheduler sees the victims' room free once they are gone. A gang of one passes filter
+    without a plan; it must not take that room back (a victim's pod made again would, and the preemptor would have
+    evicted for nothing): it is refused on the promised nodes, where it fits only the room nobody waits for."""
+    one = podgroup({"name": "ml/one", "min": 1, "phase": "Running", "priorityClassName": "low"})
+    extender = make_extender([*_objects(), one], RecordingClient(), conf=SHIPPED)
+    await extender.loop.run_once()
+    latest = extender.loop.latest
+    assert latest is not None
+    # high's three members wait on n1 (low2's pod there) and n2 (low2's other, low3's two: one GPU left over).
+    gpus = {node: room[latest.dims.index["nvidia.com/gpu"]] for node, room in latest.promised.items()}
+    assert gpus == {"n1": 0, "n2": 1000}, gpus
+
+    def single(name: str, req: dict[str, str]) -> dict[str, Any]:
+        doc = volcano_pod({"name": f"ml/{name}", "group": "one", "req": req, "priorityClassName": "low"})
+        extender.state.apply("ADDED", doc)
+        return doc
+
+    one_gpu = extender.filter(ExtenderArgs(Pod=single("one-gpu", GPU), Nodes=None, NodeNames=["n1", "n2"]))
+    assert one_gpu["NodeNames"] == ["n2"] and one_gpu["FailedNodes"] == {"n1": PROMISED}, one_gpu
+    two = extender.filter(ExtenderArgs(Pod=single("two-gpu", {**GPU, "nvidia.com/gpu": "2"}), Nodes=None,
+                                       NodeNames=["n1", "n2"]))
+    assert two["NodeNames"] == [] and set(two["FailedNodes"]) == {"n1", "n2"}, two
+    # A pod that fits the room no one waits for passes everywhere, as before.
+    cpu = extender.filter(ExtenderArgs(Pod=single("one-cpu", {"cpu": "1", "memory": "1Gi"}), Nodes=None,
+                                       NodeNames=["n1", "n2"]))
+    assert cpu["NodeNames"] == ["n1", "n2"], cpu

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from extender.engine.run import parse_scheduler_conf
 from extender.service.state import ClusterState
 from extender.service.usage import UsageLoop, UsageMetrics
-from lapilli.usage import USAGE_ANNOTATION, advance, parse_record
+from lapilli.usage import USAGE_ANNOTATION, UsageRecord, advance, parse_record
 from tests.service.extender_state import RecordingClient, cluster_state, feed
 from tests.unit.extender.engine.builders import node, pod, podgroup, queue
 
@@ -27,6 +27,7 @@ tiers:
 """)
 T0 = 1_704_672_000.0
 HALF_LIFE = 3600.0
+INTERVAL = 1.0  # CONF's samplingInterval
 
 
 class ApiServer(RecordingClient):
@@ -80,20 +81,20 @@ async def test_the_leader_persists_and_a_new_leader_continues_from_the_persisted
     first = _leader(state, client, clock)
     assert await first.run_once() == 2  # the user's queue and its lab start their clocks; lab-b holds nothing
     assert {c[1][2] for c in client.calls} == {"lab-a", "lab-a-alice"}
-    clock.now += 300
+    clock.now += INTERVAL
     await first.run_once()
-    after_300 = advance({}, {"nvidia.com/gpu": 2000.0}, 300, HALF_LIFE)["nvidia.com/gpu"]
-    assert _gpu_seconds(state, "lab-a-alice") == pytest.approx(after_300)
-    assert _gpu_seconds(state, "lab-a") == pytest.approx(after_300)  # each level keeps its own record
+    after_one = advance({}, {"nvidia.com/gpu": 2000.0}, INTERVAL, HALF_LIFE)["nvidia.com/gpu"]
+    assert _gpu_seconds(state, "lab-a-alice") == pytest.approx(after_one)
+    assert _gpu_seconds(state, "lab-a") == pytest.approx(after_one)  # each level keeps its own record
 
     # The leader is gone with its memory; another replica reads the cluster afresh (the persisted Queues) and leads.
     persisted = [json.loads(json.dumps(o)) for kind in ("Node", "Queue", "PodGroup", "Pod")
                  for o in state.store(kind).values()]
     successor_state = cluster_state(persisted)
     successor = _leader(successor_state, ApiServer(successor_state), clock)
-    clock.now += 300
+    clock.now += INTERVAL
     await successor.run_once()
-    uninterrupted = advance({}, {"nvidia.com/gpu": 2000.0}, 600, HALF_LIFE)["nvidia.com/gpu"]
+    uninterrupted = advance({}, {"nvidia.com/gpu": 2000.0}, 2 * INTERVAL, HALF_LIFE)["nvidia.com/gpu"]
     assert _gpu_seconds(successor_state, "lab-a-alice") == pytest.approx(uninterrupted, rel=1e-9)
     assert "lapilli.io/decayed-usage" not in (successor_state.store("Queue")["lab-b"]["metadata"].get("annotations")
                                               or {})
@@ -121,3 +122,18 @@ async def test_nothing_is_sampled_without_a_fairshare_entry() -> None:
     loop = UsageLoop(lambda: state.copy(), lambda: parse_scheduler_conf(None), client,
                      UsageMetrics(CollectorRegistry()), clock=Clock())
     assert await loop.run_once() == 0 and client.calls == []
+
+
+async def test_a_queue_that_held_nothing_since_its_last_sample_is_not_counted_for_the_whole_gap() -> None:
+    """The leader rewrites only the records of queues that hold something, so a queue idle overnight keeps last
+    evening's record. What it holds now is counted back at most two sampling intervals (Kueue's sampling adds the
+    current usage once per interval), never as if held since last evening."""
+    objects = _objects()
+    evening = UsageRecord(T0 - 86400, HALF_LIFE, {"nvidia.com/gpu": 1000.0 * 3600})  # 1 GPU·h, a day ago
+    objects[2]["metadata"]["annotations"] = {USAGE_ANNOTATION: evening.to_annotation()}
+    state = cluster_state(objects)
+    leader = _leader(state, ApiServer(state), Clock())
+    await leader.run_once()
+    decayed = advance(evening.usage, {}, 86400 - 2 * INTERVAL, HALF_LIFE)
+    expected = advance(decayed, {"nvidia.com/gpu": 2000.0}, 2 * INTERVAL, HALF_LIFE)["nvidia.com/gpu"]
+    assert _gpu_seconds(state, "lab-a-alice") == pytest.approx(expected)

@@ -82,7 +82,7 @@ def _eligible(ssn: Session, preemptor: Task) -> bool:
         return False
     if ssn.predicate_node(preemptor, node):
         return False
-    if not ssn.static_mask(preemptor)[node.idx]:
+    if not ssn.preempt_mask(preemptor)[node.idx]:
         return True  # unresolvable there: look elsewhere
     return not any(t.status is TaskStatus.RELEASING and t.priority < preemptor.priority for t in node.tasks.values())
 

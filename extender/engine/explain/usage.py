@@ -23,18 +23,9 @@ def half_life_text(seconds: float) -> str:
     return go_duration(seconds)
 
 
-def _path(queues: Mapping[str, Queue], name: str) -> list[str]:
-    chain = [name]
-    parent = queues[name].parent
-    while parent and parent in queues and parent not in chain:
-        chain.append(parent)
-        parent = queues[parent].parent
-    return chain[::-1]
-
-
-def _parting(queues: Mapping[str, Queue], first: str, mine: str) -> tuple[str, str]:
+def _parting(paths: Mapping[str, list[str]], first: str, mine: str) -> tuple[str, str]:
     """The two queues, one on each path, where the paths from the top part (the queues themselves at worst)."""
-    for ahead, behind in zip(_path(queues, first), _path(queues, mine), strict=False):
+    for ahead, behind in zip(paths.get(first, [first]), paths.get(mine, [mine]), strict=False):
         if ahead != behind:
             return ahead, behind
     return first, mine
@@ -54,7 +45,7 @@ def usage_order(ssn: ExplainView, first: str, mine: str) -> tuple[str, dict[str,
         return None
     if first not in queues or mine not in queues or queues[first].priority != queues[mine].priority:
         return None
-    ahead, behind = _parting(queues, first, mine)
+    ahead, behind = _parting(plugin.paths, first, mine)
     if not plugin.shares.get(ahead, 0.0) < plugin.shares.get(behind, 0.0):
         return None
     theirs, ours = _units(queues[ahead], ssn.dims.names), _units(queues[behind], ssn.dims.names)

@@ -4,6 +4,11 @@ is explained by the first rule that does (kube-scheduler's Filter returns the fi
 A task's rules are computed over all nodes at once and kept until the placed pods change, so placement's mask, the
 fit error's walk over the nodes (`explain`) and preempt's one-node checks reuse them; the per-node codes are built
 only when an explanation asks.
+
+A node whose first refusal is one of `unresolvable` (kube-scheduler's UnschedulableAndUnresolvable: required pod
+affinity, a node without a spread constraint's key) is one no eviction can open: preempt and reclaim look for
+victims elsewhere (Volcano's `PredicateForPreemptAction`; reclaim pipelines once the resources fit, without asking
+the predicates again), and a task every node refuses so is UnschedulableAndUnresolvable.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ class _Verdict:
 
 class CodedFilter:
     reasons: tuple[str, ...] = ("",)
+    unresolvable: frozenset[int] = frozenset()  # reasons kube-scheduler gives as UnschedulableAndUnresolvable
 
     def __init__(self, counts: PodCounts, size: int) -> None:
         self.counts = counts
@@ -76,6 +82,13 @@ class CodedFilter:
         allowed = self._verdict(task).allowed
         # Callers pass sorted, distinct rows: as many as there are nodes means every node.
         return allowed if len(idx) == self.size else allowed[idx]
+
+    def unresolvable_mask(self, task: Task, idx: Index) -> Mask | None:
+        """The nodes whose first refusal (kube-scheduler's Filter returns it) no eviction fixes."""
+        if not self.unresolvable or not self.concerns(task):
+            return None
+        refused = np.isin(self.codes(task), tuple(self.unresolvable))
+        return refused if len(idx) == self.size else refused[idx]
 
     def explain(self, task: Task, node: Node) -> list[str]:
         if not self.concerns(task):

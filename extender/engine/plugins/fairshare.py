@@ -24,7 +24,7 @@ import numpy.typing as npt
 from extender.engine.interface import EventHandler, KeyedOrder, SessionView
 from extender.engine.model import Queue
 from extender.engine.registry import register_plugin
-from extender.engine.usage import FairShareArgs, parse_arguments
+from extender.engine.usage import FairShareArgs, ancestors_of, parse_arguments
 from lapilli.resources.vector import Dims, Vec
 from lapilli.usage import mean_life
 
@@ -59,13 +59,8 @@ class FairSharePlugin:
         queues = self.queues_seen = ssn.queues
         self.shares = {name: usage_share(q.usage, ssn.total, ssn.dims, self.args) for name, q in queues.items()}
         self._weighted = np.array([self.args.weight(n) > 0 for n in ssn.dims.names])
-        for name in queues:
-            chain = [name]
-            parent = queues[name].parent
-            while parent and parent in queues and parent not in chain:
-                chain.append(parent)
-                parent = queues[parent].parent
-            self.paths[name] = chain[::-1]
+        for name, ancestors in ancestors_of({name: q.parent for name, q in queues.items()}).items():
+            self.paths[name] = [*ancestors, name]
             self.held[name] = ssn.dims.zeros()
         for job in ssn.jobs.values():
             self._move(job.queue, job.allocated, 1.0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -55,17 +55,42 @@ def _anti_terms(terms: PodTerms) -> Iterable[Hashable]:
     return terms.anti_affinity
 
 
+E = TypeVar("E")
+
+
+class _Carried(Generic[E]):
+    """Entries for the terms placed pods carry, by the matcher that selects the pods each term is about: what a pod
+    meets in other pods' terms (asked once per pod)."""
+
+    def __init__(self, counts: PodCounts) -> None:
+        self.counts = counts
+        self._by_matcher: dict[int, list[E]] = {}
+        self._selecting: dict[str, tuple[E, ...]] = {}  # uid -> the entries of the terms that select it
+
+    def add(self, matcher: TermMatch, entry: E) -> None:
+        self._by_matcher.setdefault(self.counts.select(matcher), []).append(entry)
+
+    def selecting(self, task: Task) -> tuple[E, ...]:
+        """The entries of the carried terms that select `task`."""
+        found = self._selecting.get(task.uid)
+        if found is None:
+            selected, by_matcher = self.counts.selected(task), self._by_matcher
+            found = self._selecting[task.uid] = tuple(
+                e for m in selected if m in by_matcher for e in by_matcher[m]) if selected else ()
+        return found
+
+
 class AffinityFilter(CodedFilter):
     """The filter as a `Predicate` part (only `dynamic_mask` and `explain` constrain anything)."""
 
     reasons = REASONS
+    unresolvable = frozenset({1})  # no eviction brings a pod the affinity needs
 
     def __init__(self, nodes: Sequence[Node], domains: Domains, counts: PodCounts) -> None:
         super().__init__(counts, len(nodes))
         self.nodes, self.domains = nodes, domains
         self._own: dict[int, _Required] = {}  # id(PodTerms) -> its counters
-        self._existing: dict[int, list[int]] = {}  # matcher of a carried anti-affinity term -> its carriers' counter
-        self._concerned: dict[str, tuple[int, ...]] = {}  # uid -> carried terms selecting it
+        self._existing: _Carried[int] = _Carried(counts)  # counters of the carriers of required anti-affinity terms
         counts.carry(ANTI, _anti_terms)
 
     def register(self, pods: Iterable[Task]) -> None:
@@ -83,19 +108,10 @@ class AffinityFilter(CodedFilter):
             for term in terms.anti_affinity:
                 if self.counts.carrier(ANTI, term) is None:
                     counter = self.counts.register_carried(ANTI, term, term.topology_key)
-                    self._existing.setdefault(self.counts.select(TermMatch(term)), []).append(counter)
+                    self._existing.add(TermMatch(term), counter)
 
     def concerns(self, task: Task) -> bool:
-        return (task.terms is not None and id(task.terms) in self._own) or bool(self._selected_by(task))
-
-    def _selected_by(self, task: Task) -> tuple[int, ...]:
-        """Counters of the carried anti-affinity terms that select `task`."""
-        found = self._concerned.get(task.uid)
-        if found is None:
-            selected, existing = self.counts.selected(task), self._existing
-            found = self._concerned[task.uid] = tuple(
-                c for m in selected if m in existing for c in existing[m]) if selected else ()
-        return found
+        return (task.terms is not None and id(task.terms) in self._own) or bool(self._existing.selecting(task))
 
     def rules(self, task: Task) -> list[Rule]:
         rules: list[Rule] = []
@@ -104,7 +120,7 @@ class AffinityFilter(CodedFilter):
             if own.affinity:
                 rules.append((1, ~self._affinity_ok(task, own)))
             rules.extend((2, domains.per_node(self.counts.counts(counter)) > 0) for domains, counter in own.anti)
-        for counter in self._selected_by(task):
+        for counter in self._existing.selecting(task):
             rules.append((3, self.counts.domains_of(counter).per_node(self.counts.counts(counter)) > 0))
         return rules
 
@@ -150,8 +166,7 @@ class AffinityScorer:
         self.nodes, self.domains, self.counts, self.weight = nodes, domains, counts, weight
         self.hard_weight = hard_weight
         self._own: dict[int, tuple[tuple[KeyDomains, int, int], ...]] = {}  # id(terms) -> (domains, counter, ±w)
-        self._carried: dict[int, list[tuple[int, int]]] = {}  # matcher of a carried term -> (counter, ±weight)
-        self._concerned: dict[str, tuple[tuple[int, int], ...]] = {}
+        self._carried: _Carried[tuple[int, int]] = _Carried(counts)  # (counter of a carried term's carriers, ±w)
         counts.carry(HARD, _hard_terms)
         counts.carry(PREFERRED, _preferred)
         counts.carry(PREFERRED_ANTI, _preferred_anti)
@@ -179,18 +194,10 @@ class AffinityScorer:
         if self.counts.carrier(kind, ident) is not None:
             return
         counter = self.counts.register_carried(kind, ident, term.topology_key)
-        self._carried.setdefault(self.counts.select(TermMatch(term)), []).append((counter, weight))
+        self._carried.add(TermMatch(term), (counter, weight))
 
     def concerns(self, task: Task) -> bool:
-        return (task.terms is not None and id(task.terms) in self._own) or bool(self._selected_by(task))
-
-    def _selected_by(self, task: Task) -> tuple[tuple[int, int], ...]:
-        found = self._concerned.get(task.uid)
-        if found is None:
-            selected, carried = self.counts.selected(task), self._carried
-            found = self._concerned[task.uid] = tuple(
-                entry for m in selected if m in carried for entry in carried[m]) if selected else ()
-        return found
+        return (task.terms is not None and id(task.terms) in self._own) or bool(self._carried.selecting(task))
 
     def raw(self, task: Task) -> npt.NDArray[np.int64]:
         """kube-scheduler's Score per node, before normalisation."""
@@ -198,7 +205,7 @@ class AffinityScorer:
         own = self._own.get(id(task.terms), ()) if task.terms is not None else ()
         for domains, counter, weight in own:
             total += weight * domains.per_node(self.counts.counts(counter))
-        for counter, weight in self._selected_by(task):
+        for counter, weight in self._carried.selecting(task):
             total += weight * self.counts.domains_of(counter).per_node(self.counts.counts(counter))
         return total
 

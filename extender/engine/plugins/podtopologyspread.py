@@ -134,6 +134,7 @@ class SpreadFilter(CodedFilter):
     """The DoNotSchedule constraints as a `Predicate` part."""
 
     reasons = REASONS
+    unresolvable = frozenset({1})  # no eviction gives the node the key
 
     def __init__(self, nodes: Sequence[Node], domains: Domains, counts: PodCounts) -> None:
         super().__init__(counts, len(nodes))

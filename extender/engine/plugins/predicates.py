@@ -89,6 +89,14 @@ class NodeFilters:
                 mask = more if mask is None else mask & more
         return mask
 
+    def unresolvable_mask(self, task: Task, idx: Index) -> Mask | None:
+        mask: Mask | None = None
+        for part in self.parts:
+            more = part.unresolvable_mask(task, idx)
+            if more is not None:
+                mask = more if mask is None else mask | more
+        return mask
+
     def explain(self, task: Task, node: Node) -> list[str]:
         reasons = []
         if self._unschedulable(task, node):

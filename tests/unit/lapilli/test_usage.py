@@ -87,3 +87,16 @@ def test_a_malformed_record_is_a_reason_never_a_crash(text: str, error: str) -> 
 def test_clock_skew_decays_nothing_and_time_only_moves_forward() -> None:
     record = UsageRecord(1000.0, WEEK, {GPU: 100.0})
     assert record.at_time(900.0)[GPU] == 100.0
+
+
+def test_the_next_sample_counts_what_a_queue_holds_two_intervals_back_at_most() -> None:
+    """A record is rewritten only while its queue holds something: an old one says nothing about the time since."""
+    start = 1_704_672_000.0
+    record = UsageRecord(start, WEEK, {GPU: 1000.0 * HOUR})
+    held = {GPU: 2000.0}
+    fresh = record.next_sample(start + 300.0, WEEK, held, 300.0)  # sampled on time: counted since the record
+    assert fresh == record.at_time(start + 300.0, WEEK, held)
+    overnight = record.next_sample(start + 12 * HOUR, WEEK, held, 300.0)
+    expected = advance(advance(record.usage, {}, 12 * HOUR - 600.0, WEEK), held, 600.0, WEEK)
+    assert overnight[GPU] == pytest.approx(expected[GPU], rel=1e-12)
+    assert overnight[GPU] < record.at_time(start + 12 * HOUR, WEEK, held)[GPU] / 10

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from assembly.dashboard.forecast import replay
 from assembly.dashboard.page import build
 from assembly.dashboard.render import fragment
 from assembly.why.gather import build_view
@@ -28,22 +29,13 @@ def test_each_queue_shows_its_decayed_usage() -> None:
 
 
 def test_a_waiting_jobs_row_shows_its_expected_start() -> None:
-    from tests.unit.assembly.why.test_estimate import NOW, running_pods, vcjob, view
+    from tests.unit.assembly.why.test_estimate import NOW, waiting_behind_llama
 
-    llama = vcjob("llama-70b", 2, phase="Running", annotations={"volcano.sh/expected-duration": "1h"},
-                  started=NOW - 1200)
-    nxt = vcjob("next", 2, created=NOW - 7200)
-    objects = view(llama, nxt, pods=running_pods(llama, "n1"))
-    for job, phase in ((llama, "Running"), (nxt, "Inqueue")):
-        name = job["metadata"]["name"]
-        objects.setdefault("PodGroup", {})[f"ml/{name}"] = {
-            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "ml", "creationTimestamp": job["metadata"]["creationTimestamp"],
-                         "ownerReferences": [{"kind": "Job", "name": name, "uid": job["metadata"]["uid"]}]},
-            "spec": {"queue": "default", "minMember": 2, "minResources": {"cpu": "2", "nvidia.com/gpu": "2"}},
-            "status": {"phase": phase}}
-    page = build(build_view({k: list(v.values()) for k, v in objects.items()}), parse_scheduler_conf(None),
-                 "default", {}, now=datetime.fromtimestamp(NOW, UTC), jobs=[llama, nxt])
+    llama, nxt, objects = waiting_behind_llama()
+    conf = parse_scheduler_conf(None)
+    forecast = replay(objects, [llama, nxt], conf, NOW)
+    page = build(build_view({k: list(v.values()) for k, v in objects.items()}), conf,
+                 "default", {}, now=datetime.fromtimestamp(NOW, UTC), jobs=[llama, nxt], forecast=forecast)
     rows = {j.key: j for q in page.queues for j in q.jobs}
     assert rows["ml/next"].estimate.startswith("expected to start in about 40 min (when ml/llama-70b ends")
     assert rows["ml/llama-70b"].estimate == ""

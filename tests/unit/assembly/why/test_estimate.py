@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from assembly.why.estimate import Estimate, about, estimates, history, run_time
+from assembly.sim.forward import forward
+from assembly.why.estimate import Estimate, about, estimates, history, live_jobs, run_time
 from extender.engine.run import parse_scheduler_conf
 from lapilli.meta import key_of
 from lapilli.times import rfc3339
@@ -57,6 +58,24 @@ def view(*jobs: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, dict[st
     return objects
 
 
+def waiting_behind_llama() -> tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, dict[str, Any]]]]:
+    """ml/llama-70b runs 1h from 20 min ago on both GPUs of n1 and ml/next waits for them: the Jobs, and the
+    cluster's objects with each Job's PodGroup (Running, Inqueue) as the dashboard reads them."""
+    llama = vcjob("llama-70b", 2, phase="Running", annotations={"volcano.sh/expected-duration": "1h"},
+                  started=NOW - 1200)
+    nxt = vcjob("next", 2, created=NOW - 7200)
+    objects = view(llama, nxt, pods=running_pods(llama, "n1"))
+    for job, phase in ((llama, "Running"), (nxt, "Inqueue")):
+        name = job["metadata"]["name"]
+        objects.setdefault("PodGroup", {})[f"ml/{name}"] = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "ml", "creationTimestamp": job["metadata"]["creationTimestamp"],
+                         "ownerReferences": [{"kind": "Job", "name": name, "uid": job["metadata"]["uid"]}]},
+            "spec": {"queue": "default", "minMember": 2, "minResources": {"cpu": "2", "nvidia.com/gpu": "2"}},
+            "status": {"phase": phase}}
+    return llama, nxt, objects
+
+
 def test_a_job_waiting_behind_a_running_job_with_an_expected_duration() -> None:
     llama = vcjob("llama-70b", 2, phase="Running", annotations={"volcano.sh/expected-duration": "1h"},
                   started=NOW - 1200)
@@ -98,3 +117,19 @@ def test_words() -> None:
     assert about(2400) == "about 40 min" and about(60) == "about a minute" and about(5 * 3600) == "about 5.0 h"
     assert about(3 * 86400) == "about 3.0 days"
     assert Estimate(0).text() == "expected to start now"
+
+
+def test_a_job_the_replay_cannot_read_is_left_out_and_the_others_are_estimated() -> None:
+    llama = vcjob("llama-70b", 2, phase="Running", annotations={"volcano.sh/expected-duration": "1h"},
+                  started=NOW - 1200)
+    nxt = vcjob("next", 2, created=NOW - 7200)
+    lost = vcjob("lost", 1, queue_name="no-such-queue")
+    objects = view(llama, nxt, lost, pods=running_pods(llama, "n1"))
+    live, _ = live_jobs([llama, nxt, lost], list(objects["Pod"].values()), NOW)
+    forecast = forward(list(objects["Node"].values()), list(objects["Queue"].values()), [], live,
+                       list(objects["Pod"].values()), CONF, NOW)
+    assert list(forecast.skipped) == ["ml/lost"] and "no-such-queue" in forecast.skipped["ml/lost"]
+    assert forecast.started["ml/next"] == pytest.approx(2400)
+    got = estimates(objects, [llama, nxt, lost], CONF, NOW)
+    assert got["ml/lost"].text().startswith("expected start: unknown (the scheduler's replay cannot read this Job: ")
+    assert "no-such-queue" in got["ml/lost"].text() and got["ml/next"].seconds == pytest.approx(2400)

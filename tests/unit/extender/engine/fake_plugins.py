@@ -58,6 +58,9 @@ class DeviceFitAfterEviction:
     def dynamic_mask(self, task: Task, idx: Index) -> Mask | None:
         return np.fromiter((self._fits(task, self.nodes[int(i)]) for i in idx), dtype=bool, count=len(idx))
 
+    def unresolvable_mask(self, task: Task, idx: Index) -> Mask | None:
+        return None
+
     def explain(self, task: Task, node: Node) -> list[str]:
         return [] if self._fits(task, node) else ["hidden device capacity is occupied"]
 

@@ -6,8 +6,24 @@ import numpy as np
 
 from extender.engine.interface import Code, Status
 from extender.engine.model import Task
+from extender.engine.plugins.interpodaffinity import REASON_AFFINITY
+from extender.engine.plugins.podtopologyspread import REASON_MISSING_LABEL
 from extender.engine.session import Session
 from lapilli.resources.vector import TOLERANCE
+
+# The first refusals kube-scheduler gives as UnschedulableAndUnresolvable among what the dynamic predicates say.
+UNRESOLVABLE = frozenset({REASON_AFFINITY, REASON_MISSING_LABEL})
+
+
+def _resolvable_somewhere(ssn: Session, task: Task) -> bool:
+    """Some node the static predicates accept whose predicates' refusals (each part's first) include none that no
+    eviction fixes."""
+    static = ssn.placement.static_mask(task)
+    for node in ssn.nodes:
+        reasons = {r for pred in ssn.predicates.all() for r in pred.explain(task, node)}
+        if static[node.idx] and not reasons & UNRESOLVABLE:
+            return True
+    return False
 
 
 def reference_fit_error(ssn: Session, task: Task) -> Status:
@@ -28,5 +44,5 @@ def reference_fit_error(ssn: Session, task: Task) -> Status:
             reasons[reason] = reasons.get(reason, 0) + 1
     histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
     text = f"0/{len(ssn.nodes)} nodes are unavailable"
-    code = Code.UNSCHEDULABLE if placement.static_mask(task).any() else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    code = Code.UNSCHEDULABLE if _resolvable_somewhere(ssn, task) else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     return Status(code, f"{text}: {histogram}." if histogram else text)

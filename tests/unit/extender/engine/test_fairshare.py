@@ -12,7 +12,7 @@ import pytest
 from extender.engine.conf import ConfError
 from extender.engine.run import parse_scheduler_conf, run_session
 from extender.engine.snapshot import build_snapshot
-from extender.engine.usage import allocations, decayed
+from extender.engine.usage import FairShareArgs, allocations, decayed
 from lapilli.usage import USAGE_ANNOTATION
 from tests.unit.extender.engine.builders import documents, run
 from tests.unit.extender.engine.test_scenarios import _cases
@@ -63,8 +63,9 @@ def test_what_a_queue_holds_counts_for_it_and_its_ancestors_and_a_cycle_ends_the
     assert held["lab-a-alice"]["nvidia.com/gpu"] == 2000.0
     assert held["lab-a-bob"]["nvidia.com/gpu"] == 1000.0  # neither the finished pod nor the pending one
     assert held["lab-a"]["nvidia.com/gpu"] == 3000.0
-    usage = decayed(snap, 168 * 3600.0, NOW + 3600)
-    # lab-a: its record barely decayed in an hour, plus 3 GPUs for that hour; the children have no record yet.
+    usage = decayed(snap, FairShareArgs(half_life=168 * 3600.0, sampling_interval=1800.0), NOW + 3600)
+    # lab-a: its record barely decayed in an hour, plus 3 GPUs for that hour (two sampling intervals: all of it
+    # counts); the children have no record yet.
     assert usage["lab-a"]["nvidia.com/gpu"] == pytest.approx(6_840_000_000 * 2 ** (-1 / 168) + 3000 * 3600, rel=1e-3)
     assert usage["lab-a-alice"] == {} and usage["loop-1"] == {}
 

@@ -76,6 +76,8 @@ def test_scenario(scenario: dict[str, Any]) -> None:
     for key, counts in (expect.get("counts") or {}).items():  # the typed result's ready/pending/task counts
         pg = result.podgroups[key]
         assert {k: getattr(pg, k) for k in counts} == counts, key
+    if "nominations" in expect:  # PodGroup -> sub-gang -> the HyperNode gang eviction nominated
+        assert result.nominations == (expect["nominations"] or {})
     if "devices" in expect:  # each placed pod's cards, as volcano.sh/vgpu-ids-new writes them
         assert {k: encode_pod_devices(v) for k, v in result.devices.items()} == (expect["devices"] or {})
     for name, allocated in (expect.get("allocated") or {}).items():  # the queue's status, the entries named
