@@ -1,6 +1,6 @@
 """Extender numbers (issue 4).
 
-    .venv/bin/python bench/verbs.py latency [--nodes 1000 5000] [--requests 2000]
+    .venv/bin/python bench/verbs.py latency [--nodes 1000 5000] [--requests 2000] [--vgpu]
     .venv/bin/python bench/verbs.py throughput [--nodes 500] [--pods 800] [--repeat 1] [--cases 2 3 ...]
 
 latency: the real aiohttp app of the extender runs in a child process over a synthetic cluster (nodes of 8 GPUs,
@@ -9,6 +9,14 @@ gangs of 8 planned); the parent posts filter and prioritize requests for planned
 while scheduling sessions run back to back in the service's worker thread. The baseline in the same run is a
 bare aiohttp handler that decodes the same body and answers a fixed reply. Sessions run in a child process
 (`--session-process`, the default of `lapilli serve`) that keeps its own copy of the cluster.
+
+latency --vgpu (issue 18): the same, with shared GPUs next to whole GPUs over the same number of nodes. The vGPU
+cluster's nodes register 8 cards of 80 GB (`volcano.sh/node-vgpu-register`, split 10) and advertise the vGPU totals;
+its gang members ask one card and 40 GB (`volcano.sh/vgpu-number` / `vgpu-memory`) where the whole-GPU members ask
+one `nvidia.com/gpu`; the conf is Volcano's default plus `deviceshare` with `deviceshare.VGPUEnable`. Two kinds of
+request each: a planned gang member (filter answers its planned node), and a single pod of an admitted gang of one
+that no session has planned yet (filter passes every offered node for a whole GPU, and checks each node's cards
+for a vGPU ask, through `CardBook`). Rows give p50/p99 and the vGPU/whole-GPU ratio of p99 (goal: within 1.2×).
 
 throughput: a dev cluster (real kube-apiserver + kube-scheduler 1.20, simulated nodes) per case; pods are
 created as fast as the API takes them and the clock stops when the last one is bound. Cases: plain
@@ -49,31 +57,63 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 # ---- latency ----------------------------------------------------------------------------------------------
-def _cluster_docs(nodes: int) -> list[dict[str, Any]]:
-    from tests.unit.extender.engine.builders import node, pod, podgroup, queue
+VGPU_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder},
+            {name: deviceshare, arguments: {deviceshare.VGPUEnable: true}}]
+"""
+CARDS = 8
+SINGLES = 64  # admitted gangs of one with no pod in the cache yet: a single pod's filter has no plan to answer
 
-    docs = [node({"name": f"n{i:05d}", "alloc": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"}})
-            for i in range(nodes)]
+
+def _gpu_ask(vgpu: bool, cards: int = 1) -> dict[str, str]:
+    if vgpu:
+        return {"cpu": "1", "volcano.sh/vgpu-number": str(cards), "volcano.sh/vgpu-memory": str(40960 * cards)}
+    return {"cpu": "1", "nvidia.com/gpu": str(cards)}
+
+
+def _gpu_node(i: int, vgpu: bool) -> dict[str, Any]:
+    from tests.unit.extender.engine.builders import node
+
+    name = f"n{i:05d}"
+    if not vgpu:
+        return node({"name": name, "alloc": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(CARDS)}})
+    register = "".join(f"{name}-gpu{c},10,81920,NVIDIA-A100-SXM4-80GB,true,hami-core:" for c in range(CARDS))
+    return node({"name": name, "annotations": {"volcano.sh/node-vgpu-register": register},
+                 "alloc": {"cpu": "64", "memory": "512Gi", "volcano.sh/vgpu-number": str(10 * CARDS),
+                           "volcano.sh/vgpu-memory": str(81920 * CARDS), "volcano.sh/vgpu-cores": str(100 * CARDS)}})
+
+
+def _cluster_docs(nodes: int, vgpu: bool = False) -> list[dict[str, Any]]:
+    from tests.unit.extender.engine.builders import pod, podgroup, queue
+
+    docs = [_gpu_node(i, vgpu) for i in range(nodes)]
     docs.append(queue({"name": "default"}))
     gangs = nodes // 4  # fills a quarter of the GPUs; sessions keep re-planning the unplaceable overflow below
+    ask = _gpu_ask(vgpu)
     for g in range(gangs):
         docs.append(podgroup({"name": f"ml/g{g}", "min": 8, "phase": "Inqueue"}))
         for i in range(8):
-            docs.append(pod({"name": f"ml/g{g}-w-{i}", "group": f"g{g}", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}))
+            docs.append(pod({"name": f"ml/g{g}-w-{i}", "group": f"g{g}", "req": ask, "limits": ask}))
     docs.append(podgroup({"name": "ml/huge", "min": nodes * 9, "phase": "Inqueue"}))
+    huge = _gpu_ask(vgpu, CARDS + 1)
     for i in range(nodes):
-        docs.append(pod({"name": f"ml/huge-w-{i}", "group": "huge", "req": {"cpu": "1", "nvidia.com/gpu": "9"}}))
+        docs.append(pod({"name": f"ml/huge-w-{i}", "group": "huge", "req": huge, "limits": huge}))
+    # The single-pod requests name these (64 gangs of one without pods: nothing for a session to do).
+    docs.extend(podgroup({"name": f"ml/s{s}", "min": 1, "phase": "Inqueue"}) for s in range(SINGLES))
     return docs
 
 
-def _synthetic_state(nodes: int) -> Any:
+def _synthetic_state(nodes: int, vgpu: bool = False) -> Any:
     from extender.service.state import ClusterState
     from lapilli.meta import key_of
 
     state = ClusterState(client=None)  # type: ignore[arg-type]  # fed directly, no API server
     for reflector in state.reflectors:
         reflector.synced.set()
-    for obj in _cluster_docs(nodes):
+    for obj in _cluster_docs(nodes, vgpu):
         reflector = next(r for r in state.reflectors if r.resource.kind == obj["kind"])
         reflector.store[key_of(obj)] = obj
         state.apply("ADDED", obj)
@@ -100,15 +140,15 @@ class _EchoWrites:
                 store[key] = {**store[key], "status": {**(store[key].get("status") or {}), **status}}
 
 
-def _session_child(nodes: int, conn: Any) -> None:
+def _session_child(nodes: int, vgpu: bool, conn: Any) -> None:
     """The session process of the busy case: the same loop as the service's, over the synthetic cluster."""
     from extender.service.runner import serve_sessions
 
-    state = _synthetic_state(nodes)
+    state = _synthetic_state(nodes, vgpu)
     asyncio.run(serve_sessions(state, _EchoWrites(conn, state)))
 
 
-def _serve_extender(nodes: int, port: int, busy: bool, ready: Any) -> None:
+def _serve_extender(nodes: int, port: int, busy: bool, vgpu: bool, ready: Any) -> None:
     from prometheus_client import CollectorRegistry
 
     from extender.service.core import Extender
@@ -120,10 +160,14 @@ def _serve_extender(nodes: int, port: int, busy: bool, ready: Any) -> None:
     from extender.service.runner import ProcessRunner
 
     async def main() -> None:
-        state = _synthetic_state(nodes)
+        state = _synthetic_state(nodes, vgpu)
         plan = Plan(ttl_s=3600)
         metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: 0, restarts=state.restarts)
-        loop = SessionLoop(state, plan, None, ConfSource(None), metrics)  # type: ignore[arg-type]
+        conf_path = None
+        if vgpu:
+            conf_path = Path(tempfile.mkdtemp(prefix="lapilli-bench-")) / "scheduler.conf"
+            conf_path.write_text(VGPU_CONF)
+        loop = SessionLoop(state, plan, None, ConfSource(conf_path), metrics)  # type: ignore[arg-type]
 
         async def no_writes(_outcome: Any) -> None:
             return None
@@ -132,7 +176,7 @@ def _serve_extender(nodes: int, port: int, busy: bool, ready: Any) -> None:
         loop._record_events = lambda _outcome: None  # type: ignore[method-assign]
         await loop.run_once()
         if busy:
-            runner = ProcessRunner(None, target=_session_child, args=(nodes,))
+            runner = ProcessRunner(None, target=_session_child, args=(nodes, vgpu))
             runner.start()
             loop.runner = runner  # sessions in a child process, as the service runs them
         sys.setswitchinterval(0.0002)  # what SessionLoop.run_forever sets
@@ -177,15 +221,20 @@ def _serve_baseline(port: int, ready: Any) -> None:
     _serve_routes(port, ready, {"/extender/filter": handle, "/extender/prioritize": handle})
 
 
-async def _measure(port: int, nodes: int, verb: str, requests: int) -> list[float]:
+async def _measure(port: int, nodes: int, verb: str, requests: int, vgpu: bool = False,
+                   kind: str = "gang") -> list[float]:
     from tests.unit.extender.engine.builders import pod
 
     names = [f"n{i:05d}" for i in range(nodes)]
+    ask = _gpu_ask(vgpu)
     samples = []
     async with aiohttp.ClientSession() as http:
         for r in range(requests + 50):
-            member = pod({"name": f"ml/g{r % max(nodes // 4, 1)}-w-{r % 8}", "group": f"g{r % max(nodes // 4, 1)}",
-                          "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+            if kind == "gang":  # a planned member
+                g = r % max(nodes // 4, 1)
+                member = pod({"name": f"ml/g{g}-w-{r % 8}", "group": f"g{g}", "req": ask, "limits": ask})
+            else:  # a single pod of an admitted gang of one, not planned
+                member = pod({"name": f"ml/s{r % SINGLES}-p", "group": f"s{r % SINGLES}", "req": ask, "limits": ask})
             body = orjson.dumps({"Pod": member, "Nodes": None, "NodeNames": names})
             start = time.perf_counter()
             async with http.post(f"http://127.0.0.1:{port}/extender/{verb}", data=body,
@@ -196,7 +245,9 @@ async def _measure(port: int, nodes: int, verb: str, requests: int) -> list[floa
     return samples
 
 
-def _run_case(target: Any, args: tuple[Any, ...], port: int, nodes: int, requests: int) -> dict[str, tuple]:
+def _run_case(target: Any, args: tuple[Any, ...], port: int, nodes: int, requests: int, vgpu: bool = False,
+              kinds: tuple[str, ...] = ("gang",)) -> dict[str, dict[str, tuple]]:
+    """{kind: {verb: (p50, p99)}} of one server."""
     ctx = mp.get_context("spawn")
     ready = ctx.Event()
     proc = ctx.Process(target=target, args=(*args, ready))  # not daemonic: it starts a session process
@@ -204,8 +255,8 @@ def _run_case(target: Any, args: tuple[Any, ...], port: int, nodes: int, request
     try:
         if not ready.wait(600):
             raise RuntimeError("server did not start")
-        return {verb: _percentiles(asyncio.run(_measure(port, nodes, verb, requests)))
-                for verb in ("filter", "prioritize")}
+        return {kind: {verb: _percentiles(asyncio.run(_measure(port, nodes, verb, requests, vgpu, kind)))
+                       for verb in ("filter", "prioritize")} for kind in kinds}
     finally:
         proc.terminate()
         proc.join()
@@ -221,9 +272,38 @@ def latency(nodes_list: list[int], requests: int) -> None:
         ]
         for label, target, args in cases:
             port = args[-1] if target is _serve_baseline else args[1]
-            result = _run_case(target, args, port, nodes, requests)
+            if target is _serve_extender:
+                args = (*args[:3], False)
+            result = _run_case(target, args, port, nodes, requests)["gang"]
             f, p = result["filter"], result["prioritize"]
             print(f"{nodes:>6} {label:<28} {f[0]:>8.2f} / {f[1]:>6.2f}   {p[0]:>10.2f} / {p[1]:>6.2f}", flush=True)
+
+
+def latency_vgpu(nodes_list: list[int], requests: int) -> None:
+    """Whole GPUs and vGPU cards over the same nodes, idle and with sessions running; each server is asked about
+    planned gang members and about unplanned single pods."""
+    print(f"{'nodes':>6} {'case':<34} {'filter p50/p99 ms':>20} {'prioritize p50/p99 ms':>24}")
+    kinds = ("gang", "single")
+    for nodes in nodes_list:
+        base = _run_case(_serve_baseline, (18081,), 18081, nodes, requests)["gang"]
+        f, p = base["filter"], base["prioritize"]
+        print(f"{nodes:>6} {'baseline (decode + fixed reply)':<34} {f[0]:>8.2f} / {f[1]:>6.2f}   "
+              f"{p[0]:>10.2f} / {p[1]:>6.2f}", flush=True)
+        for busy, state in ((False, "idle"), (True, "sessions running")):
+            results = {}
+            for vgpu, gpus in ((False, "whole GPUs"), (True, "vGPU cards")):
+                port = 18082 + 2 * busy + vgpu
+                args = (nodes, port, busy, vgpu)
+                results[vgpu] = _run_case(_serve_extender, args, port, nodes, requests, vgpu, kinds)
+                for kind in kinds:
+                    f, p = results[vgpu][kind]["filter"], results[vgpu][kind]["prioritize"]
+                    label = f"{gpus}, {state}, {'member' if kind == 'gang' else 'single'}"
+                    print(f"{nodes:>6} {label:<34} {f[0]:>8.2f} / {f[1]:>6.2f}   {p[0]:>10.2f} / {p[1]:>6.2f}",
+                          flush=True)
+            for kind in kinds:
+                ratios = [results[True][kind][v][1] / results[False][kind][v][1] for v in ("filter", "prioritize")]
+                label = f"vGPU/whole p99, {state}, {'member' if kind == 'gang' else 'single'}"
+                print(f"{nodes:>6} {label:<34} {ratios[0]:>17.2f}x   {ratios[1]:>21.2f}x", flush=True)
 
 
 # ---- throughput ---------------------------------------------------------------------------------------------
@@ -378,13 +458,16 @@ def main() -> None:
     lat = sub.add_parser("latency")
     lat.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
     lat.add_argument("--requests", type=int, default=2000)
+    lat.add_argument("--vgpu", action="store_true", help="shared GPU cards next to whole GPUs (issue 18)")
     thr = sub.add_parser("throughput")
     thr.add_argument("--nodes", type=int, default=500)
     thr.add_argument("--pods", type=int, default=800)
     thr.add_argument("--cases", type=int, nargs="*", help="case numbers to run (1, the baseline, always runs)")
     thr.add_argument("--repeat", type=int, default=1, help="rounds over the cases; medians are reported")
     args = parser.parse_args()
-    if args.what == "latency":
+    if args.what == "latency" and args.vgpu:
+        latency_vgpu(args.nodes, args.requests)
+    elif args.what == "latency":
         latency(args.nodes, args.requests)
     else:
         throughput(args.nodes, args.pods, args.cases, args.repeat)

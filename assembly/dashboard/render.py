@@ -1,5 +1,7 @@
-"""The dashboard's HTML: readable without JavaScript (server-rendered tables and CSS bars); a 20-line script
-re-fetches the `#live` fragment every few seconds. No build step, no external asset."""
+"""The dashboard's HTML: readable without JavaScript (server-rendered tables, bars and charts as inline SVG); a
+20-line script re-fetches the `#live` fragment every few seconds. No build step, no external asset, no inline style
+attribute (a bar's length is an SVG attribute), so the Content-Security-Policy lets in only the page's own style and
+script blocks."""
 
 from __future__ import annotations
 
@@ -23,10 +25,8 @@ table{border-collapse:collapse;width:100%;margin-bottom:.6em}
 th,td{text-align:left;padding:.25em .5em;border-bottom:1px solid #eee;vertical-align:top}
 th{background:#f6f6f6;font-weight:600}
 .q{font-weight:600}.muted{color:#777}.small{font-size:.85em}
-.bar{position:relative;background:#eee;height:.9em;width:14em;display:inline-block;vertical-align:middle}
-.bar .a{position:absolute;left:0;top:0;bottom:0;background:#4a7bd0}
-.bar.card{width:6em;height:.7em}
-.bar .d{position:absolute;top:-2px;bottom:-2px;width:2px;background:#d04a4a}
+svg.bar{height:.9em;width:14em;vertical-align:middle}svg.bar.card{width:6em;height:.7em}
+svg.bar .bg{fill:#eee}svg.bar .a{fill:#4a7bd0}svg.bar .d{fill:#d04a4a}
 .kind{display:inline-block;padding:0 .4em;border-radius:3px;background:#eee;font-size:.85em}
 .chart-box{display:inline-block;margin:0 1em .6em 0;vertical-align:top}
 .partial{background:#fff3cd;border:1px solid #e0c36c;padding:.4em .6em}
@@ -50,12 +50,11 @@ def _digest(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
-# The page's one script and one style block, by their hashes; nothing else runs or loads (no external asset, no
-# frame, no form). Inline style attributes (the bars' widths) are allowed: styles cannot run code.
+# The page's one script and one style block, by their hashes; nothing else runs, loads or styles (no external asset,
+# no frame, no form, no inline style attribute: a hash never admits one).
 CONTENT_SECURITY_POLICY: Final = (
-    f"default-src 'none'; script-src {_digest(_SCRIPT_BODY)}; style-src 'unsafe-inline'; "
-    f"style-src-elem {_digest(_STYLE)}; style-src-attr 'unsafe-inline'; img-src data:; connect-src 'self'; "
-    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    f"default-src 'none'; script-src {_digest(_SCRIPT_BODY)}; style-src {_digest(_STYLE)}; style-src-attr 'none'; "
+    "img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 SECURITY_HEADERS: Final = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Content-Type-Options": "nosniff",
                            "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}
@@ -69,15 +68,22 @@ def _amount(resource: str, value: float | None, missing: str = "∞") -> str:
     return f"{value:g}"
 
 
+def _svg_bar(filled: float, marker: float | None = None, kind: str = "bar") -> str:
+    """A bar `filled` (0..1) long, with a mark at `marker` (0..1): its lengths are SVG attributes, not styles."""
+    mark = f'<rect class="d" x="{min(max(marker * 100 - 0.5, 0.0), 99.0):.1f}" width="1" height="10"/>' \
+        if marker is not None else ""
+    return (f'<svg class="{kind}" viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true">'
+            f'<rect class="bg" width="100" height="10"/><rect class="a" width="{filled * 100:.1f}" height="10"/>'
+            f'{mark}</svg>')
+
+
 def _bar(bar: Bar) -> str:
     scale = bar.capability if bar.capability is not None else max(bar.deserved or 0.0, bar.allocated) or 1.0
-    a = fraction(bar.allocated, scale) * 100
-    d = fraction(bar.deserved or 0.0, scale) * 100
+    deserved = fraction(bar.deserved, scale) if bar.deserved is not None else None
     title = (f"allocated {_amount(bar.resource, bar.allocated)}, deserved {_amount(bar.resource, bar.deserved, '-')}, "
              f"capability {_amount(bar.resource, bar.capability)}")
-    marker = f'<span class="d" style="left:{d:.1f}%"></span>' if bar.deserved is not None else ""
-    return (f'<div class="small">{escape(bar.resource)} <span class="bar" title="{escape(title)}">'
-            f'<span class="a" style="width:{a:.1f}%"></span>{marker}</span> '
+    return (f'<div class="small">{escape(bar.resource)} <span title="{escape(title)}">'
+            f'{_svg_bar(fraction(bar.allocated, scale), deserved)}</span> '
             f'{_amount(bar.resource, bar.allocated)} / deserved {_amount(bar.resource, bar.deserved, "-")}'
             f' / cap {_amount(bar.resource, bar.capability)}</div>')
 
@@ -131,8 +137,8 @@ def _estimated(at: str) -> str:
 def _cards(cards: list[CardCell]) -> str:
     """A node's shared GPUs: a short bar per card of its memory in use (`20/80 GB · 1 pod`)."""
     return "<br>".join(
-        f'<span class="bar card"><span class="a" style="width:{fraction(c.used_gb, c.memory_gb) * 100:.1f}%">'
-        f'</span></span> {c.used_gb:g}/{c.memory_gb:g} GB · {c.pods} pod{"" if c.pods == 1 else "s"}'
+        f'{_svg_bar(fraction(c.used_gb, c.memory_gb), kind="bar card")} {c.used_gb:g}/{c.memory_gb:g} GB · '
+        f'{c.pods} pod{"" if c.pods == 1 else "s"}'
         for c in cards)
 
 
@@ -143,8 +149,8 @@ def _topology(tree: Topology | None) -> str:
     rows = "".join(
         f'<tr><td>{"&nbsp;" * 4 * d.depth}{"└ " if d.depth else ""}{escape(d.name)}</td>'
         f'<td>{d.tier}{f" ({escape(d.tier_name)})" if d.tier_name else ""}</td><td>{d.nodes}</td>'
-        f'<td><span class="bar"><span class="a" style="width:{fraction(d.gpus_free, d.gpus) * 100:.1f}%"></span>'
-        f'</span> {d.gpus_free:g} free / {d.gpus:g}</td></tr>' for d in tree.domains)
+        f'<td>{_svg_bar(fraction(d.gpus_free, d.gpus))} {d.gpus_free:g} free / {d.gpus:g}</td></tr>'
+        for d in tree.domains)
     notes = "".join(f'<p class="partial">The HyperNode tree is not used for scheduling (jobs with a network '
                     f'topology wait) while: {escape(c)}</p>' for c in tree.conflicts)
     notes += "".join(f'<p class="muted small">{escape(w)}</p>' for w in tree.warnings)
@@ -178,8 +184,7 @@ def fragment(page: Page) -> str:
     queues = "".join(_queue(q) for q in page.queues) + _missing(page.missing)
     shared = any(n.cards for n in page.nodes)
     nodes = "".join(
-        f'<tr><td>{escape(n.name)}</td><td><span class="bar"><span class="a" style="width:'
-        f'{fraction(n.gpus_used, n.gpus) * 100:.1f}%"></span></span> {n.gpus_used:g} / {n.gpus:g}</td>'
+        f'<tr><td>{escape(n.name)}</td><td>{_svg_bar(fraction(n.gpus_used, n.gpus))} {n.gpus_used:g} / {n.gpus:g}</td>'
         + (f'<td class="small">{_cards(n.cards)}</td>' if shared else "")
         + f'<td>{n.cpu_used:g} / {n.cpu:g}</td></tr>' for n in page.nodes)
     card_header = "<th>GPU memory per card</th>" if shared else ""

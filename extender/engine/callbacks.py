@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+import numpy as np
+
 from extender.engine.conf import PluginOption, SchedulerConf
 from extender.engine.interface import (
     PERMIT,
@@ -23,6 +25,7 @@ from extender.engine.interface import (
     EvictionContext,
     HyperNodeGradientFn,
     HyperNodeOrderFn,
+    Index,
     JobEnqueuedFn,
     JobPredicateFn,
     JobValidFn,
@@ -37,6 +40,7 @@ from extender.engine.interface import (
     QueuePredicateFn,
     QueueTaskFn,
     Scorer,
+    Scores,
     SessionProbe,
     SessionView,
     SortKey,
@@ -407,13 +411,11 @@ class Callbacks:
         fns = self.subjob_gradients.all()
         return fns[0](subjob, root, purpose) if fns else [[root]]
 
-    def hypernode_scores(self, subjob: SubJob, hypernodes: list[str]) -> dict[str, float]:
-        """Every plugin's HyperNode scores summed (0 where none scores)."""
-        total = dict.fromkeys(hypernodes, 0.0)
+    def hypernode_score_array(self, subjob: SubJob, hypernodes: Index) -> Scores:
+        """Every plugin's HyperNode scores summed (0 where none scores), HyperNodes by index."""
+        total = np.zeros(len(hypernodes))
         for fn in self.hypernode_orders.all():
-            for name, score in fn(subjob, hypernodes).items():
-                if name in total:
-                    total[name] += score
+            total += fn(subjob, hypernodes)
         return total
 
     # ---- queue votes ----------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ to the root's tier, which is what "lowest tier that fits, else anywhere" comes t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -50,6 +50,9 @@ class TreeIndex:
     path_at_tier: Rows  # per (path, tier of tier_range): the HyperNode holding it there, len(names) for none
     row_of: Mapping[str, int]  # node name -> row
     above: npt.NDArray[np.bool_]  # [i, j]: HyperNode j is i or one of its ancestors
+    path_list: list[int]  # `path_of` as ints
+    rank: Rows  # per HyperNode: its place in name order (index order is by tier first)
+    childless: npt.NDArray[np.bool_]  # per HyperNode: it has no HyperNode under it
     breadth: dict[str, tuple[int, ...]] = field(default_factory=dict)  # root -> its subtree, breadth first
     lcas: dict[tuple[str, str], str] = field(default_factory=dict)  # (a, b) -> their lowest common HyperNode
     one_leaf: dict[str, bool] = field(default_factory=dict)  # HyperNode -> its nodes share one lowest-tier one
@@ -78,9 +81,13 @@ class TreeIndex:
         above = np.zeros((len(names), len(names)), dtype=bool)
         for i, name in enumerate(names):
             above[i, [index[a] for a in tree.ancestors(name)]] = True
+        rank = np.empty(len(names), dtype=np.intp)
+        rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names), dtype=np.intp)
+        path_lists, path_list = tuple(paths), path_of.tolist()
         return cls(names, index, np.array([i.tier for i in infos], dtype=np.int64), tuple(i.rows for i in infos),
-                   leaf_of, path_of, tuple(np.array(m, dtype=np.intp) for m in paths), tuple(paths), tier_range,
-                   at_tier, row_of, above)
+                   leaf_of, path_of, tuple(np.array(m, dtype=np.intp) for m in paths), path_lists, tier_range,
+                   at_tier, row_of, above, path_list, rank,
+                   np.array([not i.children for i in infos], dtype=bool))
 
     def lca_tiers(self, held: int) -> npt.NDArray[np.int64]:
         """Per HyperNode i, the tier of the lowest HyperNode above both i and `held` (-1 when none)."""
@@ -92,12 +99,14 @@ class TreeIndex:
 @dataclass(eq=False)
 class Topology:
     """The session's HyperNodes: the tree, its index, and Volcano's session-level answers about them. While
-    `tracked`, `free` holds each HyperNode's future idle (allocatable − used + releasing − pipelined) as the session
+    tracked, `room()` gives each HyperNode's future idle (allocatable − used + releasing − pipelined) as the session
     stands: allocate reads it to skip HyperNodes a gang cannot possibly fit before it tries them."""
 
     tree: HyperNodeTree
     index: TreeIndex
-    free: npt.NDArray[np.float64] | None = None
+    free: npt.NDArray[np.float64] | None = None  # as of the owner's last `settle`
+    settle: Callable[[], None] | None = None  # brings `free` up to date (the owner may defer its updates)
+    _indices: dict[tuple[str, ...], Rows] = field(default_factory=dict)  # gradients asked this session, by index
 
     @property
     def ready(self) -> bool:
@@ -114,6 +123,16 @@ class Topology:
 
     def tier_of(self, name: str) -> int | None:
         return self.tree.tier_of(name)
+
+    def indices(self, names: Sequence[str]) -> Rows:
+        """The HyperNodes `names` by index, in that order (kept for the session: gangs of one shape ask the same
+        gradients)."""
+        key = tuple(names)
+        found = self._indices.get(key)
+        if found is None:
+            index = self.index.index
+            found = self._indices[key] = np.array([index[name] for name in key], dtype=np.intp)
+        return found
 
     def rows_of(self, name: str) -> Rows:
         i = self.index.index.get(name)
@@ -163,9 +182,16 @@ class Topology:
         """Every HyperNode holding node `row` (the root included), by index."""
         return self.index.path_members[int(self.index.path_of[row])]
 
-    def track(self, future_idle: npt.NDArray[np.float64]) -> None:
-        """Start following each HyperNode's future idle (its owner updates `free` after every change of a node's)."""
-        self.free = self.aggregate(future_idle)
+    def track(self, free: npt.NDArray[np.float64], settle: Callable[[], None]) -> None:
+        """Start following each HyperNode's future idle (`free`, per HyperNode, as the session opens): its owner
+        updates it for every change of a node's, when `settle` is called at the latest."""
+        self.free, self.settle = free, settle
+
+    def room(self) -> npt.NDArray[np.float64] | None:
+        """Each HyperNode's future idle as the session stands (None when not tracked)."""
+        if self.settle is not None:
+            self.settle()
+        return self.free
 
     def aggregate(self, matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Per HyperNode, the sum of `matrix`'s node rows under it (e.g. allocatable → each domain's total)."""
@@ -227,9 +253,7 @@ def build_subjobs(job: Job, pg: PodGroupRecord, labels: Mapping[str, Mapping[str
     job.subjobs = {}
     job.min_subjobs = {f"{job.uid}/{p.name}": p.min_groups for p in pg.sub_groups}
     if not pg.sub_groups:
-        default = default_subjob(job)
-        for task in sorted(job.tasks.values(), key=lambda t: t.uid):
-            job.add_to_subjob(task, default)
+        job.add_all_to_subjob(sorted(job.tasks.values(), key=lambda t: t.uid), default_subjob(job))
         return
     for task in sorted(job.tasks.values(), key=lambda t: t.uid):
         job.add_to_subjob(task, _subjob_for(job, pg, labels.get(task.uid, {})))

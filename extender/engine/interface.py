@@ -189,9 +189,10 @@ class HyperNodeGradientFn(Protocol[T_contra]):
 
 
 class HyperNodeOrderFn(Protocol):
-    """HyperNodeOrder: a score per HyperNode for placing the sub-gang there (higher is better)."""
+    """HyperNodeOrder: a score per HyperNode for placing the sub-gang there (higher is better); the HyperNodes and
+    their scores as arrays, the HyperNodes by index (`Topology.index.names`)."""
 
-    def __call__(self, subjob: SubJob, hypernodes: Sequence[str], /) -> Mapping[str, float]: ...
+    def __call__(self, subjob: SubJob, hypernodes: Index, /) -> Scores: ...
 
 
 class TaskEventFn(Protocol):

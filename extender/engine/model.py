@@ -7,7 +7,7 @@ are vectors over the session's `Dims`, node resources live in the session's arra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from types import MappingProxyType
@@ -281,6 +281,16 @@ class Job:
         subjob.count(task.status, 1, task.best_effort)
         self.subjob_of[task.uid] = subjob
 
+    def add_all_to_subjob(self, tasks: Iterable[Task], subjob: SubJob) -> None:
+        """`add_to_subjob` for each of `tasks` in turn (a session opening puts thousands in their sub-gangs)."""
+        counts, members, owner = subjob.counts, subjob.tasks, self.subjob_of
+        for task in tasks:
+            members[task.uid] = task
+            counts[task.status] += 1
+            if task.best_effort and task.status is TaskStatus.PENDING:
+                subjob.pending_best_effort += 1
+            owner[task.uid] = subjob
+
     def set_status(self, task: Task, status: TaskStatus) -> None:
         # `_count(old, -1)` then `_count(new, +1)`, unrolled: this runs several times per placement.
         old = task.status
@@ -299,10 +309,12 @@ class Job:
                 self.allocated -= task.resreq
         if task.best_effort:
             self.pending_best_effort_count += (status is TaskStatus.PENDING) - (old is TaskStatus.PENDING)
-        if self.subjobs is not None:
+        if self.subjobs is not None:  # `SubJob.count` twice, unrolled
             sub = self.subjob_of[task.uid]
-            sub.count(old, -1, task.best_effort)
-            sub.count(status, 1, task.best_effort)
+            sub.counts[old] -= 1
+            sub.counts[status] += 1
+            if task.best_effort:
+                sub.pending_best_effort += (status is TaskStatus.PENDING) - (old is TaskStatus.PENDING)
 
     def _count(self, task: Task, status: TaskStatus, delta: int) -> None:
         self.counts[status] += delta

@@ -319,12 +319,12 @@ class Placement:
             sub = sub if allowed is None else np.where(allowed, sub, NO_NODE)
             if rescore or task.rescored:
                 ok = sub != NO_NODE
-                if not ok.any():
+                if not np.logical_or.reduce(ok):
                     continue
                 cand = rows[ok]
                 extra = self._normalized(task, cand)
                 if extra is not None:
-                    return self.nodes[int(cand[int(np.argmax(sub[ok] + extra))])], idle
+                    return self.nodes[int(cand[int((sub[ok] + extra).argmax())])], idle
             best = int(sub.argmax())
             if sub[best] != NO_NODE:
                 return self.nodes[int(rows[best])], idle

@@ -10,7 +10,7 @@ discarded (`trial`); `statement.py` is built on this module, so `run.py` hands t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -29,6 +29,7 @@ from extender.engine.model import (
     Node,
     NodeArrays,
     Queue,
+    SubJob,
     Task,
     TaskStatus,
 )
@@ -303,6 +304,11 @@ class Session(Callbacks):
             self.records.nominations.setdefault(job.uid, {})[subjob] = hypernode
         else:
             self.records.nominations.get(job.uid, {}).pop(subjob, None)
+
+    def hypernode_scores(self, subjob: SubJob, hypernodes: Sequence[str]) -> dict[str, float]:
+        """The HyperNode scores of `hypernode_score_array` by name."""
+        scores = self.hypernode_score_array(subjob, self.topology.indices(hypernodes)).tolist()
+        return dict(zip(hypernodes, scores, strict=True))
 
     def candidate_domains(self, job: Job, max_domains: int) -> list[str]:
         """Volcano's `GetCandidateDomains` (`actions/utils/util.go`), for gang-aware eviction: the HyperNodes where

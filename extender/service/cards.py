@@ -7,7 +7,9 @@ Binding; so a restarted service rebuilds everything from pods), a gang member pl
 bind on its way (parked at the permit cache, posted, or posted and not yet seen by the watch). The book keeps one
 `CardLedger` per node holding all of these, rebuilt only for a node something touched: a pod bound to it or leaving
 it, the node itself, a plan change naming it, a reservation. What cards answer an ask is memoised per ask and node
-shape and usage (`CardLedger.fit_key`), as in the engine.
+shape and usage (`CardLedger.fit_key`), as in the engine; and each ask's answers per node are kept until something
+touches that node, so filter's answer for a pod like the last one is a dictionary look-up per offered node (the
+nodes touched in between are read from a log of touches, not found by comparing every node's count).
 
 Active only when the scheduler conf runs deviceshare with `deviceshare.VGPUEnable`; its arguments and the device
 config (the snapshot's ConfigMap, else the defaults) are those of the conf the session loop runs.
@@ -35,6 +37,20 @@ from lapilli.meta import annotations_of, labels_of, namespace_of
 log = logging.getLogger("lapilli.extender")
 
 MEMO_LIMIT = 65_536
+ASK_LIMIT = 256  # distinct asks whose answers are kept
+LOG_LIMIT = 4096  # touches remembered; an ask's answers older than the log are dropped whole
+NO_CARDS = "node offers no vGPU cards"
+
+
+class _Answers:
+    """One ask's answers by node, valid as of touch number `seen`."""
+
+    __slots__ = ("by_node", "reasons", "seen")
+
+    def __init__(self, seen: int) -> None:
+        self.seen = seen
+        self.by_node: dict[str, Fit | Shortfall | None] = {}
+        self.reasons: dict[str, str] = {}  # node -> why the ask does not fit there (filter's FailedNodes text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +66,15 @@ class CardBook:
         self.state, self.plan = state, plan
         self.args: DeviceShareArgs | None = None
         self.config: NvidiaConfig = DEFAULT_CONFIG.nvidia
+        self._conf: SchedulerConf | None = None  # the conf `args` were read from
         self._ledgers: dict[str, CardLedger | None] = {}  # node -> its ledger (absent: to be rebuilt)
-        self._epoch: dict[str, int] = {}  # node -> times touched, for the per-ask answers
+        self._touched: list[str] = []  # nodes touched, in order: touch number `_base + i` is `_touched[i]`
+        self._base = 0
         self.reserved: dict[str, Reservation] = {}  # pod key -> cards of a bind on its way
-        self._answers: dict[DeviceAsk, dict[str, tuple[int, Fit | Shortfall | None]]] = {}
+        self._answers: dict[DeviceAsk, _Answers] = {}
         self._memo: dict[tuple[DeviceAsk, Hashable], Fit | Shortfall] = {}
         self._asks: dict[DeviceAsk, DeviceAsk] = {}
+        self._pod_asks: dict[tuple[str, str], DeviceAsk | None] = {}  # (uid, resourceVersion) -> the pod's ask
 
     @property
     def active(self) -> bool:
@@ -65,7 +84,8 @@ class CardBook:
     def configure(self, conf: SchedulerConf) -> None:
         """Follow the conf the session loop runs and the device config in the cluster; forget everything when
         either changed."""
-        args = vgpu_arguments(conf)
+        args = vgpu_arguments(conf) if conf is not self._conf else self.args
+        self._conf = conf
         config = DEFAULT_CONFIG.nvidia
         if args is not None:
             found = self.state.snapshot.device_configs.get(args.config_key)
@@ -79,13 +99,15 @@ class CardBook:
         self._answers.clear()
         self._memo.clear()
         self._asks.clear()
-        for node in self._epoch:
-            self._epoch[node] += 1
+        self._pod_asks.clear()
 
     def touch(self, node: str) -> None:
         """Something holding or offering cards on `node` changed: re-read it when next asked."""
         self._ledgers.pop(node, None)
-        self._epoch[node] = self._epoch.get(node, 0) + 1
+        if len(self._touched) >= LOG_LIMIT:
+            self._base += len(self._touched)
+            self._touched.clear()
+        self._touched.append(node)
 
     def reserve(self, key: str, node: str, devices: PodDevices) -> None:
         self.reserved[key] = Reservation(node, devices)
@@ -135,9 +157,23 @@ class CardBook:
         return f"{pod.namespace}/{pod.group}" if pod is not None and pod.group else ""
 
     def ask(self, pod: Mapping[str, Any]) -> DeviceAsk | None:
-        """The pod's card asks under the current config (None: it asks for no card, or vGPU is off)."""
+        """The pod's card asks under the current config (None: it asks for no card, or vGPU is off). Filter and
+        prioritize and bind ask about the same pod (same uid and resourceVersion) one after the other."""
         if self.args is None:
             return None
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        if key[0] and key[1]:
+            if key in self._pod_asks:
+                return self._pod_asks[key]
+            if len(self._pod_asks) >= 1024:
+                self._pod_asks.clear()
+            found = self._pod_asks[key] = self._read_ask(pod)
+            return found
+        return self._read_ask(pod)
+
+    def _read_ask(self, pod: Mapping[str, Any]) -> DeviceAsk | None:
+        assert self.args is not None
         annotations, labels = annotations_of(pod), labels_of(pod)
         try:
             facts = pod_device_facts(pod.get("spec") or {}, annotations, labels)
@@ -149,7 +185,11 @@ class CardBook:
         group_key = f"{namespace_of(pod) or 'default'}/{group}" if group else ""
         rules = matching_rules(facts.labels, [dict(r) for r in self.args.rules]) if self.args.rules else frozenset()
         found = device_ask(facts.containers, facts.annotations, self.config, group_key, rules)
-        return None if found is None else self._asks.setdefault(found, found)
+        if found is None:
+            return None
+        if len(self._asks) >= MEMO_LIMIT:
+            self._asks.clear()
+        return self._asks.setdefault(found, found)
 
     def fit(self, ask: DeviceAsk, node: str, exclude: str = "") -> Fit | Shortfall | None:
         """Where the ask fits on `node` now (everything held counts, `exclude`'s own holding aside); None when
@@ -161,14 +201,47 @@ class CardBook:
         if held is not None:  # the pod's own planned cards do not stand in its way
             scratch = CardLedger(ledger.cards, {k: v for k, v in ledger.pods.items() if k != exclude})
             return self._fit(scratch, ask)
-        epoch = self._epoch.get(node, 0)
-        answers = self._answers.setdefault(ask, {})
-        cached = answers.get(node)
-        if cached is not None and cached[0] == epoch:
-            return cached[1]
-        result = self._fit(ledger, ask)
-        answers[node] = (epoch, result)
+        answers = self._current(ask).by_node
+        if node in answers:
+            return answers[node]
+        result = answers[node] = self._fit(ledger, ask)
         return result
+
+    def filter(self, ask: DeviceAsk, offered: list[str]) -> tuple[list[str], dict[str, str]]:
+        """The offered nodes whose cards fit `ask` now, and why each other one does not."""
+        entry = self._current(ask)
+        answers, reasons = entry.by_node, entry.reasons
+        kept: list[str] = []
+        failed: dict[str, str] = {}
+        for node in offered:
+            if node in reasons:
+                failed[node] = reasons[node]
+                continue
+            if node not in answers:
+                ledger = self.ledger(node)
+                answers[node] = None if ledger is None else self._fit(ledger, ask)
+            fit = answers[node]
+            if isinstance(fit, Fit):
+                kept.append(node)
+            else:
+                why = reasons[node] = NO_CARDS if fit is None else f"no vGPU card fits: {fit.reason}"
+                failed[node] = why
+        return kept, failed
+
+    def _current(self, ask: DeviceAsk) -> _Answers:
+        """`ask`'s answers, less those of nodes touched since they were given."""
+        now = self._base + len(self._touched)
+        entry = self._answers.get(ask)
+        if entry is None or entry.seen < self._base:
+            if entry is None and len(self._answers) >= ASK_LIMIT:
+                self._answers.clear()
+            entry = self._answers[ask] = _Answers(now)
+        elif entry.seen != now:
+            for node in self._touched[entry.seen - self._base:]:
+                entry.by_node.pop(node, None)
+                entry.reasons.pop(node, None)
+            entry.seen = now
+        return entry
 
     def _fit(self, ledger: CardLedger, ask: DeviceAsk) -> Fit | Shortfall:
         assert self.args is not None

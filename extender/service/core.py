@@ -26,7 +26,7 @@ from extender.engine.rowmath import VECTOR, MatrixRows
 from extender.engine.status import Code, Status
 from extender.service import placecheck
 from extender.service.bindcheck import Refusal, names_refusal, node_refusal, pod_refusal, room_refusal
-from extender.service.cards import CardBook
+from extender.service.cards import NO_CARDS, CardBook
 from extender.service.loop import SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
@@ -61,7 +61,6 @@ from lapilli.resources.units import CPU, GPU, MEMORY, pod_request
 from lapilli.resources.vector import TOLERANCE
 
 NOT_SYNCED = "lapilli: the cluster cache is not synced yet; retry"
-NO_CARDS = "node offers no vGPU cards"
 # Bind refusals a later plan answers (`Extender._refused`).
 REPLANNED: Final = frozenset({"not-synced", "not-planned", "no-card-room"})
 PROMISED = "its free room is promised to a gang whose victims are leaving"
@@ -171,13 +170,8 @@ class Extender:
             offered = [node for node in offered if node not in refused]
         if ask is None:
             return filter_result(offered, failed=refused)
-        kept, failed = [], dict(refused or {})
-        for node in offered:
-            fit = book.fit(ask, node)
-            if isinstance(fit, Fit):
-                kept.append(node)
-            else:
-                failed[node] = NO_CARDS if fit is None else f"no vGPU card fits: {fit.reason}"
+        kept, failed = book.filter(ask, offered)
+        failed.update(refused or {})
         return filter_result(kept, failed=failed)
 
     def _admitted_single(self, gang: str, pod: Mapping[str, Any]) -> bool:
@@ -283,16 +277,7 @@ class Extender:
                     fits[i] = False
         if not fits.any():
             return self._replanned(None)
-        fitting = [n for n, fit in zip(candidates, fits, strict=True) if fit]
-        # The same evaluation as the session's for what depends on other pods (affinity, spread, ports) against the
-        # whole plan. A spread gang's members are checked by kube-scheduler one by one in an order of its own, so it
-        # may refuse one in a state the plan passes through differently (each order ends as even): where the plan
-        # leaves nowhere, such a member moves by kube-scheduler's own view (bound pods and those parked at bind).
-        conf, snap = self.loop.conf.conf, self.state.snapshot
-        allowed = set(placecheck.allowed(snap, self.plan.placements(), conf, key, fitting))
-        if not allowed and placecheck.order_dependent(snap, key):
-            seen = {**self.permit.placements(), **self._inflight}
-            allowed = set(placecheck.allowed(snap, seen, conf, key, fitting))
+        allowed = self._terms_allow(key, [n for n, fit in zip(candidates, fits, strict=True) if fit])
         fits &= np.array([n in allowed for n in candidates])
         if not fits.any():
             return self._replanned(None)
@@ -307,6 +292,19 @@ class Extender:
         self._tables_for = None  # the room it counted has moved
         self.plan.move(key, best, book.devices(cards[best], best) if best in cards else None)
         return self._replanned(best)
+
+    def _terms_allow(self, key: str, fitting: list[str]) -> set[str]:
+        """Of the nodes `fitting`, those the session's own evaluation of what depends on other pods (affinity,
+        spread, ports) allows against the whole plan. A spread gang's members are checked by kube-scheduler one by
+        one in an order of its own, so it may refuse one in a state the plan passes through differently (each order
+        ends as even): where the plan leaves nowhere, such a member moves by kube-scheduler's own view (bound pods
+        and those parked at bind)."""
+        conf, snap = self.loop.conf.conf, self.state.snapshot
+        allowed = set(placecheck.allowed(snap, self.plan.placements(), conf, key, fitting))
+        if not allowed and placecheck.order_dependent(snap, key):
+            seen = {**self.permit.placements(), **self._inflight}
+            allowed = set(placecheck.allowed(snap, seen, conf, key, fitting))
+        return allowed
 
     def _replanned(self, node: str | None) -> str | None:
         self.metrics.replans.labels("moved" if node is not None else "failed").inc()

@@ -115,6 +115,16 @@ async def events_about(api: KubeClient, namespace: str, kind: str, name_prefix: 
             if e["involvedObject"]["kind"] == kind and e["involvedObject"]["name"].startswith(name_prefix)]
 
 
+async def _evict_events(api: KubeClient, namespace: str, job: str, count: int) -> list[dict[str, Any]] | None:
+    found = [e for e in await events_about(api, namespace, "Pod", f"{job}-") if e["reason"] == "Evict"]
+    return found if len(found) >= count else None
+
+
+async def _condition(api: KubeClient, job: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    pg = await podgroup_of(api, job)
+    return next((c for c in (pg.get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
+
+
 async def cleanup(api: KubeClient, namespace: str, jobs: list[str], nodes: list[str]) -> None:
     for job in jobs:
         await remove_job(api, namespace, job, timeout_s=120)
@@ -149,15 +159,18 @@ async def test_the_issues_case_two_low_gangs_go_whole_and_none_is_left_in_part(c
         assert high is not None
         high_pg = (await podgroup_of(api, high))["metadata"]["name"]
         for name in ("low2", "low3"):
-            evicts = [e for e in await events_about(api, ns, "Pod", f"{name}-w-") if e["reason"] == "Evict"]
-            assert len(evicts) == 2, evicts
+            # Written after each Eviction call answers, while `bound` stops counting a pod as soon as its deletion
+            # begins: wait for them rather than read them in the same instant.
+            evicts = await eventually(lambda name=name: _evict_events(api, ns, name, 2), 30,
+                                      f"{name}'s two Evict Events")
             assert all(e["type"] == "Warning" and f"evicted whole (2 pod(s)) for gang {ns}/{high_pg}" in e["message"]
                        for e in evicts), evicts
-            job = await wait_phase(api, ns, name, "Pending", "Restarting", "Running", timeout_s=30)
-            pg = await podgroup_of(api, job)
-            conditions = {c["type"]: c for c in (pg.get("status") or {}).get("conditions") or []}
-            if "lapilli.io/Evicted" in conditions:  # a restarted Job's new PodGroup starts without it
-                assert conditions["lapilli.io/Evicted"]["reason"] == "GangPreempted"
+            job = await get_job(api, ns, name)
+            assert job is not None and (job.get("status") or {}).get("retryCount", 0) == 0  # no policy: not restarted
+            condition = await eventually(lambda job=job: _condition(api, job, "lapilli.io/Evicted"), 30,
+                                         f"{name}'s PodGroup says it was evicted")
+            assert condition["status"] == "True" and condition["reason"] == "GangPreempted", condition
+            assert f"for gang {ns}/{high_pg}" in condition["message"], condition
     finally:
         await cleanup(api, ns, [*lows, "high"], nodes)
 
@@ -180,8 +193,9 @@ async def test_an_eight_pod_gang_evicts_exactly_one_eight_pod_gang_whole(cluster
         lost = {name: len(before[name] - after[name]) for name in lows}
         assert sorted(lost.values()) == [0, 0, 0, 8], lost  # one gang whole, no pod of any other
         assert lost["low4"] == 8, lost  # the latest started
-        evicts = [e for e in await events_about(api, ns, "Pod", "") if e["reason"] == "Evict"]
-        assert {e["involvedObject"]["name"].split("-n", 1)[0] for e in evicts} == {"low4"}, evicts
+        evicts = await eventually(lambda: _evict_events(api, ns, "low4", 8), 30, "low4's eight Evict Events")
+        others = [e for e in await events_about(api, ns, "Pod", "") if e["reason"] == "Evict" and e not in evicts]
+        assert others == [], others
     finally:
         await cleanup(api, ns, [*lows, "high"], nodes)
 
@@ -238,9 +252,13 @@ async def test_a_gang_that_cannot_heal_restarts_after_the_window_or_says_it_is_d
             return job if ((job or {}).get("status") or {}).get("retryCount") == 1 else None
 
         await eventually(restarted, HEAL_S + 60, "RestartJob once the heal window passed")
-        reasons = [(e["reason"], e["message"]) for e in await events_about(api, ns, "Job", "policy")]
-        assert ("ExecuteAction", f"Execute action RestartJob after {HEAL_S}s") in reasons, reasons
-        assert ("ExecuteAction", "Start to execute action RestartJob ") in reasons, reasons
+        wanted = {("ExecuteAction", f"Execute action RestartJob after {HEAL_S}s"),
+                  ("ExecuteAction", "Start to execute action RestartJob ")}
+
+        async def announced() -> bool:  # Events are written in the background: not always before the status
+            return wanted <= {(e["reason"], e["message"]) for e in await events_about(api, ns, "Job", "policy")}
+
+        await eventually(announced, 30, f"the Job's Events {sorted(wanted)}")
 
         async def nothing_held() -> bool:  # the restarted gang needs 2 GPUs of the 1 left: it waits whole
             return not await bound(api, ns, "policy")

@@ -65,9 +65,9 @@ class Clock:
         return self.now
 
 
-def _leader(state: ClusterState, client: ApiServer, clock: Clock, leading: bool = True) -> UsageLoop:
+def _leader(state: ClusterState, client: ApiServer, clock: Clock) -> UsageLoop:
     return UsageLoop(lambda: state.copy(), lambda: CONF, client, UsageMetrics(CollectorRegistry()),
-                     is_leader=lambda: leading, clock=clock)
+                     is_leader=lambda: True, clock=clock)
 
 
 def _gpu_seconds(state: ClusterState, name: str) -> float:
@@ -105,9 +105,16 @@ async def test_a_follower_writes_nothing_and_an_unreadable_record_is_replaced() 
     objects[2]["metadata"]["annotations"] = {USAGE_ANNOTATION: "{broken"}
     state = cluster_state(objects)
     client, clock = ApiServer(state), Clock()
-    follower = _leader(state, client, clock, leading=False)
+    asked = asyncio.Event()
+
+    def following() -> bool:
+        asked.set()
+        return False
+
+    follower = UsageLoop(lambda: state.copy(), lambda: CONF, client, UsageMetrics(CollectorRegistry()),
+                         is_leader=following, clock=clock)
     task = asyncio.create_task(follower.run_forever())
-    await asyncio.sleep(1.5)  # one sampling interval (1s) has passed
+    await asyncio.wait_for(asked.wait(), 30)  # a sampling interval (1s) passed and the loop asked who leads
     task.cancel()
     assert client.calls == []
     leader = _leader(state, client, clock)

@@ -3,12 +3,14 @@ out (or is not run again when nothing changed) decides exactly what a session ov
 
 Each step applies one event to the cluster state the way a watch would (nodes added, changed or removed; gangs
 submitted; pods bound where their plan says, started, finished, terminating or deleted; plans dropped as a permit
-timeout drops them; PodGroups deleted; queues changed; the conf swapped; or nothing), then runs both sessions over
-the same snapshot and placements. Binds, pipelined pods, evictions and queue results must be equal, and every
+timeout drops them; PodGroups deleted; queues changed; the conf swapped; idle-GPU reclaim marking running pods
+reclaimable or clearing them, as its leader loop hands the sessions; or nothing), then runs both sessions over
+the same snapshot, placements and idle-reclaimable pods. Binds, pipelined pods, evictions and queue results must be equal, and every
 PodGroup's phase and counts; a parked gang keeps the condition it was parked with, so its message (node counts
 inside the fit error) may be older, but its condition type and reason are the same. The plan then takes the binds,
-as the service's does. Confs: Volcano's default, the same with preempt and reclaim, and one with an undeclared
-(test-only) plugin, under which nothing may be parked.
+as the service's does. Confs: Volcano's default, the same with preempt and reclaim, the same with gangpreempt and
+gangreclaim (the shipped conf's actions), and one with an undeclared (test-only) plugin, under which nothing may be
+parked.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from hypothesis import strategies as st
 from extender.engine.parking import READS, channels
 from extender.engine.results import Decisions
 from extender.engine.run import parse_scheduler_conf, run_session
+from extender.engine.snapshot import Snapshot
 from extender.service.parking import Parking
 from extender.service.plan import overlay
 from extender.service.runner import watch
@@ -58,6 +61,7 @@ class Cluster:
         self.docs: dict[tuple[str, str], dict[str, Any]] = {}
         self.state: ClusterState = cluster_state([])
         self.placements: dict[str, str] = {}
+        self.idle: frozenset[str] = frozenset()  # pods idle-GPU reclaim marks reclaimable (its loop's set)
         self.gangs = 0
         self.terms = False  # gangs may carry pod affinity, anti-affinity and spread terms
         self.topology = False  # gangs may ask to stay in one HyperNode
@@ -103,7 +107,7 @@ def _terms(kind: str, job: str) -> dict[str, Any]:
 
 
 EVENTS = ["node", "gang", "gang", "bind", "bind", "bind", "run", "finish", "finish", "terminate", "delete-pod",
-          "drop-plan", "delete-pg", "queue", "nothing", "nothing"]
+          "drop-plan", "delete-pg", "queue", "idle", "nothing", "nothing"]
 
 
 def _event(cluster: Cluster, data: st.DataObject, kind: str | None = None) -> None:
@@ -156,6 +160,9 @@ def _event(cluster: Cluster, data: st.DataObject, kind: str | None = None) -> No
     elif kind == "delete-pg" and cluster.of("PodGroup"):
         key, _doc = data.draw(st.sampled_from(cluster.of("PodGroup")))
         cluster.delete("PodGroup", key)
+    elif kind == "idle":  # the leader's next reading: some running pods' GPUs idle past their grace, or none
+        running = [k for k, d in bound if d["status"].get("phase") == "Running"]
+        cluster.idle = frozenset(data.draw(st.lists(st.sampled_from(running), unique=True)) if running else ())
     elif kind == "queue":
         name = data.draw(st.sampled_from(["q1", "q2"]))
         spec: dict[str, Any] = {"name": name, "weight": data.draw(st.integers(1, 3))}
@@ -186,12 +193,18 @@ def _same(full: Decisions, parked: Decisions, left_out: frozenset[str]) -> None:
         for k, q in full.queues.items()}
 
 
+def _snapshot(cluster: Cluster) -> Snapshot:
+    snap = overlay(cluster.state.copy(), cluster.placements)
+    snap.idle_reclaimable = cluster.idle  # as the session runner hands it in
+    return snap
+
+
 def _step(cluster: Cluster, parking: Parking, conf: Any) -> frozenset[str]:
     """Both sessions over the same cluster and plan; returns the gangs the parked one left out."""
-    full = run_session(overlay(cluster.state.copy(), cluster.placements), conf)
+    full = run_session(_snapshot(cluster), conf)
     left_out = frozenset(parking.parked)  # at most these are left out (the conf or plan may un-park some)
-    parked = decide(overlay(cluster.state.copy(), cluster.placements), conf, cluster.placements, parking,
-                    cluster.state.snapshot)
+    parked = decide(_snapshot(cluster), conf, cluster.placements, parking, cluster.state.snapshot,
+                    inputs=(cluster.idle, {}, {}))  # the runner's other inputs: idle pods, nominations, cards
     _same(full, parked, left_out)
     cluster.placements.update(full.binds)  # the plan takes the new placements, as the service's does
     return left_out

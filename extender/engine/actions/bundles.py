@@ -1,7 +1,8 @@
 """Victim bundles for gang-aware eviction (Volcano's `actions/utils/bundle.go`).
 
 A bundle is what gangpreempt and gangreclaim evict as one decision. A *surplus* bundle holds a gang's members above
-its minAvailable (and above each role's minTaskMember, when the roles are enforced): taking them leaves the gang
+its minAvailable (and above each role's minTaskMember, when the roles are enforced, and leaving each sub-gang group
+the whole sub-gangs its minSubGroups asks for, when the PodGroup has a subGroupPolicy): taking them leaves the gang
 running. A *whole* bundle holds the whole gang: taking it breaks the gang, so it takes **every** placed member, on
 every node, its surplus members too — Volcano's whole bundle holds only the members left after the surplus inside
 the domain searched, which can leave a gang spread over domains, or one whose surplus was given back, with
@@ -34,7 +35,7 @@ from functools import cmp_to_key
 
 import numpy as np
 
-from extender.engine.model import ALLOCATED_STATUS, READY_STATUS, Job, Queue, Task, TaskStatus
+from extender.engine.model import ALLOCATED_STATUS, READY_STATUS, Job, Queue, SubJob, Task, TaskStatus
 from lapilli.resources.vector import Vec
 
 
@@ -73,26 +74,68 @@ def _role_surplus(job: Job) -> dict[str, int] | None:
     return {role: ready[role] - need for role, need in job.min_task_member.items()}
 
 
+class _GroupSlack:
+    """Sub-gang groups (a PodGroup's subGroupPolicy): how many more of its whole sub-gangs each group can lose before
+    it falls below its minSubGroups, and the sub-gangs already short of a member, which cost nothing more to take from
+    (Volcano's groupSurplus and subJobBroken; every sub-gang is counted in its group, as there)."""
+
+    def __init__(self, job: Job) -> None:
+        assert job.subjobs is not None
+        self.job = job
+        self.slack: dict[str, int] = {}
+        self.broken: set[str] = set()
+        for sub in job.subjobs.values():
+            if sub.is_ready():
+                self.slack[sub.gid] = self.slack.get(sub.gid, 0) + 1
+            else:
+                self.broken.add(sub.uid)
+        for gid, need in job.min_subjobs.items():
+            self.slack[gid] = self.slack.get(gid, 0) - need
+
+    def _sub(self, task: Task) -> SubJob | None:
+        return self.job.subjob_of.get(task.uid)
+
+    def spares(self, task: Task) -> bool:
+        sub = self._sub(task)  # a member of no sub-gang is never taken as surplus (Volcano: routed whole)
+        return sub is not None and (sub.uid in self.broken or self.slack.get(sub.gid, 0) > 0)
+
+    def take(self, task: Task) -> None:
+        sub = self._sub(task)
+        if sub is not None and sub.uid not in self.broken:
+            self.broken.add(sub.uid)  # the first member taken breaks it: its group has one whole sub-gang fewer
+            self.slack[sub.gid] = self.slack.get(sub.gid, 0) - 1
+
+
+def _surplus(job: Job, inside: list[Task]) -> list[Task]:
+    """The members among `inside` (least important first) the gang can lose and stay ready: at most its members
+    above minAvailable, none a role or a sub-gang group cannot spare (Volcano's CreateJobBundles)."""
+    left = job.ready_num() - job.min_member
+    roles = _role_surplus(job)
+    groups = _GroupSlack(job) if job.min_subjobs and job.subjobs is not None else None
+    out: list[Task] = []
+    for task in inside:
+        role_ok = roles is None or task.role not in roles or roles[task.role] > 0
+        if left > 0 and role_ok and (groups is None or groups.spares(task)):
+            out.append(task)
+            left -= 1
+            if roles is not None and task.role in roles:
+                roles[task.role] -= 1
+            if groups is not None:
+                groups.take(task)
+    return out
+
+
 def job_bundles(job: Job, eligible: list[Task], local: Collection[str], zeros: Vec) -> list[Bundle]:
     """`job`'s bundles from its members the eviction may take (`eligible`, on any node), `local` the node names of
     the domain. Surplus members are taken only inside the domain (elsewhere they free nothing useful)."""
     inside = sorted((t for t in eligible if t.node in local), key=lambda t: (t.priority, t.uid))
     if not inside:
         return []
-    surplus_left = job.ready_num() - job.min_member
-    if surplus_left < 0:
+    if job.ready_num() < job.min_member:
         # Already below its minimum: all of it is one free bundle, so it is left with none rather than fewer.
         everything = sorted(eligible, key=lambda t: (t.priority, t.uid))
         return [Bundle(BundleKind.SURPLUS, job, everything, _sum(inside, zeros), None)]
-    roles = _role_surplus(job)
-    surplus: list[Task] = []
-    for task in inside:
-        role_ok = roles is None or task.role not in roles or roles[task.role] > 0
-        if surplus_left > 0 and role_ok:
-            surplus.append(task)
-            surplus_left -= 1
-            if roles is not None and task.role in roles:
-                roles[task.role] -= 1
+    surplus = _surplus(job, inside)
     out = [Bundle(BundleKind.SURPLUS, job, surplus, _sum(surplus, zeros), None)] if surplus else []
     held = sum(1 for t in job.tasks.values() if t.status in ALLOCATED_STATUS)
     # Whole means every member still holding room, the surplus ones too (taking the rest while keeping a surplus

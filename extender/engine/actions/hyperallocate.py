@@ -25,7 +25,6 @@ it, and is not tried at all: the dry run would fail there.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,8 +116,13 @@ def job_sheet(ssn: Session, job: Job) -> JobSheet:
     for sub in sorted(job.subjobs.values(), key=lambda s: s.uid):
         todo = [t for t in sub.pending_tasks() if not t.best_effort]
         if todo:
-            queue = PriorityQueue(ssn.task_order, todo, ssn.task_key(todo))
-            sheet.sheets[sub.uid] = SubSheet([queue.pop() for _ in range(len(queue))])
+            key = ssn.task_key(todo)
+            if key is not None:  # keys end in the uid: sorting by them is the queue's pop order
+                todo.sort(key=key)
+            else:
+                queue = PriorityQueue(ssn.task_order, todo)
+                todo = [queue.pop() for _ in range(len(queue))]
+            sheet.sheets[sub.uid] = SubSheet(todo)
             sheet.order.append(sub)
     return sheet
 
@@ -207,14 +211,15 @@ class HyperAllocator:
 
     def _best_in(self, job: Job, sheet: JobSheet, gradient: list[str], failed: set[tuple[str, str]]) -> _Found | None:
         pending = [t for sub in sheet.order for t in sheet.sheets[sub.uid].tasks[sheet.sheets[sub.uid].pos:]]
-        gradient = self._with_room(gradient, pending, self._needed(job, None))
-        if not gradient:
+        candidates = self._with_room(self.ssn.topology.indices(gradient), pending, self._needed(job, None))
+        if not len(candidates):
             return None
-        order = self._job_bounds(job, sheet, gradient)  # a heap of (-bound, name): best bound, then lowest name
+        order, bounds = self._job_bounds(job, sheet, candidates)  # best bound first, then the lowest name
+        names = self.ssn.topology.index.names
         best: _Found | None = None
-        while order:
-            negated, name = heapq.heappop(order)
-            if best is not None and (-negated < best.score or (-negated == best.score and name > best.hypernode)):
+        for k, at in enumerate(order):
+            name, bound = names[at], bounds[k]
+            if best is not None and (bound < best.score or (bound == best.score and name > best.hypernode)):
                 break
             found = self._try_job_in(job, sheet, name, failed)
             if found is None:
@@ -224,7 +229,8 @@ class HyperAllocator:
                 found.live.discard()
                 continue
             best = found
-            if not order or -order[0][0] < best.score or (-order[0][0] == best.score and order[0][1] > name):
+            if k + 1 == len(order) or bounds[k + 1] < best.score or (
+                    bounds[k + 1] == best.score and names[order[k + 1]] > name):
                 return best  # nothing left can beat it: its placements stay applied
             assert found.live is not None
             found.placements = found.live.placements()  # to replay should it stay the best
@@ -232,9 +238,9 @@ class HyperAllocator:
             found.live = None
         return best
 
-    def _job_bounds(self, job: Job, sheet: JobSheet, gradient: list[str]) -> list[tuple[float, str]]:
-        """Each candidate with the best score the job could reach in it, negated, as a heap (`heapq`: the best
-        bound first, then the lowest name).
+    def _job_bounds(self, job: Job, sheet: JobSheet, candidates: Index) -> tuple[list[int], list[float]]:
+        """The candidates (HyperNode indices) by the best score the job could reach in each, best first, then by
+        name; and those scores.
 
         One sub-gang (a job without sub-gang policies), placed first, sees the session as it stands now: its score
         in a candidate is that of the HyperNode it lands in among the first of its gradients under the candidate
@@ -242,24 +248,26 @@ class HyperAllocator:
         several sub-gangs the later ones are scored after the earlier ones took room, which raises the HyperNode
         binpack: no bound holds, so every candidate is tried (as Volcano does)."""
         ssn = self.ssn
+        topo = ssn.topology
         if len(sheet.order) != 1:
-            return [(-float("inf"), name) for name in sorted(gradient)]
-        sub = sheet.order[0]
-        if all(not ssn.topology.children(name) for name in gradient):  # leaves: each candidate is all it can reach
-            order = [(-score, name) for name, score in ssn.hypernode_scores(sub, gradient).items()]
+            bounds = np.full(len(candidates), np.inf)
+        elif np.logical_and.reduce(topo.index.childless[candidates]):  # leaves: each candidate is all it can reach
+            bounds = ssn.hypernode_score_array(sheet.order[0], candidates)
         else:
+            sub = sheet.order[0]
             sub_sheet = sheet.sheets[sub.uid]
             tasks, needed = sub_sheet.tasks[sub_sheet.pos:], self._needed(job, sub)
-            order = []
-            for name in gradient:
+            reach = []
+            for at in candidates.tolist():
                 best = 0.0
-                for below in ssn.hypernode_gradients_for_subjob(sub, name, PURPOSE_ALLOCATE):
-                    below = self._with_room(below, tasks, needed)
-                    if below:
-                        best = max(best, max(ssn.hypernode_scores(sub, below).values()))
-                order.append((-best, name))
-        heapq.heapify(order)
-        return order
+                for below in ssn.hypernode_gradients_for_subjob(sub, topo.index.names[at], PURPOSE_ALLOCATE):
+                    room = self._with_room(topo.indices(below), tasks, needed)
+                    if len(room):
+                        best = max(best, float(ssn.hypernode_score_array(sub, room).max()))
+                reach.append(best)
+            bounds = np.array(reach)
+        order = np.lexsort((topo.index.rank[candidates], -bounds))
+        return candidates[order].tolist(), bounds[order].tolist()
 
     def _try_job_in(self, job: Job, sheet: JobSheet, hypernode: str, failed: set[tuple[str, str]]) -> _Found | None:
         """One dry run of the job in `hypernode`: its sub-gangs in turn; the placements stay applied (in `live`)
@@ -316,13 +324,19 @@ class HyperAllocator:
             nominated = allocate_from_nomination(ssn, job, sub, sheet)
             if nominated is not None:
                 return nominated, 0.0, sub.allocated_hypernode
+        topo = ssn.topology
         for gradient in ssn.hypernode_gradients_for_subjob(sub, within, PURPOSE_ALLOCATE):
+            candidates = topo.indices(gradient)
             if gradient != [within] or job.has_policy:  # the job's own sub-gang in `within`: checked just now
-                gradient = self._with_room(gradient, sheet.tasks[sheet.pos:], self._needed(job, sub))
-            if not gradient:
+                candidates = self._with_room(candidates, sheet.tasks[sheet.pos:], self._needed(job, sub))
+            if not len(candidates):
                 continue
-            scores = ssn.hypernode_scores(sub, gradient)
-            for name in sorted(gradient, key=lambda n: (-scores[n], n)):
+            scores = ssn.hypernode_score_array(sub, candidates)
+            if len(candidates) > 1:  # best score first, then the lowest name
+                order = np.lexsort((topo.index.rank[candidates], -scores))
+                candidates, scores = candidates[order], scores[order]
+            for at, score in zip(candidates.tolist(), scores.tolist(), strict=True):
+                name = topo.index.names[at]
                 if failed is not None and (sub.uid, name) in failed:
                     continue
                 for uid in [u for u in job.fit_errors if job.subjob_of.get(u) is sub]:
@@ -334,8 +348,8 @@ class HyperAllocator:
                         failed.add((sub.uid, name))
                     continue
                 sheet.pos = copy.pos
-                sub.allocated_hypernode = ssn.topology.lca(sub.allocated_hypernode, name)
-                return stmt, scores[name], sub.allocated_hypernode
+                sub.allocated_hypernode = topo.lca(sub.allocated_hypernode, name)
+                return stmt, score, sub.allocated_hypernode
         return None
 
     def _needed(self, job: Job, sub: SubJob | None) -> int:
@@ -353,21 +367,22 @@ class HyperAllocator:
             return 1
         return max(1, job.min_member - job.ready_num() - job.waiting_num() - job.pending_best_effort())
 
-    def _with_room(self, names: list[str], tasks: list[Task], needed: int) -> list[str]:
-        """The HyperNodes of `names` whose future idle covers the `needed` smallest requests among `tasks`."""
-        free = self.ssn.topology.free
-        if free is None or not names:
-            return names
+    def _with_room(self, hypernodes: Index, tasks: list[Task], needed: int) -> Index:
+        """The HyperNodes of `hypernodes` (indices) whose future idle covers the `needed` smallest requests among
+        `tasks`."""
+        if not len(hypernodes):
+            return hypernodes
+        free = self.ssn.topology.room()
+        if free is None:
+            return hypernodes
         if needed > len(tasks):
-            return []
+            return hypernodes[:0]
         first = tasks[0].resreq
         if all(t.resreq is first for t in tasks):  # one pod template: siblings share their request vector
             need = first * needed
         else:
             need = np.sort(np.stack([t.resreq for t in tasks]), axis=0)[:needed].sum(axis=0)
-        index = self.ssn.topology.index.index
-        ok = np.all(need < free[[index[n] for n in names]] + TOLERANCE, axis=1)
-        return [name for name, keep in zip(names, ok.tolist(), strict=True) if keep]
+        return hypernodes[np.logical_and.reduce(need < free[hypernodes] + TOLERANCE, axis=1)]
 
     def allocate_tasks(self, job: Job, sub: SubJob, sheet: SubSheet, hypernode: str) -> Statement | None:
         """`allocateResourcesForTasks` on the nodes of `hypernode`: tasks in order until the sub-gang is ready;
@@ -379,9 +394,9 @@ class HyperAllocator:
         queue = ssn.queues[job.queue]
         stmt = Statement(ssn)
         held = sub.allocated_hypernode
-        # Inside one lowest-tier HyperNode every node is as close to the gang as any other: the node score of the
-        # network topology is the same for all of them, so it is not asked (Volcano computes it and it orders
-        # nothing).
+        # Inside one lowest-tier HyperNode every node is as close to the gang as any other, and while the sub-gang
+        # holds no HyperNode every node scores 0: the node score of the network topology is the same for all of
+        # them, so it is not asked (Volcano computes it and it orders nothing).
         scored = not ssn.topology.within_one_leaf(hypernode)
         failed_roles = {job.tasks[u].role for u in job.fit_errors if u in job.tasks and job.subjob_of.get(u) is sub}
         follow = sub.topology is not None and scored
@@ -395,7 +410,8 @@ class HyperAllocator:
                 continue  # a sibling of the same role already found no node here
             if sub.topology is not None:
                 task.job_hypernode = held if scored else ""
-            choice = (self._nominated(task, rows) if task.nominated_node else None) or choose_in(task, rows, follow)
+            nominated = self._nominated(task, rows) if task.nominated_node else None
+            choice = nominated or choose_in(task, rows, follow and bool(held))
             if choice is None:
                 shown = "" if hypernode == ssn.topology.root else hypernode
                 job.fit_errors[task.uid] = ssn.fit_error(task, rows, shown)

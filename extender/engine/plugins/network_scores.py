@@ -15,7 +15,7 @@ Every score is scaled by MaxNodeScore (100) × `weight`. `Scales` holds what the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +24,7 @@ import numpy.typing as npt
 from extender.engine.hypernodes import Topology
 from extender.engine.interface import Index, Scores
 from extender.engine.model import SubJob, Task
-from lapilli.resources.vector import TOLERANCE
+from lapilli.resources.vector import TOLERANCE, Vec
 
 MAX_NODE_SCORE = 100.0
 SCALAR_MAX = 8  # HyperNodes refreshed one by one in floats up to this many, with numpy beyond
@@ -43,10 +43,15 @@ class _NormalClass:
 @dataclass(slots=True)
 class Scales:
     """A session's HyperNode resources (Volcano's `hyperNodeResourceCache`: allocatable, idle and future idle as
-    the session opened, used kept up to date by the plugin's event handler) and the resource weights."""
+    the session opened, used kept up to date by the plugin's event handler) and the resource weights.
+
+    The event handler only notes each placement's move (`moves`: the node's path, the request signed); `settle`
+    counts them into `used` and the topology's `free` before anything reads either. A gang's dozen placements are
+    then one batched update instead of a dozen, each HyperNode's sums taken in the same order as one by one."""
 
     topo: Topology
     row_of: Mapping[str, int]  # node name -> row
+    path_of: list[int]  # node row -> its path (`TreeIndex.path_of`)
     weights: npt.NDArray[np.float64]  # per resource dimension; 0 where the plugin does not weigh it
     allocatable: Matrix
     used: Matrix
@@ -56,25 +61,59 @@ class Scales:
     fading: float
     min_tier: int
     max_tier: int
-    changed: list[int] = field(default_factory=list)  # HyperNodes whose `used` moved, in order (the classes' log)
+    changed: list[int] = field(default_factory=list)  # HyperNodes whose `used` moved, in order (the classes' log;
+    # up to date once settled)
+    moves: list[tuple[int, Vec]] = field(default_factory=list)  # (path, ± request) not yet in `used` / `free`
     _normal: dict[bytes, _NormalClass] = field(default_factory=dict)
     _lca_scores: dict[str, Scores] = field(default_factory=dict)
-    _requests: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = field(default_factory=dict)
+    # sub-gang uid (or pod template and count) -> `subjob_request`
+    _requests: dict[str | bytes, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = field(default_factory=dict)
     _tier_weights: npt.NDArray[np.float64] | None = None
-    _binpacks: dict[str, tuple[int, list[float]]] = field(default_factory=dict)  # sub-gang -> (len(changed), …)
+    _weighed: dict[bytes, tuple[npt.NDArray[np.float64], float]] = field(default_factory=dict)  # dims -> weights, Σ
+    _room_above_zero: npt.NDArray[np.bool_] | None = None  # allocatable > 0, per HyperNode and resource
+    _binpacks: dict[str, tuple[int, Scores]] = field(default_factory=dict)  # sub-gang -> (len(changed), …)
+
+    def settle(self) -> None:
+        """Count the moves noted since the last call into `used` (+) and the topology's `free` (−)."""
+        moves = self.moves
+        if not moves:
+            return
+        paths, free = self.topo.index.path_members, self.topo.free
+        path_lists, changed = self.topo.index.path_lists, self.changed
+        for path, _ in moves:
+            changed.extend(path_lists[path])
+        if len(moves) == 1:
+            held, vec = paths[moves[0][0]], moves[0][1]
+        else:  # `ufunc.at` adds the rows in the order given: each HyperNode's sum as with one call per move
+            helds = [paths[path] for path, _ in moves]
+            held = np.concatenate(helds)
+            vec = np.repeat(np.array([v for _, v in moves]), [len(h) for h in helds], axis=0)
+        np.add.at(self.used, held, vec)
+        if free is not None:
+            np.subtract.at(free, held, vec)
+        moves.clear()
 
     # ---- HyperNode binpack -------------------------------------------------------------------------------------
-    def binpack(self, request: npt.NDArray[np.float64], dims: npt.NDArray[np.bool_], rows: Index) -> Scores:
-        """The binpack of `request` over the resource dimensions `dims` in HyperNodes `rows` (indices), in [0, 1]."""
-        weights = np.where(dims, self.weights, 0.0)
-        total_weight = weights.sum()
+    def binpack(self, request: npt.NDArray[np.float64], dims: npt.NDArray[np.bool_], rows: Index | None) -> Scores:
+        """The binpack of `request` over the resource dimensions `dims` in HyperNodes `rows` (indices; None for
+        every HyperNode), in [0, 1]."""
+        key = dims.tobytes()
+        weighed = self._weighed.get(key)
+        if weighed is None:
+            weights = np.where(dims, self.weights, 0.0)
+            weighed = self._weighed[key] = (weights, float(weights.sum()))
+        weights, total_weight = weighed
         if total_weight <= 0:
-            return np.zeros(len(rows))
-        after = self.used[rows] + request
-        alloc = self.allocatable[rows]
-        over = ((after > alloc) & dims).any(axis=1)
-        share = np.divide(after, alloc, out=np.zeros_like(after), where=alloc > 0)
-        return np.where(over, 0.0, (share * weights).sum(axis=1) / total_weight)
+            return np.zeros(len(self.used) if rows is None else len(rows))
+        if self._room_above_zero is None:
+            self._room_above_zero = self.allocatable > 0
+        after = (self.used if rows is None else self.used[rows]) + request
+        alloc = self.allocatable if rows is None else self.allocatable[rows]
+        positive = self._room_above_zero if rows is None else self._room_above_zero[rows]
+        # (ufuncs' own reductions: the array methods go through a Python wrapper, a few µs per call here)
+        over = np.logical_or.reduce((after > alloc) & dims, axis=1)
+        share = np.divide(after, alloc, out=np.zeros(after.shape), where=positive)
+        return np.where(over, 0.0, np.add.reduce(share * weights, axis=1) / total_weight)
 
     def _binpack_one(self, request: list[float], terms: list[tuple[int, float]], row: int) -> float:
         """`binpack` for one HyperNode, over Python floats (the same operations in the same order)."""
@@ -96,47 +135,58 @@ class Scales:
         known = self._requests.get(subjob.uid)
         if known is not None:
             return known
-        if not subjob.tasks:
-            known = self._requests[subjob.uid] = (np.zeros(len(self.weights)), np.zeros(len(self.weights), dtype=bool))
-            return known
-        requests = np.stack([task.resreq for task in subjob.tasks.values()])
-        asked = requests >= TOLERANCE
-        request = np.where(asked, requests, 0.0).sum(axis=0)
-        self._requests[subjob.uid] = (request, asked.any(axis=0) & (self.weights > 0))
-        return self._requests[subjob.uid]
+        vectors = [task.resreq for task in subjob.tasks.values()]
+        shape: bytes | None = None  # sub-gangs of one pod template and size ask the same: computed once for them
+        if vectors and all(v is vectors[0] for v in vectors):
+            shape = vectors[0].tobytes() + len(vectors).to_bytes(8, "little")
+            known = self._requests.get(shape)
+        if known is None:
+            if not vectors:
+                known = (np.zeros(len(self.weights)), np.zeros(len(self.weights), dtype=bool))
+            else:
+                requests = np.stack(vectors)
+                asked = requests >= TOLERANCE
+                known = (np.where(asked, requests, 0.0).sum(axis=0), asked.any(axis=0) & (self.weights > 0))
+            if shape is not None:
+                self._requests[shape] = known
+        self._requests[subjob.uid] = known
+        return known
 
-    def task_share(self, subjob: SubJob, names: Sequence[str]) -> dict[str, float]:
-        """The share of the sub-gang's tasks placed in each of `names` (`scoreWithTaskNum`; 0 without tasks)."""
-        counts = dict.fromkeys(names, 0)
-        size = len(subjob.tasks)
-        if not any(task.node for task in subjob.tasks.values()):
-            return dict.fromkeys(names, 0.0)  # nothing placed yet: no HyperNode holds any of its tasks
-        wanted = {self.topo.index.index[name]: name for name in names}
+    def task_share(self, subjob: SubJob, hypernodes: Index) -> Scores:
+        """The share of the sub-gang's tasks placed in each of `hypernodes` (`scoreWithTaskNum`; 0 without
+        tasks)."""
+        return self._shares(subjob)[hypernodes]
+
+    def _shares(self, subjob: SubJob) -> Scores:
+        """`task_share` of every HyperNode, and one more entry, 0, for nodes under none."""
+        index = self.topo.index
+        paths: dict[int, int] = {}  # the placed tasks' nodes by path (the HyperNodes holding them)
+        path_of, row_of = self.path_of, self.row_of
         for task in subjob.tasks.values():
-            row = self.row_of.get(task.node) if task.node else None
-            if row is None:
-                continue
-            for i in self.topo.holders(row).tolist():
-                if i in wanted:
-                    counts[wanted[i]] += 1
-        return {name: counts[name] / size if size else 0.0 for name in names}
+            row = row_of.get(task.node) if task.node else None
+            if row is not None:
+                path = path_of[row]
+                paths[path] = paths.get(path, 0) + 1
+        counts = np.zeros(len(index.names) + 1)
+        if not paths:
+            return counts
+        for path, count in paths.items():
+            counts[index.path_members[path]] += count
+        return counts / len(subjob.tasks)
 
-    def hypernode_order(self, subjob: SubJob, names: Sequence[str]) -> dict[str, float]:
+    def hypernode_order(self, subjob: SubJob, hypernodes: Index) -> Scores:
         """`HyperNodeOrderFn`, scaled."""
-        index = self.topo.index.index
+        self.settle()
         known = self._binpacks.get(subjob.uid)
         if known is None or known[0] != len(self.changed):  # every HyperNode's, kept until some `used` moves
             request, dims = self.subjob_request(subjob)
-            every = np.arange(len(self.topo.index.names), dtype=np.intp)
-            known = self._binpacks[subjob.uid] = (len(self.changed), self.binpack(request, dims, every).tolist())
-        binpacks = known[1]
-        scores = {name: binpacks[index[name]] for name in names}
-        best = max(scores.values(), default=0.0)
-        tied = [n for n in names if scores[n] == best]
-        if len(tied) > 1:
-            for name, share in self.task_share(subjob, tied).items():
-                scores[name] += share
-        return {n: MAX_NODE_SCORE * self.global_weight * s for n, s in scores.items()}
+            known = self._binpacks[subjob.uid] = (len(self.changed), self.binpack(request, dims, None))
+        scores = known[1][hypernodes]
+        if len(scores) > 1:
+            tied = (scores == np.maximum.reduce(scores)).nonzero()[0]
+            if len(tied) > 1:
+                scores[tied] += self.task_share(subjob, hypernodes[tied])
+        return (MAX_NODE_SCORE * self.global_weight) * scores
 
     # ---- node scores -------------------------------------------------------------------------------------------
     def tier_score(self, tier: int) -> float:
@@ -172,20 +222,13 @@ class Scales:
         if not task.job_hypernode:
             return np.zeros(len(nodes)) if exact else None
         leaf = self.topo.index.leaf_of[nodes]
-        if not exact and len(leaf) and (leaf == leaf[0]).all():
+        if not exact and len(leaf) and np.logical_and.reduce(leaf == leaf[0]):
             return None
         scores = self.lca_scores(task.job_hypernode)[leaf]  # leaf -1 reads the extra 0 at the end
-        best = scores.max() if len(scores) else 0.0
-        tied = np.flatnonzero(scores == best)
-        if len(tied) > 1:
-            names = self.topo.index.names
-            leaves = sorted({int(i) for i in leaf[tied].tolist() if i >= 0})
-            shares = self.task_share(subjob, [names[i] for i in leaves])
-            bonus = np.zeros(len(names) + 1)
-            for i in leaves:
-                bonus[i] = shares[names[i]]
-            scores = scores.copy()
-            scores[tied] += bonus[leaf[tied]]
+        if len(scores) > 1:
+            tied = (scores == np.maximum.reduce(scores)).nonzero()[0]
+            if len(tied) > 1:
+                scores[tied] += self._shares(subjob)[leaf[tied]]
         return scores
 
     def tier_weights(self) -> npt.NDArray[np.float64]:
@@ -196,6 +239,7 @@ class Scales:
     def normal(self, task: Task) -> Scores:
         """Node scores of a task without a network topology over every node, unscaled. Each request keeps its
         HyperNode binpack and refreshes only the HyperNodes whose use moved since it last looked (`changed`)."""
+        self.settle()
         index = self.topo.index
         weights = self.tier_weights()
         total = weights.sum()
@@ -206,7 +250,7 @@ class Scales:
         if entry is None:
             dims = (task.resreq >= TOLERANCE) & (self.weights > 0)
             per_hypernode = np.ones(len(index.names) + 1)  # the extra entry: no HyperNode at that tier, full score
-            per_hypernode[:-1] = self.binpack(task.resreq, dims, np.arange(len(index.names), dtype=np.intp))
+            per_hypernode[:-1] = self.binpack(task.resreq, dims, None)
             entry = self._normal[key] = _NormalClass(dims, per_hypernode, len(self.changed))
         elif entry.seen < len(self.changed):
             moved = sorted(set(self.changed[entry.seen:]))

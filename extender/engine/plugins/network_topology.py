@@ -110,61 +110,65 @@ class NetworkTopologyPlugin:
         self.ssn: SessionView | None = None
         self.scales: Scales | None = None
         self._rows: Mapping[str, int] = {}  # node name -> row
-        self._held: list[Index] = []  # per node row: the HyperNodes holding it
-        self._paths: list[tuple[int, ...]] = []  # the same, as ints
+        self._path_of: list[int] = []  # per node row: its path (`TreeIndex.path_of`)
         self._known: dict[tuple[str, int, str, bytes, str], list[list[str]]] = {}  # gradients asked this session
+        self._rooms: dict[tuple[bytes, str], npt.NDArray[np.bool_]] = {}  # `_room` answers this session
+        self._aware: set[str] = set()  # the tasks whose sub-gang has a network topology (they get no node bonus)
 
     def on_session_open(self, ssn: SessionView) -> None:
-        self.ssn, self._known = ssn, {}
+        self.ssn, self._known, self._rooms = ssn, {}, {}
+        self._aware = set()
+        for job in ssn.jobs.values():
+            for sub in (job.subjobs or {}).values():
+                if sub.topology is not None:
+                    self._aware.update(sub.tasks)
         topo, arrays = ssn.topology, ssn.arrays
-        allocatable = topo.aggregate(arrays.allocatable)
-        used = topo.aggregate(arrays.used)
-        if topo.has_hypernodes and any(job.subjobs is not None for job in ssn.jobs.values()):
-            topo.track(arrays.future_idle())  # allocate skips HyperNodes a gang cannot fit (hyperallocate.py)
+        dims = arrays.allocatable.shape[1]
+        future_idle = arrays.future_idle()
+        sums = topo.aggregate(np.hstack([arrays.allocatable, arrays.used, future_idle]))  # one pass for the three
+        allocatable, used = sums[:, :dims], sums[:, dims:2 * dims].copy()
         self.scales = Scales(
-            topo=topo, row_of={name: node.idx for name, node in ssn.node_by_name.items()},
+            topo=topo, row_of=topo.index.row_of, path_of=topo.index.path_list,
             weights=weight_vector(ssn.dims.index, self.args.weights), allocatable=allocatable, used=used,
-            idle=allocatable - used, future_idle=topo.aggregate(arrays.future_idle()),
+            idle=allocatable - used, future_idle=sums[:, 2 * dims:],
             global_weight=float(self.args.weight), fading=self.args.fading,
             min_tier=topo.tree.tiers[0], max_tier=topo.tree.tiers[-1],
         )
+        if topo.has_hypernodes and any(job.subjobs is not None for job in ssn.jobs.values()):
+            # allocate skips HyperNodes a gang cannot fit (hyperallocate.py)
+            topo.track(self.scales.future_idle.copy(), self._settle)
         ssn.add_node_order(TopologyScorer(self))
         if self.args.normal_pod and topo.has_hypernodes:
             ssn.add_node_bonus(self.normal_scores)
         ssn.add_hypernode_order(self.scales.hypernode_order)
         ssn.add_hypernode_gradient_for_job(self.job_gradients)
         ssn.add_hypernode_gradient_for_subjob(self.subjob_gradients)
-        index = topo.index
         self._rows = self.scales.row_of
-        self._held = [index.path_members[p] for p in index.path_of.tolist()]  # per node row
-        self._paths = [index.path_lists[p] for p in index.path_of.tolist()]
+        self._path_of = self.scales.path_of
         ssn.add_event_handler(EventHandler(allocate=self._taken, deallocate=self._given))
 
     def on_session_close(self, ssn: SessionView) -> None:
         self.ssn = self.scales = None
-        self._known = {}
+        self._known, self._rooms, self._aware = {}, {}, set()
 
     # An allocation or pipelining takes the request from the node's HyperNodes, an undo or a release gives it back:
-    # their `used` here (Volcano's resource cache) and their future idle (`Topology.free`).
+    # their `used` here (Volcano's resource cache) and their future idle (`Topology.free`), counted when next read
+    # (`Scales.settle`).
     def _taken(self, task: Task) -> None:
         row = self._rows.get(task.node or "")
         if row is not None:
             assert self.scales is not None
-            held, scales = self._held[row], self.scales
-            np.add.at(scales.used, held, task.resreq)  # (`ufunc.at`: half the time of `used[held] += …` here)
-            if scales.topo.free is not None:
-                np.subtract.at(scales.topo.free, held, task.resreq)
-            scales.changed.extend(self._paths[row])
+            self.scales.moves.append((self._path_of[row], task.resreq))
+
+    def _settle(self) -> None:
+        if self.scales is not None:
+            self.scales.settle()
 
     def _given(self, task: Task) -> None:
         row = self._rows.get(task.node or "")
         if row is not None:
             assert self.scales is not None
-            held, scales = self._held[row], self.scales
-            np.subtract.at(scales.used, held, task.resreq)
-            if scales.topo.free is not None:
-                np.add.at(scales.topo.free, held, task.resreq)
-            scales.changed.extend(self._paths[row])
+            self.scales.moves.append((self._path_of[row], -task.resreq))
 
     # ---- node order --------------------------------------------------------------------------------------------
     def node_scores(self, task: Task, idx: Index) -> Scores | None:
@@ -191,12 +195,11 @@ class NetworkTopologyPlugin:
 
     def normal_scores(self, task: Task) -> Scores | None:
         """`batchNodeOrderFnForNormalPods` over every node, scaled: the node bonus of a pod without a topology."""
+        if task.uid in self._aware:
+            return None
         assert self.ssn is not None and self.scales is not None
         job = self.ssn.jobs.get(task.job)
         if job is None or not self.args.normal_pod or not self.scales.topo.has_hypernodes:
-            return None
-        sub = job.subjob_of.get(task.uid) if job.subjobs is not None else None
-        if sub is not None and sub.topology is not None:
             return None
         return MAX_NODE_SCORE * self.args.weight * self.scales.normal(task)
 
@@ -239,26 +242,37 @@ class NetworkTopologyPlugin:
         root = self._search_root(available, tier, held)
         if root is None:
             return []
+        if not topo.children(root):  # a HyperNode with none under it (a leaf, usually) is its own one gradient
+            at = topo.index.index.get(root)
+            fits = at is not None and int(topo.index.tier[at]) <= tier and (
+                bool(held) or bool(self._room(need, purpose)[at]))
+            return [[root]] if fits else []
         order = np.array(topo.breadth_first(root), dtype=np.intp)
         keep = topo.index.tier[order] <= tier
         if not held:  # a gang partly placed is not pre-filtered
-            keep &= self._room(order, need, purpose)
+            keep &= self._room(need, purpose)[order]
         eligible: dict[int, list[str]] = {}
         names, tiers = topo.index.names, topo.index.tier
-        for i in order[keep].tolist():
-            eligible.setdefault(int(tiers[i]), []).append(names[i])
+        for i, t in zip(order[keep].tolist(), tiers[order[keep]].tolist(), strict=True):
+            eligible.setdefault(t, []).append(names[i])
         gradients = [eligible[t] for t in sorted(eligible)]
         return reverse_and_cap(gradients, self.args.evict_max) if purpose == PURPOSE_EVICT else gradients
 
-    def _room(self, order: Index, need: Vec, purpose: str) -> npt.NDArray[np.bool_]:
-        """`isEligibleHyperNode`'s resource check over HyperNodes `order`, with the session-open numbers: the
-        minimum fits their allocatable (eviction), else their idle or their future idle."""
+    def _room(self, need: Vec, purpose: str) -> npt.NDArray[np.bool_]:
+        """`isEligibleHyperNode`'s resource check over every HyperNode, with the session-open numbers: the
+        minimum fits their allocatable (eviction), else their idle or their future idle (kept per minimum)."""
         assert self.scales is not None
-        scales = self.scales
-        if purpose == PURPOSE_EVICT:
-            return np.all(need < scales.allocatable[order] + TOLERANCE, axis=1)
-        idle = np.all(need < scales.idle[order] + TOLERANCE, axis=1)
-        return idle | np.all(need < scales.future_idle[order] + TOLERANCE, axis=1)
+        key = (need.tobytes(), purpose)
+        known = self._rooms.get(key)
+        if known is None:
+            scales = self.scales
+            if purpose == PURPOSE_EVICT:
+                known = np.all(need < scales.allocatable + TOLERANCE, axis=1)
+            else:
+                idle = np.all(need < scales.idle + TOLERANCE, axis=1)
+                known = idle | np.all(need < scales.future_idle + TOLERANCE, axis=1)
+            self._rooms[key] = known
+        return known
 
     def _search_root(self, available: str, tier: int, held: str) -> str | None:
         """`getSearchRoot`: `available`, narrowed for a gang already holding `held` to its ancestor at the highest

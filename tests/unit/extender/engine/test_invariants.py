@@ -4,7 +4,8 @@
 * a gang is all-or-nothing after commit: a PodGroup gets new binds only if they bring it to minMember;
 * Σ deserved ≤ cluster: proportion never hands out more than the nodes have;
 * the same snapshot gives the same decisions, whatever order its documents came in;
-* gang-aware eviction (gangpreempt, gangreclaim) never leaves a gang it evicts from with 1..minMember−1 members.
+* gang-aware eviction (gangpreempt, gangreclaim) never leaves a gang it evicts from with 1..minMember−1 members,
+  nor, for a gang with sub-gangs (subGroupPolicy), with fewer whole sub-gangs than its minSubGroups if it had them.
 """
 
 from __future__ import annotations
@@ -151,11 +152,16 @@ def contended(draw: st.DrawFn) -> dict[str, Any]:
         queue = draw(st.sampled_from(queues))["name"]
         podgroups.append({"name": f"ns/run{g}", "queue": queue, "min": draw(st.integers(1, size)), "phase": "Running",
                           "priorityClassName": draw(st.sampled_from(["low", "mid"]))})
+        parts = size >= 2 and draw(st.booleans())  # sub-gangs of two (`part` t // 2), some of which it needs
+        if parts:
+            podgroups[-1]["subGroupPolicy"] = [{"name": "p", "subGroupSize": SUB_GANG, "matchLabelKeys": ["part"],
+                                                "minSubGroups": draw(st.integers(1, size // SUB_GANG))}]
         for t in range(size):
             pod = {"name": f"ns/run{g}-w-{t}", "group": f"run{g}", "req": gpu, "node": order.pop(), "phase": "Running",
-                   "priorityClassName": podgroups[-1]["priorityClassName"], "created": f"2026-01-01T00:{g:02d}:00Z"}
+                   "priorityClassName": podgroups[-1]["priorityClassName"], "created": f"2026-01-01T00:{g:02d}:00Z",
+                   "labels": {"part": str(t // SUB_GANG)} if parts else {}}
             if draw(st.integers(0, 9)) == 0:
-                pod["labels"] = {"volcano.sh/preemptable": "false"}
+                pod["labels"]["volcano.sh/preemptable"] = "false"
             pods.append(pod)
         g += 1
     for w in range(draw(st.integers(1, 2))):
@@ -179,6 +185,22 @@ def test_gang_aware_eviction_never_leaves_a_gang_in_part(scenario: dict[str, Any
         lost = sum(1 for k in members if k in evicted)
         if not lost or group.min_member <= 1:
             continue
-        holding = sum(1 for k in members if snap.pods[k].node_name and snap.pods[k].phase in ("Running", "Pending"))
-        after = holding - lost + sum(1 for k in members if k in result.binds)
+        holding = [k for k in members if snap.pods[k].node_name and snap.pods[k].phase in ("Running", "Pending")]
+        after = len(holding) - lost + sum(1 for k in members if k in result.binds)
         assert after == 0 or after >= group.min_member, (key, holding, lost, after, group.min_member)
+        for policy in group.sub_groups:  # each sub-gang whole (SUB_GANG members) before, and after unless all went
+            before = _whole_parts(snap, holding)
+            kept = _whole_parts(snap, [k for k in holding if k not in evicted])
+            if after and before >= policy.min_groups:
+                assert kept >= policy.min_groups, (key, before, kept, policy.min_groups, sorted(evicted))
+
+
+SUB_GANG = 2
+
+
+def _whole_parts(snap: Snapshot, pods: list[str]) -> int:
+    counts: dict[str, int] = {}
+    for key in pods:
+        part = snap.pods[key].labels.get("part", "")
+        counts[part] = counts.get(part, 0) + 1
+    return sum(1 for n in counts.values() if n >= SUB_GANG)

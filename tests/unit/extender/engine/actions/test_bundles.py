@@ -1,17 +1,16 @@
 """Victim bundles and their order (extender/engine/actions/bundles.py).
 
 Ports of Volcano's pkg/scheduler/actions/utils/bundle_test.go, each test naming its Go test; the Go tests build
-JobInfo/TaskInfo by hand, here the jobs come from a session over the same pods (1 CPU each). Left out: the
-sub-job rows (TestCreateJobBundles_SubJobGroupSlackCapsSafe, _MixedLegacyAndSubJobBothEnforced,
-_AlreadyBrokenSubJobIsSubjectToFurtherEviction): Lapilli has no PodGroup subGroupPolicy yet; TestSelectBundles_*:
-Lapilli selects bundles in `gang_evict.evict_for_gang` (its rows are the scenario rows). Then the order upstream's
-workload-aware preemption (KEP-5710) gives victims of equal kind and priority, and what makes a bundle whole.
+JobInfo/TaskInfo by hand, here the jobs come from a session over the same pods (1 CPU each; the sub-job rows' sub-jobs
+from a PodGroup subGroupPolicy over a `part` label). Left out: TestSelectBundles_*: Lapilli selects bundles in
+`gang_evict.evict_for_gang` (its rows are the scenario rows). Then the order upstream's workload-aware preemption
+(KEP-5710) gives victims of equal kind and priority, and what makes a bundle whole.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -106,6 +105,69 @@ def test_role_minimum_keeps_a_role_whole_even_with_job_surplus() -> None:
     surplus, whole = job_bundles(job, members(job), LOCAL, ssn.dims.zeros())
     assert {t.role for t in surplus.tasks} == {"worker"} and len(surplus.tasks) == 2
     assert len(whole.tasks) == 5
+
+
+def _parts(job: str, parts: dict[str, list[str]], node_of: dict[str, str], roles: dict[str, str] | None = None,
+           ) -> list[dict[str, Any]]:
+    """Running pods of `job`, each labelled with its sub-job (`part`), on the node `node_of` gives (default n1)."""
+    return [{"name": f"ns/{job}-{pod}", "group": job, "req": {"cpu": "1"}, "node": node_of.get(pod, "n1"),
+             "phase": "Running", "labels": {"part": part}, **({"role": roles[pod]} if roles and pod in roles else {})}
+            for part, pods in parts.items() for pod in pods]
+
+
+def _policy(name: str, size: int, min_groups: int, role: str | None = None) -> dict[str, Any]:
+    policy: dict[str, Any] = {"name": name, "subGroupSize": size, "minSubGroups": min_groups, "matchLabelKeys": ["part"]}
+    if role is not None:
+        policy["labelSelector"] = {"matchLabels": {"volcano.sh/task-spec": role}}
+    return policy
+
+
+N1: Final = frozenset({"n1"})  # the domain: the sub-job rows' local tasks are on n1, the rest on n2
+
+
+def _tasks(bundle: Bundle) -> list[str]:
+    return [t.name.split("-", 1)[1] for t in bundle.tasks]
+
+
+def test_volcano_create_job_bundles_sub_job_group_slack_caps_safe() -> None:
+    # TestCreateJobBundles_SubJobGroupSlackCapsSafe: minAvailable 4, three sub-jobs of 2 in a group that needs 2 of
+    # them; the job could lose 2 pods, the group only one ready sub-job: t1a alone is surplus (t2a too would break a
+    # second sub-job and the gang). Lapilli's whole bundle is the whole gang.
+    ssn = session([{"name": "ns/j", "min": 4, "phase": "Running", "subGroupPolicy": [_policy("g", 2, 2)]}],
+                  _parts("j", {"1": ["t1a", "t1b"], "2": ["t2a", "t2b"], "3": ["t3a", "t3b"]},
+                         {"t1b": "n2", "t2b": "n2", "t3b": "n2"}))
+    job = ssn.jobs["ns/j"]
+    surplus, whole = job_bundles(job, members(job), N1, ssn.dims.zeros())
+    assert (surplus.kind, _tasks(surplus)) == (BundleKind.SURPLUS, ["t1a"])
+    assert whole.kind is BundleKind.WHOLE and len(whole.tasks) == 6
+
+
+def test_volcano_create_job_bundles_mixed_legacy_and_sub_job_both_enforced() -> None:
+    # TestCreateJobBundles_MixedLegacyAndSubJobBothEnforced: masters (no role minimum) in a group needing 1 of its 2
+    # sub-jobs, workers (role minimum 5 of 5) in a group needing 2 of 3, sub-job w1 already short: m1 is surplus on
+    # the master group's slack, w1a is refused by the role check alone.
+    ssn = session([{"name": "ns/j", "min": 5, "phase": "Running", "minTaskMember": {"worker": 5},
+                    "subGroupPolicy": [_policy("m", 1, 1, "master"), _policy("w", 2, 2, "worker")]}],
+                  _parts("j", {"m1": ["m1"], "m2": ["m2"], "w1": ["w1a"], "w2": ["w2a", "w2b"], "w3": ["w3a", "w3b"]},
+                         {"m2": "n2", "w2a": "n2", "w2b": "n2", "w3a": "n2", "w3b": "n2"},
+                         {"m1": "master", "m2": "master", "w1a": "worker", "w2a": "worker", "w2b": "worker",
+                          "w3a": "worker", "w3b": "worker"}))
+    job = ssn.jobs["ns/j"]
+    surplus, whole = job_bundles(job, members(job), N1, ssn.dims.zeros())
+    assert (surplus.kind, _tasks(surplus)) == (BundleKind.SURPLUS, ["m1"])
+    assert whole.kind is BundleKind.WHOLE and len(whole.tasks) == 7
+
+
+def test_volcano_create_job_bundles_already_broken_sub_job_is_subject_to_further_eviction() -> None:
+    # TestCreateJobBundles_AlreadyBrokenSubJobIsSubjectToFurtherEviction: sub-job 1 is already short (1 of 2), the
+    # group has no ready sub-job to spare: sj1a goes as surplus (it breaks nothing more), sj2a and sj3a do not.
+    ssn = session([{"name": "ns/j", "min": 3, "phase": "Running", "subGroupPolicy": [_policy("g", 2, 2)]}],
+                  _parts("j", {"1": ["sj1a"], "2": ["sj2a", "sj2b"], "3": ["sj3a", "sj3b"]},
+                         {"sj2b": "n2", "sj3b": "n2"}))
+    job = ssn.jobs["ns/j"]
+    surplus, whole = job_bundles(job, members(job), N1, ssn.dims.zeros())
+    assert (surplus.kind, _tasks(surplus)) == (BundleKind.SURPLUS, ["sj1a"])
+    assert whole.kind is BundleKind.WHOLE and len(whole.tasks) == 5
 
 
 def test_volcano_apply_allowed_tasks_whole_atomic_and_safe_shrink() -> None:

@@ -76,9 +76,11 @@ def scenario(rng: random.Random) -> dict[str, Any]:
             "queues": [{"name": "default"}]}
 
 
-def exhaustive(self: HyperAllocator, job: Any, sheet: JobSheet, gradient: list[str]) -> list[tuple[float, str]]:
+def exhaustive(self: HyperAllocator, job: Any, sheet: JobSheet, candidates: Any) -> tuple[list[int], list[float]]:
     """Every candidate with an unbeatable bound, in name order: each is dry-run and the best kept (Volcano)."""
-    return [(-float("inf"), name) for name in sorted(gradient)]
+    names = self.ssn.topology.index.names
+    order = sorted(candidates.tolist(), key=lambda at: names[at])
+    return order, [float("inf")] * len(order)
 
 
 @pytest.mark.parametrize("seed", range(300))
