@@ -1,13 +1,13 @@
 """The controllers' watch caches, kept warm on every replica: a takeover costs the Lease, not a relist.
 
 Counterpart: client-go's shared informers, which a controller-manager starts before it runs for leadership, so a
-standby's caches are already synced when it wins (Volcano's vc-controller-manager does the same). The five kinds
-the Job, Queue and PodGroup controllers read (Queues, PriorityClasses, PodGroups, Pods, Volcano Jobs) are listed
-and watched once, whether this replica leads or not, by reflectors the service shares with the extender's cluster
-state and the admission caches (`lapilli.cluster.Shared`; Pods without their managedFields). A term's `ControllerSet`
-attaches: it is first handed every stored object as an ADDED event (what a relist into empty caches would have
-delivered; no await between that and the attaching, so nothing is missed or seen twice), then every event as it
-arrives. Work queues, expectations and deletions in flight stay per term.
+standby's caches are already synced when it wins (Volcano's vc-controller-manager does the same). The five kinds the
+Job, Queue and PodGroup controllers read (Queues, PriorityClasses, PodGroups, Pods, Volcano Jobs) are listed and
+watched once, whether this replica leads or not, by reflectors the service shares with the extender's cluster state
+and the admission caches (`lapilli.cluster.Shared`; Pods slimmed by `lapilli.meta.slim_pod`). A term's
+`ControllerSet` attaches: it is first handed every stored object as an ADDED event (what a relist into empty caches
+would have delivered; no await between that and the attaching, so nothing is missed or seen twice), then every event
+as it arrives. Work queues, expectations and deletions in flight stay per term.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Final
 from lapilli.cluster import Event, Shared
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES, VC_JOBS, Resource
-from lapilli.meta import without_managed_fields
+from lapilli.meta import slim_pod
 
 Handler = Callable[[Event], None]
 # In this order a term is handed what is stored: queues before the PodGroups in them, pods before their Jobs.
@@ -37,7 +37,7 @@ class WarmCaches:
         self._handlers: dict[Resource, Handler] = {}
         self.shared = shared if shared is not None else Shared(client)
         self.reflectors = [self.shared.reflector(res, self._route(res), name=_NAMES[res],
-                                                 transform=without_managed_fields if res is PODS else None)
+                                                 transform=slim_pod if res is PODS else None)
                            for res in KINDS]
         self._started = False
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 Obj = Mapping[str, Any]
 """A Kubernetes object as decoded JSON, read only (what a watch, the API or an AdmissionReview gives)."""
@@ -126,6 +126,30 @@ def without_managed_fields(obj: MutableObj) -> MutableObj:
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
         metadata.pop("managedFields", None)
+    return obj
+
+
+# What of a Pod nothing in the service reads: its volumes and their mounts (the service-account token volume every
+# pod gets is a third of a running pod's decoded size; volumes are neither scheduled nor controlled here) and its
+# conditions (kube-scheduler's and the kubelet's; status is read for its phase and container statuses).
+_POD_CONTAINERS: Final = ("initContainers", "containers", "ephemeralContainers")
+
+
+def slim_pod(obj: MutableObj) -> MutableObj:
+    """`obj`, a Pod, without what nothing that schedules or controls pods here reads (a Reflector transform): its
+    managedFields, `spec.volumes`, its containers' `volumeMounts` and `status.conditions`. A stored Pod is never
+    written back whole (pods are patched), so nothing dropped here can be lost from the cluster."""
+    without_managed_fields(obj)
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        spec.pop("volumes", None)
+        for field in _POD_CONTAINERS:
+            for container in spec.get(field) or ():
+                if isinstance(container, dict):
+                    container.pop("volumeMounts", None)
+    status = obj.get("status")
+    if isinstance(status, dict):
+        status.pop("conditions", None)
     return obj
 
 

@@ -15,9 +15,10 @@ a cluster without Volcano's network topology) or not readable (no RBAC rule for 
 is logged once, the store is emptied (handlers see the deletions) and counts as synced, and the list is retried
 every `ABSENT_RETRY_S` until the resource appears, so the rest of its owner never waits for it.
 
-A `transform` (client-go's SetTransform) slims every object before it is stored or handed out: a store of
-10,000 full Pods is ~1.5 million GC-tracked objects, and Python's full collections over it stall the event
-loop for up to a second. A transform must keep `metadata.name`, `namespace`, `uid` and `resourceVersion`.
+A `transform` (client-go's SetTransform) slims every object before it is stored or handed out (a listed one as its
+page arrives): a store of 10,000 full Pods is ~1.5 million GC-tracked objects, and Python's full collections over it
+stall the event loop for up to a second. A transform must keep `metadata.name`, `namespace`, `uid` and
+`resourceVersion`.
 """
 
 from __future__ import annotations
@@ -187,10 +188,9 @@ class Reflector:
         with collector.paused():
             listed = await self.client.list(
                 self.resource, self.namespace, label_selector=self.label_selector,
-                field_selector=self.field_selector, page_size=self.page_size,
+                field_selector=self.field_selector, page_size=self.page_size, transform=self.transform,
             )
-            items = listed.items if self.transform is None else [self.transform(o) for o in listed.items]
-            self.store, events = diff(self.store, items)
+            self.store, events = diff(self.store, listed.items)
             self.resource_version = listed.resource_version
             self.relists += 1
             if self.absent:

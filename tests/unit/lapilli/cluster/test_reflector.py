@@ -93,7 +93,8 @@ class ScriptedClient:
         item = self.lists.pop(0)
         if isinstance(item, Exception):
             raise item
-        return item
+        transform = kw.get("transform")  # as KubeClient.list applies it, item by item
+        return item if transform is None else ObjectList([transform(o) for o in item.items], item.resource_version)
 
     async def watch(self, res, namespace=None, **kw):
         self.watch_calls.append(kw)
