@@ -1,6 +1,7 @@
 """One scheduling session (enqueue + allocate) over a large synthetic cluster.
 
     .venv/bin/python bench/engine.py [--nodes 5000 --pods 50000 --gang 10 --queues 10 --repeat 3 --distinct-nodes]
+    .venv/bin/python bench/engine.py --vgpu [--vgpu-memory 40960] [same options]
 
 Nodes have 64 CPU / 512Gi / 8 GPUs; pods ask 4 CPU / 16Gi / 1 GPU in gangs of `--gang`, spread over `--queues`
 queues, so about four fifths of the pods fit. Reports snapshot build time, session time (`run_session`: open,
@@ -11,6 +12,14 @@ pod over the same node arrays, to put the engine's cost next to the cheapest pos
 
 `--distinct-nodes` gives every node a slightly different memory size, so no two node rows are ever equal and the
 engine's per-class memo of row evaluations (which identical nodes in the same state share) never hits.
+
+`--vgpu` (issue 18) runs the same session twice in one process: first as above (whole GPUs), then with shared GPU
+cards. Each node then registers 8 cards of 80 GB (`volcano.sh/node-vgpu-register`, split 10) and advertises the
+vGPU totals instead of `nvidia.com/gpu`; each pod asks one card and `--vgpu-memory` MB of it (`volcano.sh/vgpu-number`
+/ `vgpu-memory`, 40 GB by default: two pods share a card, so every pod fits where a fifth were left pending with
+whole GPUs; 81920 makes each pod take a whole card, the same fill as whole GPUs); the conf adds `deviceshare` with
+`deviceshare.VGPUEnable`, so every vGPU pod is placed through the per-card ledgers. It reports both and the ratio of
+the session times (goal: at most 1.5x).
 """
 
 from __future__ import annotations
@@ -35,14 +44,34 @@ tiers:
 """
 
 
-def workload(nodes: int, pods: int, gang: int, queues: int, distinct: bool = False) -> list[dict[str, Any]]:
+VGPU_CONF = CONF.replace("{name: binpack}]", "{name: binpack},\n"
+                         "  {name: deviceshare, arguments: {deviceshare.VGPUEnable: true}}]")
+CARDS = 8
+
+
+def _gpus(vgpu_memory: int | None, count: int) -> dict[str, str]:
+    """`count` GPUs: whole (`nvidia.com/gpu`) or cards of which `vgpu_memory` MB each."""
+    if vgpu_memory is None:
+        return {"nvidia.com/gpu": str(count)}
+    return {"volcano.sh/vgpu-number": str(count), "volcano.sh/vgpu-memory": str(vgpu_memory * count)}
+
+
+def workload(nodes: int, pods: int, gang: int, queues: int, distinct: bool = False,
+             vgpu_memory: int | None = None) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for i in range(nodes):
+        name = f"node-{i:05d}"
         memory = f"{512 * 1024 + i}Mi" if distinct else "512Gi"
-        docs.append({
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i:05d}"},
-            "status": {"allocatable": {"cpu": "64", "memory": memory, "nvidia.com/gpu": "8", "pods": "110"}},
-        })
+        allocatable = {"cpu": "64", "memory": memory, "nvidia.com/gpu": str(CARDS), "pods": "110"}
+        metadata: dict[str, Any] = {"name": name}
+        if vgpu_memory is not None:
+            del allocatable["nvidia.com/gpu"]
+            allocatable |= {"volcano.sh/vgpu-number": str(10 * CARDS), "volcano.sh/vgpu-memory": str(81920 * CARDS),
+                            "volcano.sh/vgpu-cores": str(100 * CARDS)}
+            metadata["annotations"] = {"volcano.sh/node-vgpu-register": "".join(
+                f"{name}-gpu{c},10,81920,NVIDIA-A100-SXM4-80GB,true,hami-core:" for c in range(CARDS))}
+        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": metadata,
+                     "status": {"allocatable": allocatable}})
     for q in range(queues):
         docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": f"q{q}"},
                      "spec": {"weight": 1}, "status": {"state": "Open"}})
@@ -52,7 +81,7 @@ def workload(nodes: int, pods: int, gang: int, queues: int, distinct: bool = Fal
             "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "bench"},
             "spec": {"minMember": gang, "queue": f"q{j % queues}",
-                     "minResources": {"cpu": str(4 * gang), "memory": f"{16 * gang}Gi", "nvidia.com/gpu": str(gang)}},
+                     "minResources": {"cpu": str(4 * gang), "memory": f"{16 * gang}Gi", **_gpus(vgpu_memory, gang)}},
             "status": {"phase": "Pending"},
         })
         for t in range(gang):
@@ -60,8 +89,9 @@ def workload(nodes: int, pods: int, gang: int, queues: int, distinct: bool = Fal
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": f"{name}-w-{t}", "namespace": "bench",
                              "annotations": {"scheduling.k8s.io/group-name": name}},
-                "spec": {"containers": [{"name": "c", "resources": {"requests": {
-                    "cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}}}]},
+                "spec": {"containers": [{"name": "c", "resources": {
+                    "requests": {"cpu": "4", "memory": "16Gi", **_gpus(vgpu_memory, 1)},
+                    "limits": _gpus(vgpu_memory, 1)}}]},
                 "status": {"phase": "Pending"},
             })
     return docs
@@ -79,6 +109,39 @@ def baseline(nodes: int, pods: int) -> float:
     return time.perf_counter() - start
 
 
+def measure(docs: list[dict[str, Any]], conf_text: str, repeat: int) -> dict[str, Any]:
+    """Snapshot build, session open, and `repeat` sessions (wall and CPU) over `docs`."""
+    conf = parse_scheduler_conf(conf_text)
+    t0 = time.perf_counter()
+    snap = build_snapshot(docs)
+    t1 = time.perf_counter()
+    ssn_open = open_session(snap, conf)
+    t2 = time.perf_counter()
+    del ssn_open
+    runs: list[tuple[float, float]] = []
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = run_session(snap, conf)
+        runs.append((time.perf_counter() - wall, time.process_time() - cpu))
+        gc.collect()  # outside the timing: free the finished session before the next one, as a service would
+    best_wall, best_cpu = min(runs)
+    return {"build": t1 - t0, "open": t2 - t1, "best_wall": best_wall, "best_cpu": best_cpu,
+            "median_wall": statistics.median(wall for wall, _ in runs), "bound": len(result.binds),
+            "cards": len(result.devices)}
+
+
+def report(stats: dict[str, Any], pods: int, repeat: int) -> None:
+    print(f"snapshot build     {stats['build']:8.3f} s")
+    print(f"session open       {stats['open']:8.3f} s")
+    print(f"session (run_session: open+enqueue+allocate+close+decisions, {repeat} runs)")
+    print(f"  best wall        {stats['best_wall']:8.3f} s  (CPU {stats['best_cpu']:.3f} s)")
+    print(f"  median wall      {stats['median_wall']:8.3f} s")
+    print(f"pods bound         {stats['bound']:8d}")
+    if stats["cards"]:
+        print(f"pods given cards   {stats['cards']:8d}")
+    print(f"pods decided/s     {pods / stats['best_wall']:8.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=5000)
@@ -87,36 +150,27 @@ def main() -> None:
     parser.add_argument("--queues", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--distinct-nodes", action="store_true")
+    parser.add_argument("--vgpu", action="store_true", help="also the same session with shared GPU cards")
+    parser.add_argument("--vgpu-memory", type=int, default=40960, help="MB of a card each vGPU pod asks")
     args = parser.parse_args()
-    docs = workload(args.nodes, args.pods, args.gang, args.queues, args.distinct_nodes)
-    conf = parse_scheduler_conf(CONF)
-    t0 = time.perf_counter()
-    snap = build_snapshot(docs)
-    t1 = time.perf_counter()
-    ssn_open = open_session(snap, conf)
-    t2 = time.perf_counter()
-    del ssn_open
-    runs: list[tuple[float, float]] = []
-    for _ in range(args.repeat):
-        wall, cpu = time.perf_counter(), time.process_time()
-        result = run_session(snap, conf)
-        runs.append((time.perf_counter() - wall, time.process_time() - cpu))
-        gc.collect()  # outside the timing: free the finished session before the next one, as a service would
-    base = baseline(args.nodes, args.pods)
-    best_wall, best_cpu = min(runs)
-    median_wall = statistics.median(wall for wall, _ in runs)
-    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"nodes={args.nodes} pods={args.pods} gang={args.gang} queues={args.queues}"
           f"{' distinct-nodes' if args.distinct_nodes else ''}")
-    print(f"snapshot build     {t1 - t0:8.3f} s")
-    print(f"session open       {t2 - t1:8.3f} s")
-    print(f"session (run_session: open+enqueue+allocate+close+decisions, {args.repeat} runs)")
-    print(f"  best wall        {best_wall:8.3f} s  (CPU {best_cpu:.3f} s)")
-    print(f"  median wall      {median_wall:8.3f} s")
-    print(f"pods bound         {len(result.binds):8d}")
-    print(f"pods decided/s     {args.pods / best_wall:8.0f}")
+    whole = measure(workload(args.nodes, args.pods, args.gang, args.queues, args.distinct_nodes), CONF, args.repeat)
+    if args.vgpu:
+        print("-- whole GPUs (nvidia.com/gpu: 1 per pod)")
+    report(whole, args.pods, args.repeat)
+    if args.vgpu:
+        docs = workload(args.nodes, args.pods, args.gang, args.queues, args.distinct_nodes, args.vgpu_memory)
+        shared = measure(docs, VGPU_CONF, args.repeat)
+        del docs
+        print(f"-- vGPU cards ({CARDS} x 80 GB per node; 1 card and {args.vgpu_memory} MB per pod; deviceshare)")
+        report(shared, args.pods, args.repeat)
+        print(f"vGPU/whole session  best wall {shared['best_wall'] / whole['best_wall']:.2f}x  "
+              f"CPU {shared['best_cpu'] / whole['best_cpu']:.2f}x")
+    base = baseline(args.nodes, args.pods)
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS           {rss_mib:8.0f} MiB")
-    print(f"baseline first-fit {base:8.3f} s  (engine best wall/baseline = {best_wall / base:.2f}x)")
+    print(f"baseline first-fit {base:8.3f} s  (engine best wall/baseline = {whole['best_wall'] / base:.2f}x)")
 
 
 if __name__ == "__main__":

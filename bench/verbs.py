@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import gc
 import multiprocessing as mp
+import re
 import statistics
 import sys
 import tempfile
@@ -307,6 +308,33 @@ def latency_vgpu(nodes_list: list[int], requests: int) -> None:
 
 
 # ---- throughput ---------------------------------------------------------------------------------------------
+_WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_METRIC_LINE = re.compile(r'^(apiserver_request_total|apiserver_admission_webhook_admission_duration_seconds_count)'
+                          r'\{([^}]*)\} ([0-9.e+]+)$')
+
+
+async def _api_counts(client: Any) -> dict[str, float]:
+    """kube-apiserver's own counters, from its /metrics: writes by verb, resource and subresource, and admission
+    webhook calls by webhook. Counts, not times: what they say does not depend on the machine's load."""
+    async with client._http().get("/metrics", headers=await client._auth(None), **client._route()) as resp:
+        text = await resp.text()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _METRIC_LINE.match(line)
+        if match is None:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', match[2]))
+        if match[1] == "apiserver_request_total":
+            if labels.get("verb") not in _WRITE_VERBS:
+                continue
+            what = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+            key = f"{labels['verb']} {what}"
+        else:
+            key = f"webhook {labels.get('name', '')} ({labels.get('type', '')})"
+        out[key] = out.get(key, 0.0) + float(match[3])
+    return out
+
+
 def serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
     """A do-nothing extender on aiohttp: the protocol's cost without any scheduling work."""
     from lapilli.kube import KubeClient, load_kubeconfig
@@ -336,8 +364,9 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
 async def _throughput_case(
     nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = (),
     null_extender: bool = False,
-) -> tuple[float, dict[str, float]]:
-    """Pods bound per second, and CPU milliseconds per pod of each process while they were created and bound."""
+) -> tuple[float, dict[str, float], dict[str, float]]:
+    """Pods bound per second, CPU milliseconds per pod of each process while they were created and bound, and
+    kube-apiserver's writes and webhook calls per pod (`_api_counts`) until the last PodGroup says Running."""
     from assembly.dev import ClusterSpec, DevCluster, NodeShape
     from assembly.dev.ports import free_ports
     from lapilli.kube.resources import PODGROUPS, PODS
@@ -389,6 +418,7 @@ async def _throughput_case(
                             return
 
             watcher = asyncio.create_task(count_bound())
+            counts_before = await _api_counts(client)
             cpu_before = cpu_by_role()
             start = time.perf_counter()
             docs = []
@@ -408,7 +438,14 @@ async def _throughput_case(
             finally:
                 watcher.cancel()
             cpu = {name: 1000 * (used - cpu_before.get(name, 0.0)) / pods for name, used in cpu_by_role().items()}
-            return pods / (done - start), cpu
+            # The writes that follow a bind (a pod's PodGroup made and its status Running) land after the clock
+            # stops: the counters are read once every PodGroup of the case says Running (or after WRITES_SETTLE_S).
+            if extender and not null_extender and "--disable-controllers" not in serve_args:
+                await _podgroups_running(client, pods // gang)
+            await asyncio.sleep(WRITES_QUIET_S)
+            counts_after = await _api_counts(client)
+            counts = {what: (n - counts_before.get(what, 0.0)) / pods for what, n in counts_after.items()}
+            return pods / (done - start), cpu, {what: n for what, n in counts.items() if n > 0}
         finally:
             await cluster.down()
             if null is not None:
@@ -416,6 +453,20 @@ async def _throughput_case(
 
 
 SETTLE_S = 3.0  # after `up`: the service's caches have just synced and its first sessions are running
+WRITES_SETTLE_S = 120.0  # at most this long after the last bind for every PodGroup to say Running
+WRITES_QUIET_S = 2.0  # and this long after that before the API server's counters are read again
+
+
+async def _podgroups_running(client: Any, expected: int) -> None:
+    from lapilli.kube.resources import PODGROUPS
+
+    deadline = time.perf_counter() + WRITES_SETTLE_S
+    while time.perf_counter() < deadline:
+        listed = await client.list(PODGROUPS, "bench")
+        if sum((pg.get("status") or {}).get("phase") == "Running" for pg in listed.items) >= expected:
+            return
+        await asyncio.sleep(0.5)
+    print(f"  (not every PodGroup Running {WRITES_SETTLE_S:.0f} s after the last bind)", flush=True)
 
 
 def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int = 1) -> None:
@@ -437,11 +488,15 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
     cpu_per_pod: dict[str, list[float]] = {case[0]: [] for case in chosen}
     for _ in range(repeat):
         for label, extender, gang, scheduler, serve_args, null in chosen:
-            rate, cpu = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler, serve_args, null))
+            rate, cpu, writes = asyncio.run(
+                _throughput_case(nodes, pods, extender, gang, scheduler, serve_args, null))
             rates[label].append(rate)
             cpu_per_pod[label].append(sum(cpu.values()))
             spent = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(cpu.items(), key=lambda kv: -kv[1]))
             print(f"{label:<40} {rate:8.1f} pods/s   CPU ms/pod {sum(cpu.values()):.1f}: {spent}", flush=True)
+            total = sum(n for what, n in writes.items() if not what.startswith("webhook"))
+            listed = ", ".join(f"{what} {n:.2f}" for what, n in sorted(writes.items(), key=lambda kv: -kv[1]))
+            print(f"{'':<40} API writes/pod {total:.2f}: {listed}", flush=True)
     medians = {label: statistics.median(values) for label, values in rates.items()}
     base = medians[chosen[0][0]]
     print(f"medians of {repeat} round(s):")

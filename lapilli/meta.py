@@ -130,15 +130,17 @@ def without_managed_fields(obj: MutableObj) -> MutableObj:
 
 
 # What of a Pod nothing in the service reads: its volumes and their mounts (the service-account token volume every
-# pod gets is a third of a running pod's decoded size; volumes are neither scheduled nor controlled here) and its
-# conditions (kube-scheduler's and the kubelet's; status is read for its phase and container statuses).
+# pod gets is a third of a running pod's decoded size; volumes are neither scheduled nor controlled here) and the
+# kubelet's conditions (status is read for its phase, its container statuses and kube-scheduler's PodScheduled,
+# which the PodGroup controller reads).
 _POD_CONTAINERS: Final = ("initContainers", "containers", "ephemeralContainers")
+_KEPT_CONDITIONS: Final = frozenset({"PodScheduled"})
 
 
 def slim_pod(obj: MutableObj) -> MutableObj:
     """`obj`, a Pod, without what nothing that schedules or controls pods here reads (a Reflector transform): its
-    managedFields, `spec.volumes`, its containers' `volumeMounts` and `status.conditions`. A stored Pod is never
-    written back whole (pods are patched), so nothing dropped here can be lost from the cluster."""
+    managedFields, `spec.volumes`, its containers' `volumeMounts` and `status.conditions` but PodScheduled. A stored
+    Pod is never written back whole (pods are patched), so nothing dropped here can be lost from the cluster."""
     without_managed_fields(obj)
     spec = obj.get("spec")
     if isinstance(spec, dict):
@@ -148,8 +150,12 @@ def slim_pod(obj: MutableObj) -> MutableObj:
                 if isinstance(container, dict):
                     container.pop("volumeMounts", None)
     status = obj.get("status")
-    if isinstance(status, dict):
-        status.pop("conditions", None)
+    if isinstance(status, dict) and isinstance(conditions := status.get("conditions"), list):
+        kept = [c for c in conditions if isinstance(c, dict) and c.get("type") in _KEPT_CONDITIONS]
+        if kept:
+            status["conditions"] = kept
+        else:
+            del status["conditions"]
     return obj
 
 

@@ -1,26 +1,25 @@
 """The PodGroup of a plain pod (no Volcano Job), as pure functions (reference §3.8).
 
-Mirrors `pkg/controllers/podgroup/pg_controller_handler.go`: a pod whose `schedulerName` is one of Volcano's and
-that names no PodGroup gets `podgroup-<controller owner UID>` (one gang per ReplicaSet, StatefulSet, Job…) or
-`podgroup-<pod UID>` for a bare pod; the PodGroup is owned like the pod (by the pod itself when it has no
-owner), `minMember` comes from the owner's `scheduling.volcano.sh/group-min-member` (default 1), `minResources`
-is `minMember` times the pod's quota usage, the queue from the pod's `scheduling.volcano.sh/queue-name`, and a
-networkTopology from the pod's `volcano.sh/network-topology-mode` / `volcano.sh/network-topology-highest-tier`
-(`parseNetworkTopologyFromPod`: either one makes it, mode `hard` unless the other says `soft` in any case; a mode
-or tier that does not parse is left out and reported, as Volcano logs it).
+Mirrors `pkg/controllers/podgroup/pg_controller_handler.go`: which pods get one and its name are the kernel's
+(`lapilli.plainpods`: `podgroup-<controller owner UID>` or `podgroup-<pod UID>`); the PodGroup is owned like the
+pod (by the pod itself when it has no owner), `minMember` comes from the owner's
+`scheduling.volcano.sh/group-min-member` (default 1), `minResources` is `minMember` times the pod's quota usage, the
+queue from the pod's `scheduling.volcano.sh/queue-name`, and a networkTopology from the pod's
+`volcano.sh/network-topology-mode` / `volcano.sh/network-topology-highest-tier` (`parseNetworkTopologyFromPod`:
+either one makes it, mode `hard` unless the other says `soft` in any case; a mode or tier that does not parse is
+left out and reported, as Volcano logs it).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from controller.quota import pod_quota_usage, scaled, scheduler_view, to_resource_list
 from lapilli.api.constants import (
     COOLDOWN_TIME_KEY,
     GROUP_MIN_MEMBER_ANNOTATION,
-    GROUP_NAME_ANNOTATION,
     JDB_MAX_UNAVAILABLE_KEY,
     JDB_MIN_AVAILABLE_KEY,
     NETWORK_TOPOLOGY_HIGHEST_TIER_ANNOTATION,
@@ -31,31 +30,14 @@ from lapilli.api.constants import (
     REVOCABLE_ZONE_KEY,
     SCHEDULING_API_VERSION,
 )
-from lapilli.meta import Obj, annotations_of, is_deleting, meta, owner_references
+from lapilli.meta import Obj, annotations_of, meta, owner_references
+from lapilli.plainpods import podgroup_name_for
 
 _FROM_POD: Final = (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY, REVOCABLE_ZONE_KEY, JDB_MIN_AVAILABLE_KEY,
                     JDB_MAX_UNAVAILABLE_KEY)
 _GO_INT: Final = re.compile(r"[+-]?[0-9]+")  # what strconv.Atoi takes
 _PLURALS: Final = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets", "Deployment": "deployments",
                    "DaemonSet": "daemonsets", "Job": "jobs", "ReplicationController": "replicationcontrollers"}
-
-
-def controller_owner(pod: Obj) -> Obj | None:
-    return next((o for o in owner_references(pod) if o.get("controller")), None)
-
-
-def wants_podgroup(pod: Obj, scheduler_names: Collection[str]) -> bool:
-    """A live pod for one of our schedulers that belongs to no PodGroup yet."""
-    if is_deleting(pod) or annotations_of(pod).get(GROUP_NAME_ANNOTATION):
-        return False
-    if str((pod.get("status") or {}).get("phase") or "") in ("Succeeded", "Failed"):
-        return False
-    return (pod.get("spec") or {}).get("schedulerName") in scheduler_names
-
-
-def podgroup_name_for(pod: Obj) -> str:
-    owner = controller_owner(pod)
-    return f"podgroup-{owner.get('uid') if owner else meta(pod).get('uid')}"
 
 
 def owner_plural(kind: str) -> str:

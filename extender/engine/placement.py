@@ -140,8 +140,9 @@ class Placement:
         # one evaluation.
         state = self.arrays.state[row]
         key: Hashable = state.tobytes()
-        if entry.local:
-            key = (key, *(local.key(task, row) for local in entry.local))
+        local = entry.local
+        if local:
+            key = (key, local[0].key(task, row)) if len(local) == 1 else (key, *(n.key(task, row) for n in local))
         values = entry.memo.get(key)
         if values is None:
             rows = ScalarRow(state.tolist(), self.dims.size)
@@ -173,9 +174,27 @@ class Placement:
             memo={},
             local=tuple(local for local in self._locals if local.applies(task)),
         )
-        self._store(entry, slice(None), *self._evaluate(task, VECTOR, VectorRows(self.arrays, None), request))
-        if entry.local:
-            for row in range(n):  # the node-local part, row by row (shared between equal nodes by the memo)
+        fit_idle, fit_future, score = self._evaluate(task, VECTOR, VectorRows(self.arrays, None), request)
+        if len(entry.local) == 1:
+            # The node-local part, evaluated once per distinct local key (equal nodes share it) and added to the
+            # row's own score as `_store_row` adds it (one term: the same sum).
+            local = entry.local[0]
+            found: dict[Hashable, tuple[bool, bool, float]] = {}
+            local_now, local_future, local_score = [], [], []
+            for row in range(n):
+                key = local.key(task, row)
+                values = found.get(key)
+                if values is None:
+                    values = found[key] = local.evaluate(task, row)
+                local_now.append(values[0])
+                local_future.append(values[1])
+                local_score.append(values[2])
+            fit_idle = fit_idle & np.array(local_now, dtype=bool)
+            fit_future = fit_future & np.array(local_future, dtype=bool)
+            score = score + np.array(local_score, dtype=np.float64)
+        self._store(entry, slice(None), fit_idle, fit_future, score)
+        if len(entry.local) > 1:
+            for row in range(n):  # several node-local parts: row by row, summed in `_store_row`'s order
                 self._store_row(task, entry, row)
         return entry
 

@@ -285,10 +285,13 @@ def decisions(ssn: Session) -> Decisions:
         if held is not None and not held.virtual:
             out.domains[held.name] = held.nodes
     if ssn.assignments:
+        tasks, binds, pipelined = ssn.tasks, out.binds, out.pipelined
         for uid, devices in ssn.assignments.items():
-            placed = ssn.tasks.get(uid)
-            if placed is not None and (placed.key in out.binds or placed.key in out.pipelined):
-                out.devices[placed.key] = devices
+            placed = tasks.get(uid)
+            if placed is not None:
+                key = placed.key  # a property that formats the name: once per pod
+                if key in binds or key in pipelined:
+                    out.devices[key] = devices
     out.cards = dict(ssn.card_report)
     out.queues = queue_results(ssn)
     out.nodes = NodeRoom(

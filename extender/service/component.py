@@ -63,7 +63,8 @@ class ExtenderComponent:
         vgpu = vgpu_arguments(conf.conf)
         device_configs = [vgpu.config_key] if vgpu is not None else []
         self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled,
-                                  device_configs=device_configs, shared=shared)
+                                  device_configs=device_configs, scheduler_names=settings.scheduler_names,
+                                  shared=shared)
         self.plan = Plan(ttl_s=settings.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
                                        restarts=self.state.restarts,
@@ -92,7 +93,9 @@ class ExtenderComponent:
                            interval_s=settings.why_interval_s or 1.0, is_leader=self.is_leader)
         self.usage = UsageLoop(lambda: self.state.copy() if self.state.synced else None, lambda: self.loop.conf.conf,
                                writer, UsageMetrics(registry), is_leader=self.is_leader)
-        self.runner = ProcessRunner(kubeconfig, device_configs=device_configs) if settings.session_process else None
+        self.runner = (ProcessRunner(kubeconfig, device_configs=device_configs,
+                                     scheduler_names=settings.scheduler_names)
+                       if settings.session_process else None)
         if self.runner is not None:
             self.loop.runner = self.runner
         self._tasks: list[asyncio.Task[None]] = []

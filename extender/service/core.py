@@ -57,6 +57,7 @@ from lapilli.kube import REQUEST_ERRORS, KubeClient
 from lapilli.kube.errors import ApiError, Conflict, NotFound
 from lapilli.kube.resources import PODS
 from lapilli.meta import annotations_of, meta, name_of, namespace_of, resource_version, uid_of
+from lapilli.plainpods import group_of
 from lapilli.resources.units import CPU, GPU, MEMORY, pod_request
 from lapilli.resources.vector import TOLERANCE
 
@@ -67,12 +68,6 @@ PROMISED = "its free room is promised to a gang whose victims are leaving"
 MAX_SCORE = 10
 # Prioritize packs GPUs first: the binpack plugin with a GPU counting ten times cpu or memory.
 PRIORITIZE_BINPACK: Final = BinpackArgs(weight=1.0, weights=((CPU, 1.0), (MEMORY, 1.0), (GPU, 10.0)))
-
-
-def _meta(pod: Mapping[str, Any]) -> tuple[str, str, str | None]:
-    namespace = namespace_of(pod) or "default"
-    group = annotations_of(pod).get(GROUP_NAME_ANNOTATION)
-    return namespace, name_of(pod), f"{namespace}/{group}" if group else None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -124,12 +119,24 @@ class Extender:
         state.settled_listeners.append(self.book.release)  # a bound pod's own annotation holds its cards now
         plan.on_node = self.book.touch
 
+    def _meta(self, pod: Mapping[str, Any]) -> tuple[str, str, str | None]:
+        """(namespace, name, "namespace/PodGroup" or None). A pod of ours that names no PodGroup yet is in the one
+        the PodGroup controller gives it once that exists (`ClusterState` counts it there too); before, it passes
+        as a pod of no PodGroup, after its queue's checks."""
+        namespace = namespace_of(pod) or "default"
+        group = annotations_of(pod).get(GROUP_NAME_ANNOTATION)
+        if not group:
+            group = group_of(pod, self.scheduler_names)
+            if group and f"{namespace}/{group}" not in self.state.snapshot.podgroups:
+                group = ""
+        return namespace, name_of(pod), f"{namespace}/{group}" if group else None
+
     # ---- filter ---------------------------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         offered = args.names()
         if not self.state.synced:
             return filter_result(error=NOT_SYNCED)
-        namespace, name, gang = _meta(args.pod)
+        namespace, name, gang = self._meta(args.pod)
         key = f"{namespace}/{name}"
         if gang is None:
             refusal = self._plain_refusal(args.pod)
@@ -334,7 +341,7 @@ class Extender:
         On a cluster where most nodes look alike the answer is a handful of entries instead of one per offered
         node, which both sides would otherwise encode and decode on kube-scheduler's sequential path."""
         names = args.names()
-        namespace, name, _ = _meta(args.pod)
+        namespace, name, _ = self._meta(args.pod)
         planned = self.plan.node_for(f"{namespace}/{name}")
         table, base = self._score_table(args.pod)
         # Hashing thousands of freshly decoded names costs more than a few scans of the list.
@@ -406,7 +413,7 @@ class Extender:
         refusal = pod_refusal(pod, key, uid, self.scheduler_names) or node_refusal(
             self.state.snapshot.nodes.get(node), node, spec, key
         )
-        _, _, gang = _meta(pod)
+        _, _, gang = self._meta(pod)
         podgroup = self.state.snapshot.podgroups.get(gang) if gang else None
         # The plan's quorum: minMember, or fewer when the session counted BestEffort members as ready.
         planned = self.plan.gangs.get(gang) if gang else None
@@ -429,7 +436,7 @@ class Extender:
         if not in_gang:
             self._inflight[key] = node
             try:
-                error = await self.bind_now(namespace, name, node, uid)
+                error = await self.bind_now(namespace, name, node, uid, pod)
             finally:
                 self._inflight.pop(key, None)
         else:
@@ -485,17 +492,26 @@ class Extender:
         self.metrics.binds.labels("error" if error else "bound").inc()
         return ExtenderBindingResult(Error=error)
 
-    async def bind_now(self, namespace: str, name: str, node: str, uid: str) -> str:
+    async def bind_now(self, namespace: str, name: str, node: str, uid: str,
+                       pod: Mapping[str, Any] | None = None) -> str:
         """POST the Binding; "" on success (also when the pod already sits on `node`), else one line saying why
         (the API server's refusal, a dropped connection, a timeout, a failed credential plugin). A pod given vGPU
         cards carries them on the Binding as annotations (Volcano's DeviceReservation): the API server merges
-        them into the pod together with the node, so the pod is never bound without them."""
+        them into the pod together with the node, so the pod is never bound without them. `pod`: the pod as the
+        caller read it (default: the cache's)."""
         held = self.book.reserved.get(f"{namespace}/{name}")
-        annotations = None
+        annotations: dict[str, str] = {}
         if held is not None and held.node == node:
-            annotations = assignment_annotations(node, held.devices, int(time.time()))
+            annotations.update(assignment_annotations(node, held.devices, int(time.time())))
+        # A pod of ours that names no PodGroup yet names it with its node: the PodGroup controller leaves the
+        # annotation to the Binding rather than write it separately (`controller.podgroups`).
+        pod = pod if pod is not None else self.state.pod(namespace, name)
+        if pod is not None and not annotations_of(pod).get(GROUP_NAME_ANNOTATION):
+            group = group_of(pod, self.scheduler_names)
+            if group:
+                annotations[GROUP_NAME_ANNOTATION] = group
         try:
-            await self.client.bind(namespace, name, node, uid=uid or None, annotations=annotations)
+            await self.client.bind(namespace, name, node, uid=uid or None, annotations=annotations or None)
         except Conflict:
             try:
                 pod = await self.client.get(PODS, name, namespace)
@@ -510,7 +526,7 @@ class Extender:
 
     # ---- preempt --------------------------------------------------------------------------------------------
     def preempt(self, args: ExtenderPreemptionArgs) -> ExtenderPreemptionResult:
-        _, _, gang = _meta(args.pod)
+        _, _, gang = self._meta(args.pod)
         if gang is not None:
             # Gangs are preempted for by the session (preempt/reclaim actions), whole, never pod by pod.
             return ExtenderPreemptionResult()

@@ -233,7 +233,15 @@ class SessionLoop:
             self.metrics.ignored.labels(kind).set(count)
 
     def _adopt(self, outcome: Outcome, now: float) -> None:
-        for gang, (min_member, nodes, domain, devices) in outcome.new_plans.items():
+        for gang, (min_member, planned, domain, planned_devices) in outcome.new_plans.items():
+            # The session's view may lag this one (its own copy of the cluster in the session process, or a
+            # snapshot taken before a bind landed): a pod bound, ended or gone meanwhile is not planned again.
+            # Its settling was already heard, so nothing would take it off the plan until the plan expired, and
+            # its PodGroup's status would wait that long, read as still on its way through bind.
+            nodes = {pod: node for pod, node in planned.items() if self.state.awaits_node(pod)}
+            if not nodes:
+                continue
+            devices = {pod: cards for pod, cards in planned_devices.items() if pod in nodes}
             held = outcome.domains.get(domain) if domain else None
             if gang in self.plan.gangs:
                 self.plan.extend(gang, min_member, nodes, held, devices)

@@ -16,7 +16,7 @@ import gc
 import logging
 import multiprocessing as mp
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -103,16 +103,18 @@ class ThreadRunner:
         return outcome
 
 
-def _child(kubeconfig: str | None, device_configs: list[str], conn: Connection) -> None:
+def _child(kubeconfig: str | None, device_configs: list[str], scheduler_names: list[str], conn: Connection) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s[session]: %(message)s")
-    asyncio.run(_child_main(kubeconfig, device_configs, conn))
+    asyncio.run(_child_main(kubeconfig, device_configs, scheduler_names, conn))
 
 
-async def _child_main(kubeconfig: str | None, device_configs: list[str], conn: Connection) -> None:
+async def _child_main(kubeconfig: str | None, device_configs: list[str], scheduler_names: list[str],
+                      conn: Connection) -> None:
     from lapilli.kube import KubeClient, load_config
 
     async with KubeClient(load_config(Path(kubeconfig) if kubeconfig else None)) as client:
-        state = ClusterState(client, device_configs=device_configs, whole_pods=False)
+        state = ClusterState(client, device_configs=device_configs, scheduler_names=scheduler_names,
+                             whole_pods=False)
         await state.start()
         await serve_sessions(state, conn)
 
@@ -161,13 +163,15 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
 class ProcessRunner:
     def __init__(
         self, kubeconfig: Path | None, target: Callable[..., None] = _child, args: tuple[object, ...] = (),
-        device_configs: list[str] | None = None,
+        device_configs: list[str] | None = None, scheduler_names: Iterable[str] = (),
     ) -> None:
-        """`target(*args, conn)` is the child's main; by default it follows the cluster through `kubeconfig`, and
-        the vGPU device-config ConfigMaps `device_configs` ("namespace/name")."""
+        """`target(*args, conn)` is the child's main; by default it follows the cluster through `kubeconfig`, the
+        vGPU device-config ConfigMaps `device_configs` ("namespace/name"), and counts pods of `scheduler_names` in
+        the PodGroup they will have (`ClusterState`)."""
         self.kubeconfig = kubeconfig
         self._target = target
-        self._args = args or (str(kubeconfig) if kubeconfig else None, list(device_configs or ()))
+        self._args = args or (str(kubeconfig) if kubeconfig else None, list(device_configs or ()),
+                              list(scheduler_names))
         self._conn: Connection | None = None
         self._proc: mp.process.BaseProcess | None = None
         self._lock = asyncio.Lock()

@@ -4,19 +4,24 @@ namespace selectors match. HyperNodes are optional: a cluster without their CRD 
 them) is scheduled as flat, and the reflector keeps checking for them (`Reflector(optional=True)`).
 
 Watch objects arrive without `kind`; each reflector's handler stamps it before handing the object to the
-snapshot's parsers. An object the parsers reject (a malformed quantity, say) is left out and kept in `ignored` with
-the reason until it parses again or goes away: the leader's session loop reports each one (a Warning Event on the
-object, `lapilli_extender_ignored_objects{kind}`); it never stops the stream.
+snapshot's parsers. A pod of one of `scheduler_names` that names no PodGroup yet is stamped with the one the
+PodGroup controller gives it (`lapilli.plainpods`): its annotation comes with its Binding or a later patch, and
+until then sessions and verbs count it in that PodGroup once it exists, as they will once the annotation lands.
+
+An object the parsers reject (a malformed quantity, say) is left out and kept in `ignored` with the reason until it
+parses again or goes away: the leader's session loop reports each one (a Warning Event on the object,
+`lapilli_extender_ignored_objects{kind}`); it never stops the stream.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from extender.engine.snapshot import Snapshot, add_object, copy_snapshot, remove_object
+from extender.engine.snapshot import PodGroupRecord, Snapshot, add_object, copy_snapshot, remove_object
 from lapilli.api.constants import GROUP_NAME_ANNOTATION
 from lapilli.cluster import Reflector, Shared
 from lapilli.cluster.reflector import Event
@@ -35,6 +40,7 @@ from lapilli.kube.resources import (
 from lapilli.meta import (
     annotations_of,
     is_deleting,
+    meta,
     name_of,
     namespace_of,
     only_metadata,
@@ -42,6 +48,7 @@ from lapilli.meta import (
     uid_of,
     without_managed_fields,
 )
+from lapilli.plainpods import group_of
 
 log = logging.getLogger("lapilli.extender")
 
@@ -93,14 +100,31 @@ def _reference(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
 
 
-def _pod_matters(event_type: str, pod: Mapping[str, Any]) -> bool:
+def _pod_matters(event_type: str, pod: Mapping[str, Any], podgroups: Mapping[str, PodGroupRecord]) -> bool:
     """Whether a pod event can change what a session would plan: a gang member waiting for a node, or room
-    coming free (a pod deleted, finishing or terminating). Bound pods changing status do not."""
+    coming free (a pod deleted, finishing or terminating). Bound pods changing status do not, nor does a pod whose
+    PodGroup asks for one pod (or does not exist yet): filter passes it without a plan, and its PodGroup's status
+    can wait for the next session of the period."""
     if event_type == "DELETED" or is_deleting(pod):
         return True
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return True
-    return not (pod.get("spec") or {}).get("nodeName") and GROUP_NAME_ANNOTATION in annotations_of(pod)
+    group = annotations_of(pod).get(GROUP_NAME_ANNOTATION)
+    if (pod.get("spec") or {}).get("nodeName") or not group:
+        return False
+    podgroup = podgroups.get(f"{namespace_of(pod) or 'default'}/{group}")
+    return podgroup is not None and podgroup.min_member > 1
+
+
+def _podgroup_matters(before: object | None, after: object | None, members: Collection[str]) -> bool:
+    """Whether a PodGroup event can change what a session would plan: not when only its status changed (the
+    session's own write coming back, mostly), nor when a PodGroup of one pod appears after its pod (a plain pod's:
+    filter passes that pod without a plan)."""
+    if not isinstance(after, PodGroupRecord):
+        return True  # gone (room), or not readable
+    if isinstance(before, PodGroupRecord):
+        return dataclasses.replace(after, phase=before.phase, conditions=before.conditions) != before
+    return not (after.min_member <= 1 and members)
 
 
 def _settled(event_type: str, pod: Mapping[str, Any]) -> bool:
@@ -132,14 +156,17 @@ class ClusterState:
         on_node: Callable[[str], None] | None = None,
         whole_pods: bool = True,
         shared: Shared | None = None,
+        scheduler_names: Iterable[str] = (),
     ) -> None:
         """`device_configs`: "namespace/name" of vGPU device-config ConfigMaps to follow; `on_node`: told each
         node whose pods or own object changed; `whole_pods` False: the Pod store keeps only each pod's metadata (an
         owner that reads pods through the snapshot alone, as the session process). Pods are stored slimmed
         (`lapilli.meta.slim_pod`: 50,000 running pods cost ~0.5 GB whole, ~0.3 GB so) and Nodes without their
         managedFields either way. `shared`: the process's reflectors, when other owners in it read the same kinds
-        (the service's controllers and admission caches)."""
+        (the service's controllers and admission caches); `scheduler_names`: whose pods get a PodGroup without
+        naming one."""
         self.snapshot = Snapshot()
+        self.scheduler_names = frozenset(scheduler_names)
         self.ignored: dict[str, Ignored] = {}  # "Kind ns/name" -> an object left out, until it parses or goes
         # "Kind ns/name" -> a node whose vGPU cards, or a pod whose card assignment, cannot be read (in part)
         self.card_problems: dict[str, Ignored] = {}
@@ -176,8 +203,14 @@ class ClusterState:
 
     def apply(self, event_type: str, obj: dict[str, Any]) -> None:
         """Fold one watch event into the snapshot."""
+        if obj.get("kind") == "Pod" and self.scheduler_names and not annotations_of(obj).get(GROUP_NAME_ANNOTATION):
+            group = group_of(obj, self.scheduler_names)
+            if group:
+                named = {**annotations_of(obj), GROUP_NAME_ANNOTATION: group}
+                obj = {**obj, "metadata": {**meta(obj), "annotations": named}}
         ident = f"{obj.get('kind')} {namespace_of(obj)}/{name_of(obj)}"
-        before = record_of(self.snapshot, obj) if self.listeners else None
+        kind = obj.get("kind")
+        before = record_of(self.snapshot, obj) if self.listeners or kind == "PodGroup" else None
         try:
             if event_type == "DELETED":
                 remove_object(self.snapshot, obj)
@@ -190,8 +223,8 @@ class ClusterState:
                 log.warning("ignoring %s: %s", ident, error)
             self.ignored[ident] = Ignored(str(obj.get("kind")), _reference(obj), error)
             remove_object(self.snapshot, obj)
+        after = record_of(self.snapshot, obj) if self.listeners or kind == "PodGroup" else None
         if self.listeners:
-            after = record_of(self.snapshot, obj)
             for told in self.listeners:
                 told(str(obj.get("kind")), before, after, self.snapshot)
         problem = "" if event_type == "DELETED" else _card_problem(obj, self.snapshot)
@@ -201,9 +234,12 @@ class ClusterState:
             log.warning("%s: %s; the scheduler counts what it can read of it", ident, problem)
             self.card_problems[ident] = Ignored(str(obj.get("kind")), _reference(obj), problem)
         relevant = True
-        if obj.get("kind") == "Pod":
+        if kind == "PodGroup":
+            key = f"{namespace_of(obj) or 'default'}/{name_of(obj)}"
+            relevant = _podgroup_matters(before, after, self.gang_members.get(key, ()))
+        if kind == "Pod":
             touched = self._index_pod(event_type, obj)
-            relevant = _pod_matters(event_type, obj)
+            relevant = _pod_matters(event_type, obj, self.snapshot.podgroups)
             if self.settled_listeners and _settled(event_type, obj):
                 for settled in self.settled_listeners:
                     settled(f"{namespace_of(obj) or 'default'}/{name_of(obj)}")
@@ -261,6 +297,12 @@ class ClusterState:
 
     def pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.store("Pod").get(f"{namespace}/{name}")
+
+    def awaits_node(self, pod_key: str) -> bool:
+        """Whether the pod ("namespace/name") still waits for a node as this process last heard: not bound, ended,
+        being deleted or gone."""
+        pod = self.store("Pod").get(pod_key)
+        return pod is not None and not is_deleting(pod) and not _settled("MODIFIED", pod)
 
     def copy(self) -> Snapshot:
         return copy_snapshot(self.snapshot)

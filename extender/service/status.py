@@ -18,10 +18,12 @@ def podgroup_status(
     current: Mapping[str, Any], computed: Mapping[str, Any], now: str, *, planned: bool
 ) -> dict[str, Any] | None:
     """The status to write, or None when nothing changed. A gang that is only planned (its pods are still on
-    their way through bind) keeps its phase: it is Running once the API server says its pods are bound."""
+    their way through bind) is written nothing: it is Running once the API server says its pods are bound, and
+    that is its next write (Volcano, which binds within its session, writes Running at that session's close and no
+    Inqueue before it)."""
+    if planned:
+        return None
     phase = computed["phase"]
-    if planned and phase in ("Running", "Completed"):
-        phase = current.get("phase") or "Inqueue"
     old_conditions = {c.get("type"): c for c in current.get("conditions") or []}
     conditions = []
     for cond in computed["conditions"]:

@@ -10,7 +10,7 @@ neither; and `vgpu-cores` percent of the card's compute (100: a card of its own)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lapilli.devices.config import NvidiaConfig
 from lapilli.devices.names import (
@@ -57,6 +57,11 @@ class DeviceAsk:
     deny: tuple[str, ...] = ()
     spread_group: str = ""  # "ns/podgroup" when the pod's group keeps to different cards
     rules: frozenset[int] = frozenset()  # exclusivity rules (deviceshare.GPUExclusiveRules) the pod matches
+    # Where it fits depends on the cards' use alone: no UUID lists, no PodGroup spread, no exclusivity rule.
+    plain: bool = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plain", not (self.allow or self.deny or self.spread_group or self.rules))
 
     def type_ok(self, card_type: str) -> bool:
         """Volcano's `checkGPUtype`: with use-gputype, the card type must contain one of them (any case);

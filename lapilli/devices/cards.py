@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple, TypeAlias
 
 from lapilli.devices.asks import ContainerAsk, DeviceAsk
 from lapilli.devices.assign import CardUse, PodDevices, mig_id
@@ -41,9 +41,9 @@ SPREAD: Final = "spread"
 MULTIPLIER: Final = 100.0
 
 
-@dataclass(frozen=True, slots=True)
-class Holding:
-    """One pod's use of one card: MB, percent of compute, and its MIG slice (group index, position) if any."""
+class Holding(NamedTuple):
+    """One pod's use of one card: MB, percent of compute, and its MIG slice (group index, position) if any. (A named
+    tuple, made and hashed on the session's path per placement.)"""
 
     card: int
     memory: int
@@ -63,21 +63,23 @@ class Fit:
 
     def devices(self, node: NodeCards) -> PodDevices:
         """The assignment on `node`'s cards, as the annotation lists it."""
+        if len(self.sizes) == 1:  # one asking container, the usual pod
+            type_ = self.types[0]
+            return (tuple([_use(node, h, type_) for h in self.holdings]),)
         out: list[tuple[CardUse, ...]] = []
         start = 0
         for size, type_ in zip(self.sizes, self.types, strict=True):
-            out.append(tuple(_use(node, h, type_) for h in self.holdings[start:start + size]))
+            out.append(tuple([_use(node, h, type_) for h in self.holdings[start:start + size]]))
             start += size
         return tuple(out)
 
 
 def _use(node: NodeCards, holding: Holding, type_: str) -> CardUse:
-    card = node.cards[holding.card]
-    uuid = card.uuid
-    if holding.slot is not None:
-        group, position = holding.slot
-        uuid = mig_id(card.uuid, node.geometries[holding.card][group].group, position)
-    return CardUse(uuid, type_, holding.memory, holding.cores)
+    card, memory, cores, slot = holding
+    uuid = node.cards[card].uuid
+    if slot is not None:
+        uuid = mig_id(uuid, node.geometries[card][slot[0]].group, slot[1])
+    return CardUse(uuid, type_, memory, cores)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,29 @@ class _Hold:
     devices: PodDevices
 
 
+_Item: TypeAlias = tuple[int, int, int, int, tuple[int, int]]  # kind, card, MB, cores, MIG slot ((-1, -1): none)
+NO_SLOT: Final = (-1, -1)
+PENDING_MAX: Final = 8  # changes a ledger remembers since its last numbered signature
+
+
+def _items(hold: _Hold) -> list[_Item]:
+    kind = hold.kind
+    return [(kind, card, memory, cores, slot or NO_SLOT) for card, memory, cores, slot in hold.holdings]
+
+
+class Signatures:
+    """Numbers for ledger signatures, shared by every ledger given it for as long as they live (one session's).
+    Numbering a signature hashes all of it; a ledger that changed since its signature was numbered is numbered
+    instead by (that number, the changes), which equal nodes filled alike repeat: `moves` remembers where those
+    lead, so most numberings hash a few small tuples, not every holding of the node."""
+
+    __slots__ = ("ids", "moves")
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[object, ...], int] = {}
+        self.moves: dict[tuple[int, tuple[tuple[int, int, tuple[Holding, ...]], ...]], int] = {}
+
+
 @dataclass(slots=True)
 class _Usage:
     """The per-card sums of one view, changed as a pod's containers are tried (its own earlier containers)."""
@@ -121,6 +146,9 @@ class CardLedger:
     pods: dict[str, _Hold] = field(default_factory=dict)
     version: int = 0
     _signature: tuple[object, ...] | None = None
+    _signature_id: int = -1  # the signature's number in the `Signatures` last given to `fit_key`
+    _base_id: int = -1  # the last number given, while `_pending` lists every change since (-1: too many)
+    _pending: list[tuple[int, int, tuple[Holding, ...]]] = field(default_factory=list, repr=False)
 
     # ---- changes --------------------------------------------------------------------------------------------
     def hold(self, uid: str, devices: PodDevices, kind: int = HELD, group: str = "",
@@ -164,9 +192,12 @@ class CardLedger:
         return devices
 
     def _put(self, uid: str, hold: _Hold) -> None:
-        self.pods.pop(uid, None)
-        self.pods[uid] = hold
+        old = self.pods.pop(uid, None)
         self._changed()
+        if old is not None:
+            self._note(-1, old)
+        self.pods[uid] = hold
+        self._note(1, hold)
 
     def release(self, uid: str) -> PodDevices | None:
         """Forget a pod's holdings (it ended, or a placement was undone)."""
@@ -174,13 +205,26 @@ class CardLedger:
         if hold is None:
             return None
         self._changed()
+        self._note(-1, hold)
         return hold.devices
 
     def set_kind(self, uid: str, kind: int) -> None:
         hold = self.pods.get(uid)
         if hold is not None and hold.kind != kind:
-            hold.kind = kind
             self._changed()
+            self._note(-1, hold)
+            hold.kind = kind
+            self._note(1, hold)
+
+    def _note(self, sign: int, hold: _Hold) -> None:
+        """List a change for the next numbering (`Signatures`): holdings added (+1) or taken away (-1)."""
+        if self._base_id < 0:
+            return
+        pending = self._pending
+        if len(pending) >= PENDING_MAX:
+            self._base_id = -1
+            return
+        pending.append((sign, hold.kind, hold.holdings))
 
     def kind_of(self, uid: str) -> int | None:
         hold = self.pods.get(uid)
@@ -193,6 +237,10 @@ class CardLedger:
     def _changed(self) -> None:
         self.version += 1
         self._signature = None
+        if self._signature_id >= 0:  # the changes from here on are listed against the number it had
+            self._base_id = self._signature_id
+            self._pending.clear()
+            self._signature_id = -1
 
     # ---- reading --------------------------------------------------------------------------------------------
     def usage(self, kinds: tuple[int, ...] = NOW) -> _Usage:
@@ -213,13 +261,36 @@ class CardLedger:
     def signature(self) -> tuple[object, ...]:
         """Everything a fit reads except the pods' groups and rules: equal signatures, equal fits."""
         if self._signature is None:
-            items = sorted((h.kind, x.card, x.memory, x.cores, x.slot) for h in self.pods.values() for x in h.holdings)
+            items = sorted(item for hold in self.pods.values() for item in _items(hold))
             self._signature = (self.cards.shape, tuple(items))
         return self._signature
 
-    def fit_key(self, ask: DeviceAsk) -> Hashable:
-        """What `fit(ask, …)` reads of this node, in both views: equal keys, equal fits (up to card names)."""
-        parts: list[Hashable] = [self.signature()]
+    def signature_id(self, table: Signatures) -> int:
+        """The signature's number in `table`, so keys built from it hash in constant time however many pods the
+        node holds."""
+        found = self._signature_id
+        if found >= 0:
+            return found
+        move = None
+        if self._base_id >= 0 and self._pending:
+            move = (self._base_id, tuple(self._pending))
+            found = table.moves.get(move, -1)
+        if found < 0:
+            ids = table.ids
+            found = ids.setdefault(self.signature(), len(ids))
+            if move is not None:
+                table.moves[move] = found
+        self._signature_id = self._base_id = found
+        self._pending.clear()
+        return found
+
+    def fit_key(self, ask: DeviceAsk, interned: Signatures | None = None) -> Hashable:
+        """What `fit(ask, …)` reads of this node, in both views: equal keys, equal fits (up to card names). With
+        `interned`, the signature is given by its number there."""
+        signature: Hashable = self.signature() if interned is None else self.signature_id(interned)
+        if ask.plain:
+            return signature
+        parts: list[Hashable] = [signature]
         if ask.filters_uuids:
             parts.append(tuple(c.uuid for c in self.cards.cards))
         if ask.spread_group:
@@ -347,8 +418,14 @@ class CardLedger:
 
     def summary(self, kinds: tuple[int, ...] = NOW) -> list[tuple[int, int, int, int]]:
         """Per card: (memory in use MB, memory MB, pods, split), for reports."""
-        usage = self.usage(kinds)
-        return [(usage.memory[c.index], c.memory, usage.pods[c.index], c.split) for c in self.cards.cards]
+        n = len(self.cards.cards)
+        memory, pods = [0] * n, [0] * n
+        for hold in self.pods.values():
+            if hold.kind in kinds:
+                for h in hold.holdings:
+                    memory[h.card] += h.memory
+                    pods[h.card] += 1
+        return [(memory[i], c.memory, pods[i], c.split) for i, c in enumerate(self.cards.cards)]
 
 
 def _cores_fit(used: int, pods: int, cores: int) -> bool:
@@ -375,4 +452,4 @@ def _order(usage: _Usage, n: int, policy: str) -> list[int]:
 
 
 __all__ = ["BINPACK", "FUTURE", "HELD", "NOW", "PIPELINED", "RELEASING", "SPREAD", "CardLedger", "Fit", "Holding",
-           "Shortfall"]
+           "Shortfall", "Signatures"]

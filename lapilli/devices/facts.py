@@ -9,7 +9,7 @@ reads them with the config at session open.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -29,9 +29,9 @@ from lapilli.devices.names import (
 from lapilli.devices.register import Card, parse_register
 from lapilli.resources.units import resource_list_units
 
-# The pod annotations a fit or an assignment reads.
-POD_KEYS: Final = (MODE, USE_TYPE, NOUSE_TYPE, USE_UUID, NOUSE_UUID, PODGROUP_POLICY, ASSIGNED_IDS, ASSIGNED_NODE,
-                   BIND_PHASE)
+# The pod annotations an ask reads, and those a fit or an assignment reads.
+ASK_KEYS: Final = (MODE, USE_TYPE, NOUSE_TYPE, USE_UUID, NOUSE_UUID, PODGROUP_POLICY)
+POD_KEYS: Final = (*ASK_KEYS, ASSIGNED_IDS, ASSIGNED_NODE, BIND_PHASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,9 @@ def node_card_facts(annotations: Mapping[str, Any]) -> NodeCardFacts:
 class PodDeviceFacts:
     """A pod's extended-resource limits per regular container (Volcano units), its device annotations and labels,
     and the assignment it carries (`problem`: the entries of its annotation that could not be read and are not
-    counted)."""
+    counted). `ask_key`: the containers' limits and the annotations an ask reads, hashable: pods with equal keys
+    (one template's) make equal asks under any device config, so a session reads each template once; equal keys
+    are mostly one object (interned), which is cheaper to look up."""
 
     containers: tuple[Mapping[str, float], ...]
     annotations: Mapping[str, str]
@@ -69,10 +71,16 @@ class PodDeviceFacts:
     assigned: PodDevices | None = None
     assigned_node: str = ""
     problem: str = ""
+    ask_key: Hashable = None
 
     def with_assignment(self, node: str, devices: PodDevices) -> PodDeviceFacts:
         """The same pod, as if it carried `devices` on `node` (a planned pod assumed placed)."""
-        return PodDeviceFacts(self.containers, self.annotations, self.labels, devices, node)
+        return PodDeviceFacts(self.containers, self.annotations, self.labels, devices, node, ask_key=self.ask_key)
+
+
+# Pods of one template share one `ask_key` object, so a session can tell them apart by identity.
+_ASK_KEYS: dict[Hashable, Hashable] = {}
+ASK_KEYS_KEPT: Final = 4096
 
 
 def _extended(container: Mapping[str, Any]) -> dict[str, float]:
@@ -92,8 +100,12 @@ def pod_device_facts(spec: Mapping[str, Any], annotations: Mapping[str, Any],
         return None
     devices, problems = assigned(kept)
     problem = f"{ASSIGNED_IDS}: {'; '.join(problems)}" if problems else ""
+    read: Hashable = (tuple(tuple(sorted(c.items())) for c in containers), tuple((k, kept.get(k)) for k in ASK_KEYS))
+    if len(_ASK_KEYS) >= ASK_KEYS_KEPT:
+        _ASK_KEYS.clear()
+    ask_key = _ASK_KEYS.setdefault(read, read)
     return PodDeviceFacts(containers, kept, {str(k): str(v) for k, v in labels.items()}, devices,
-                          kept.get(ASSIGNED_NODE, ""), problem)
+                          kept.get(ASSIGNED_NODE, ""), problem, ask_key)
 
 
-__all__ = ["NO_CARDS", "POD_KEYS", "NodeCardFacts", "PodDeviceFacts", "node_card_facts", "pod_device_facts"]
+__all__ = ["ASK_KEYS", "NO_CARDS", "POD_KEYS", "NodeCardFacts", "PodDeviceFacts", "node_card_facts", "pod_device_facts"]

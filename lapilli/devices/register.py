@@ -11,6 +11,7 @@ the entry), and the caller ignores the node's cards with one warning, never gues
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -109,6 +110,7 @@ def advertises(allocatable: Mapping[str, float], config: NvidiaConfig) -> bool:
 
 
 _SHAPES: dict[tuple[object, ...], int] = {}
+_NEXT_SHAPE = itertools.count()  # never reused, also after the table is emptied: a number means one shape
 
 
 def _shape(cards: tuple[Card, ...], geometries: tuple[tuple[Geometry, ...], ...]) -> int:
@@ -117,7 +119,7 @@ def _shape(cards: tuple[Card, ...], geometries: tuple[tuple[Geometry, ...], ...]
     if found is None:
         if len(_SHAPES) >= 65_536:  # a bound, not an expectation: clusters have a handful of node shapes
             _SHAPES.clear()
-        found = _SHAPES[key] = len(_SHAPES)
+        found = _SHAPES[key] = next(_NEXT_SHAPE)
     return found
 
 

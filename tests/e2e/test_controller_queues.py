@@ -3,12 +3,14 @@ Closed), PodGroup counts in `queue list`, and the PodGroup a pod for Volcano's s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 
 import pytest
 
 from assembly.dev import DevCluster
+from controller.podgroups.controller import ANNOTATE_AFTER_S
 from lapilli.kube import KubeClient, NotFound
 from lapilli.kube.resources import COMMANDS, PODGROUPS, PODS, QUEUES, Resource
 from tests.e2e.test_controller_helpers import (
@@ -22,6 +24,7 @@ from tests.e2e.test_controller_helpers import (
 
 NS = "e2e-controller-queues"
 REPLICA_SETS = Resource("apps/v1", "replicasets", "ReplicaSet")
+GROUP = "scheduling.k8s.io/group-name"
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +128,53 @@ async def test_a_bare_pod_gets_its_own_podgroup_which_goes_with_it(api):
     finally:
         await api.delete(PODS, "bare", NS)
     await eventually(lambda: _no_podgroup(api, f"podgroup-{uid}"), 30, "the PodGroup deleted with its pod")
+
+
+async def test_a_bare_pods_podgroup_name_arrives_with_its_node(api):
+    """Issue 19 item 2: no write of its own for the annotation of a pod kube-scheduler places at once; every
+    version of the pod the API server stores either has no node and no group name, or both."""
+    listed = await api.list(PODS, NS)
+    versions: list[dict] = []
+
+    async def follow() -> None:
+        async for event in api.watch(PODS, NS, resource_version=listed.resource_version, timeout_seconds=60,
+                                     allow_bookmarks=False):
+            if event.object["metadata"]["name"] == "with-node":
+                versions.append(event.object)
+
+    watching = asyncio.create_task(follow())
+    try:
+        pod = await api.create(PODS, plain_pod("with-node"))
+        name = f"podgroup-{pod['metadata']['uid']}"
+        await eventually(lambda: _podgroup(api, name), 20, "the pod's PodGroup")
+
+        async def running() -> bool:
+            return any((v.get("status") or {}).get("phase") == "Running" for v in versions)
+
+        await eventually(running, 30, "the pod running")
+        seen = [(bool(v["spec"].get("nodeName")), (v["metadata"].get("annotations") or {}).get(GROUP))
+                for v in versions]
+        assert (True, name) in seen and not {(False, name), (True, None)} & set(seen), seen
+    finally:
+        watching.cancel()
+        await api.delete(PODS, "with-node", NS)
+
+
+async def test_a_pod_kube_scheduler_sets_aside_is_annotated_by_the_controller(api):
+    """No Binding will name its PodGroup: the PodGroup controller patches it once kube-scheduler marks it
+    unschedulable (well before ANNOTATE_AFTER_S)."""
+    doc = plain_pod("too-big")
+    doc["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "5000"
+    pod = await api.create(PODS, doc)
+    try:
+        async def annotated() -> bool:
+            current = await api.get(PODS, "too-big", NS)
+            return (current["metadata"].get("annotations") or {}).get(GROUP) == f"podgroup-{pod['metadata']['uid']}"
+
+        await eventually(annotated, ANNOTATE_AFTER_S - 10, "the set-aside pod annotated")
+        assert not (await api.get(PODS, "too-big", NS))["spec"].get("nodeName")
+    finally:
+        await api.delete(PODS, "too-big", NS, grace_period_seconds=0)
 
 
 async def test_pods_of_one_owner_share_a_podgroup_sized_by_the_owner(api):

@@ -46,10 +46,16 @@ async def pg_phase(api: KubeClient, name: str) -> str:
 
 
 async def wait_pg(api: KubeClient, name: str, *phases: str, timeout_s: float = 30) -> None:
-    async def check() -> bool:
-        return await pg_phase(api, name) in phases
+    seen: dict = {}
 
-    await eventually(check, timeout_s, f"PodGroup {name} in {phases}")
+    async def check() -> bool:
+        seen["status"] = (await api.get(PODGROUPS, name, NS)).get("status") or {}
+        return str(seen["status"].get("phase") or "") in phases
+
+    try:
+        await eventually(check, timeout_s, f"PodGroup {name} in {phases}")
+    except AssertionError as exc:  # the whole status says which session's word is missing
+        raise AssertionError(f"{exc}; its status: {seen.get('status')!r}") from None
 
 
 # Not admitted. A PodGroup created with a status (KubeRay writes Pending) reads "" until the scheduler writes

@@ -68,8 +68,9 @@ class BindFails(RecordingClient):
         raise next(self._errors)
 
 
-def cluster_state(objects: list[dict]) -> ClusterState:
-    state = ClusterState(client=None)  # type: ignore[arg-type]  # reflectors are never started here
+def cluster_state(objects: list[dict], scheduler_names: tuple[str, ...] = ()) -> ClusterState:
+    """A synced state fed `objects`; pods of `scheduler_names` that name no PodGroup count in their own."""
+    state = ClusterState(client=None, scheduler_names=scheduler_names)  # type: ignore[arg-type]  # never started
     for reflector in state.reflectors:
         reflector.synced.set()
     for obj in objects:
@@ -89,7 +90,7 @@ def make_extender(objects: list[dict], client: Any = None, conf: Path | None = N
     default), its sessions run with the scheduler conf file `conf` (Volcano's default without); its session loop
     has not run yet (`await extender.loop.run_once()` plans)."""
     client = client if client is not None else RecordingClient()
-    state = cluster_state(objects)
+    state = cluster_state(objects, tuple(kwargs.get("scheduler_names", ())))
     plan = Plan(ttl_s=60)
     permit: PermitCache
     metrics = ExtenderMetrics(CollectorRegistry(), parked=lambda: permit.parked_count(), restarts=state.restarts)

@@ -39,7 +39,7 @@ class _Joining:
         self.conn.send(obj)
 
 
-def _child(_kubeconfig: str | None, _device_configs: list[str], conn: Any) -> None:
+def _child(_kubeconfig: str | None, _device_configs: list[str], _names: list[str], conn: Any) -> None:
     docs = [_gpu_node(f"n{i}") for i in range(3)] + [queue({"name": "default"})]
     docs.append(podgroup({"name": "ml/g", "min": 2, "phase": "Inqueue"}))
     docs += [pod({"name": f"ml/g-{i}", "group": "g", "req": {"cpu": "1", "nvidia.com/gpu": "1"}}) for i in range(2)]

@@ -25,16 +25,30 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+import numpy as np
+import numpy.typing as npt
+
 from extender.engine.arguments import Arguments, ConfError, boolean, integer, text
 from extender.engine.conf import SchedulerConf
 from extender.engine.interface import EventHandler, Index, SessionView
-from extender.engine.model import ALLOCATED_STATUS, ON_NODE_STATUS, Node, Task, TaskStatus
+from extender.engine.model import IS_ALLOCATED, ON_NODE_STATUS, Node, Task, TaskStatus
 from extender.engine.registry import register_plugin
 from lapilli.devices.asks import DeviceAsk, device_ask, matching_rules
-from lapilli.devices.cards import FUTURE, HELD, NOW, PIPELINED, RELEASING, CardLedger, Fit, Shortfall
+from lapilli.devices.cards import (
+    FUTURE,
+    HELD,
+    NOW,
+    PIPELINED,
+    RELEASING,
+    CardLedger,
+    Fit,
+    Holding,
+    Shortfall,
+    Signatures,
+)
 from lapilli.devices.config import DEFAULT_CONFIG, NvidiaConfig
-from lapilli.devices.names import CONFIG_MAP, CONFIG_NAMESPACE
-from lapilli.devices.register import advertises, node_cards
+from lapilli.devices.names import CONFIG_MAP, CONFIG_NAMESPACE, PODGROUP_POLICY, PODGROUP_SPREAD
+from lapilli.devices.register import node_cards
 
 NAME: Final = "deviceshare"
 POLICIES: Final = ("", "binpack", "spread")
@@ -125,9 +139,11 @@ class CardFit:
         self.ledgers: list[CardLedger | None] = []
         self.row_of: dict[str, int] = {}
         self.where: dict[str, CardLedger] = {}  # task uid -> the ledger holding its cards
+        self.holders: dict[str, Task] = {}  # task uid -> the task, for each uid in `where`
         self.assignments: dict[str, object] = {}
         # (id of the interned ask, node key) -> outcome: asks are interned for the session, so their ids are stable
         self._memo: dict[tuple[int, Hashable], Outcome] = {}
+        self._signatures = Signatures()  # ledger signatures by number, for the memo keys
 
     # ---- NodeLocal ------------------------------------------------------------------------------------------
     def applies(self, task: Task) -> bool:
@@ -136,7 +152,9 @@ class CardFit:
     def key(self, task: Task, row: int) -> Hashable:
         ledger = self.ledgers[row]
         ask = task.device_ask
-        return None if ledger is None or ask is None else ledger.fit_key(ask)
+        if ledger is None or ask is None:
+            return None
+        return ledger.signature_id(self._signatures) if ask.plain else ledger.fit_key(ask, self._signatures)
 
     def outcome(self, task: Task, row: int) -> Outcome | None:
         """(fit now, fit pipelined) of the task on node `row`; None for a node without usable cards."""
@@ -205,23 +223,24 @@ class CardFit:
         ask = task.device_ask
         if ask is None:
             return
-        held = self.where.get(task.uid)
+        uid = task.uid
+        held = self.where.get(uid)
         if held is not None:  # an eviction undone: the pod keeps the cards it had
-            held.set_kind(task.uid, HELD)
+            held.set_kind(uid, HELD)
             return
         row = self.row_of.get(task.node or "")
-        if row is None or self.ledgers[row] is None:
+        ledger = None if row is None else self.ledgers[row]
+        if row is None or ledger is None:
             return
-        ledger = self.ledgers[row]
-        assert ledger is not None
-        outcome = self.outcome(task, row)
+        outcome = self.outcome(task, row)  # the one the placement just read, from the memo
         assert outcome is not None
-        fit = outcome[1] if task.status is TaskStatus.PIPELINED else outcome[0]
+        pipelined = task.status is TaskStatus.PIPELINED
+        fit = outcome[1] if pipelined else outcome[0]
         if not isinstance(fit, Fit):
             return  # placed around the filter (predicate off): the bind computes cards, or refuses
-        kind = PIPELINED if task.status is TaskStatus.PIPELINED else HELD
-        self.assignments[task.uid] = ledger.hold_fit(task.uid, fit, kind, task.job, ask.rules)
-        self.where[task.uid] = ledger
+        self.assignments[uid] = ledger.hold_fit(uid, fit, PIPELINED if pipelined else HELD, task.job, ask.rules)
+        self.where[uid] = ledger
+        self.holders[uid] = task
 
     def deallocated(self, task: Task) -> None:
         """A placement undone (back to Pending), or an eviction started (the cards free up once it is gone)."""
@@ -233,6 +252,7 @@ class CardFit:
             return
         ledger.release(task.uid)
         del self.where[task.uid]
+        del self.holders[task.uid]
         self.assignments.pop(task.uid, None)
 
 
@@ -261,39 +281,51 @@ class DeviceSharePlugin:
     @staticmethod
     def _ledgers(ssn: SessionView, fit: CardFit, config: NvidiaConfig) -> None:
         index = ssn.dims.index
-        names = (config.count_name, config.core_name, config.memory_name)
-        columns = [index.get(n) for n in names]
+        columns = [index.get(n) for n in (config.count_name, config.core_name, config.memory_name)]
+        # Volcano's NewGPUDevices (`advertises`): the count, core and memory resources are all in allocatable.
+        found = [c for c in columns if c is not None]
+        advertised = (np.all(ssn.arrays.allocatable[:, found] > 0, axis=1).tolist() if len(found) == len(columns)
+                      else [False] * len(ssn.nodes))
         for node in ssn.nodes:
             fit.row_of[node.name] = node.idx
             ledger = None
-            if node.cards and None not in columns:
-                row = ssn.arrays.allocatable[node.idx]
-                if advertises({n: float(row[c]) for n, c in zip(names, columns, strict=True) if c is not None},
-                              config):
-                    ledger = CardLedger(node_cards(node.name, node.cards, config))
+            if node.cards and advertised[node.idx]:
+                ledger = CardLedger(node_cards(node.name, node.cards, config))
             fit.ledgers.append(ledger)
 
     def _asks(self, ssn: SessionView, fit: CardFit, config: NvidiaConfig) -> None:
         interned: dict[DeviceAsk, DeviceAsk] = {}
+        # the id of a template's ask key, or (the key, PodGroup if spread, rules) -> the template's ask
+        read: dict[Hashable, DeviceAsk | None] = {}
         rules = [dict(r) for r in self.args.rules]
         for job in ssn.jobs.values():
             for task in job.tasks.values():
-                self._ask(task, config, rules, interned)
+                self._ask(task, config, rules, interned, read)
         for node in ssn.nodes:
             for task in node.tasks.values():
                 if task.device_ask is None and not task.job:
-                    self._ask(task, config, rules, interned)
+                    self._ask(task, config, rules, interned, read)
 
     @staticmethod
     def _ask(task: Task, config: NvidiaConfig, rules: list[dict[str, str]],
-             interned: dict[DeviceAsk, DeviceAsk]) -> None:
+             interned: dict[DeviceAsk, DeviceAsk], read: dict[Hashable, DeviceAsk | None]) -> None:
         facts = task.devices
         if facts is None:
             task.device_ask = None
             return
         matched = matching_rules(facts.labels, rules) if rules else frozenset()
+        group = task.job if facts.annotations.get(PODGROUP_POLICY) == PODGROUP_SPREAD else ""
+        key: Hashable = None
+        if facts.ask_key is not None:
+            # By the key's identity (kept alive by the snapshot for the session) when nothing else tells pods apart.
+            key = id(facts.ask_key) if not group and not matched else (facts.ask_key, group, matched)
+            if key in read:
+                task.device_ask = read[key]
+                return
         ask = device_ask(facts.containers, facts.annotations, config, task.job, matched)
         task.device_ask = None if ask is None else interned.setdefault(ask, ask)
+        if key is not None:
+            read[key] = task.device_ask
 
     def _holdings(self, ssn: SessionView, fit: CardFit) -> None:
         """Cards held by pods on nodes (running, bound, binding, releasing), from their assignment annotations."""
@@ -314,6 +346,7 @@ class DeviceSharePlugin:
                 for problem in ledger.hold(task.uid, facts.assigned, kind, task.job, rules):
                     self.problems.append(f"pod {task.key}: {problem}")
                 fit.where[task.uid] = ledger
+                fit.holders[task.uid] = task
 
     def on_session_close(self, ssn: SessionView) -> None:
         fit = self.fit
@@ -345,18 +378,25 @@ def _queue_usage(ssn: SessionView, fit: CardFit) -> None:
     memory, cores = (ssn.dims.index.get(fit.config.memory_name), ssn.dims.index.get(fit.config.core_name))
     if memory is None and cores is None:
         return
-    for job in ssn.jobs.values():
-        for task in job.tasks.values():
-            ledger = fit.where.get(task.uid)
-            hold = ledger.pods.get(task.uid) if ledger is not None else None
-            if hold is None or task.status not in ALLOCATED_STATUS:
-                continue
-            held = task.resreq.copy()  # request vectors are shared between tasks
+    # (request's id, holdings' id) -> (that request, those holdings: kept alive while their ids are a key; the
+    # vector counted)
+    made: dict[tuple[int, int], tuple[npt.NDArray[np.float64], tuple[Holding, ...], npt.NDArray[np.float64]]] = {}
+    for uid, ledger in fit.where.items():
+        task = fit.holders[uid]
+        hold = ledger.pods.get(uid)
+        if hold is None or not IS_ALLOCATED[task.status] or task.job not in ssn.jobs:
+            continue
+        # Holdings tuples are shared between the pods one memoised fit placed; both stay alive while keyed.
+        key = (id(task.resreq), id(hold.holdings))
+        found = made.get(key)
+        if found is None:
+            held = task.resreq.copy()  # request vectors are shared between tasks: a new one, shared in turn
             if memory is not None:
                 held[memory] = 1000.0 * sum(h.memory for h in hold.holdings)
             if cores is not None:
                 held[cores] = 1000.0 * sum(h.cores for h in hold.holdings)
-            task.resreq = held
+            found = made[key] = (task.resreq, hold.holdings, held)
+        task.resreq = found[2]
 
 
 register_plugin(NAME, parse_arguments, DeviceSharePlugin)

@@ -77,17 +77,19 @@ def test_as_json_does_not_follow_hostile_nesting():
     assert node is None and depth == 64
 
 
-def test_slim_pod_drops_volumes_mounts_conditions_and_managed_fields_only():
+def test_slim_pod_drops_volumes_mounts_the_kubelets_conditions_and_managed_fields_only():
     pod = {"metadata": {"name": "p", "managedFields": [{"manager": "kubectl"}], "annotations": {"a": "1"}},
            "spec": {"volumes": [{"name": "token", "projected": {}}], "nodeName": "n0", "tolerations": [{"key": "t"}],
                     "initContainers": [{"name": "i", "volumeMounts": [{"name": "token"}]}],
                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}},
                                     "volumeMounts": [{"name": "token"}]}, "junk"]},
-           "status": {"phase": "Running", "conditions": [{"type": "Ready"}],
+           "status": {"phase": "Running", "conditions": [{"type": "Ready"}, {"type": "PodScheduled", "status": "True"}],
                       "containerStatuses": [{"name": "c", "restartCount": 2}]}}
     assert slim_pod(pod) is pod
     assert pod == {"metadata": {"name": "p", "annotations": {"a": "1"}},
                    "spec": {"nodeName": "n0", "tolerations": [{"key": "t"}], "initContainers": [{"name": "i"}],
                             "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}, "junk"]},
-                   "status": {"phase": "Running", "containerStatuses": [{"name": "c", "restartCount": 2}]}}
+                   "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}],
+                              "containerStatuses": [{"name": "c", "restartCount": 2}]}}
+    assert slim_pod({"status": {"conditions": [{"type": "Ready"}]}}) == {"status": {}}
     assert slim_pod({"spec": "junk", "status": None}) == {"spec": "junk", "status": None}

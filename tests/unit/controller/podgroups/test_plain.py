@@ -1,12 +1,7 @@
 """The PodGroup of a plain pod (reference §3.8): which pods want one, its name, gang size and minResources."""
 
-from controller.podgroups.plain import (
-    build_podgroup,
-    min_member,
-    network_topology,
-    podgroup_name_for,
-    wants_podgroup,
-)
+from controller.podgroups.plain import build_podgroup, min_member, network_topology
+from lapilli.plainpods import group_of, podgroup_name_for, wants_podgroup
 from tests.unit.controller.builders import container
 
 
@@ -21,6 +16,16 @@ def test_plain_pods_that_want_a_podgroup():
     assert not wants_podgroup(bare_pod(), ["other"])
     assert not wants_podgroup(bare_pod(annotations={"scheduling.k8s.io/group-name": "x"}), ["volcano"])
     assert not wants_podgroup(bare_pod(deletionTimestamp="2026-01-01T00:00:00Z"), ["volcano"])
+
+
+def test_the_group_of_a_plain_pod_before_its_annotation():
+    """What the extender counts a plain pod in until its Binding (or the controller) writes the annotation."""
+    assert group_of(bare_pod(), ["volcano"]) == "podgroup-pod-uid"
+    assert group_of(bare_pod(annotations={"scheduling.k8s.io/group-name": "x"}), ["volcano"]) == "x"
+    assert group_of(bare_pod(), ["other"]) == ""
+    assert group_of(bare_pod(deletionTimestamp="2026-01-01T00:00:00Z"), ["volcano"]) == "podgroup-pod-uid"
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
+    assert group_of(bare_pod(ownerReferences=[rs]), ["volcano"]) == "podgroup-rs-uid"
 
 
 def test_plain_podgroup_of_a_bare_pod_and_of_an_owned_pod():
