@@ -14,7 +14,7 @@ seconds each process of the cluster spent from the spawn to the last bind (load-
 and the peak RSS of the service and its session process. `--profile DIR`: py-spy samples the service and its
 session process from the spawn to the last bind (DIR/restart.txt, collapsed stacks of CPU samples only).
 
-Prints one JSON object; `--out FILE` also writes it (bench/restart_plot.py draws the timelines). Volcano's users
+Prints one JSON object; `--out FILE` also writes it (bench/scale_plots.py draws the timelines). Volcano's users
 report 8 minutes to recover at 5,000 nodes (volcano-sh/volcano#5819).
 """
 
