@@ -1,10 +1,11 @@
-"""How often a session's Queue status writes and PodGroup Events go out, remembered across sessions by the process
-that runs them, so the outcome carries only what is due and the verbs' event loop only does the writes.
+"""How often a session's Queue and PodGroup status writes and PodGroup Events go out, remembered across sessions by
+the process that runs them, so the outcome carries only what is due and the verbs' event loop only does the writes.
 
-Sessions run up to five times a second; Volcano runs one a second (`--schedule-period`) and writes Queue status and
-records PodGroup events once per session. Left unpaced, a busy cluster would patch every Queue five times a second
-(each patch fanned out to every Queue watcher) and a gang that stays unschedulable would cost an Event write per
-session, forever.
+Sessions run up to five times a second; Volcano runs one a second (`--schedule-period`) and writes Queue and
+PodGroup status and records PodGroup events once per session. Left unpaced, a busy cluster would patch every Queue
+five times a second (each patch fanned out to every Queue watcher), a gang whose pods arrive or start one by one
+would get a status write per pod, each overwritten by the next, and a gang that stays unschedulable would cost an
+Event write per session, forever.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Pacer:
     ) -> None:
         self.period_s, self.repeat_s, self.burst = period_s, repeat_s, burst
         self._queues: dict[str, float] = {}
+        self._podgroups: dict[str, float] = {}
         self._events: dict[tuple[str, str], _Recorded] = {}
 
     def queue_due(self, name: str, patch: Mapping[str, Any], now: float) -> bool:
@@ -50,6 +52,18 @@ class Pacer:
         if "state" not in patch and last is not None and now - last < self.period_s:
             return False
         self._queues[name] = now
+        return True
+
+    def podgroup_due(self, key: str, current: Mapping[str, Any], new: Mapping[str, Any], now: float) -> bool:
+        """Whether to write this PodGroup status now. A new phase always goes (the Job controller, `kubectl get pg`
+        and the verbs read it); a change of conditions or counters alone (a gang's Unschedulable message as its pods
+        arrive, its `running` count as they start) waits out the period after the PodGroup's last write, as
+        Volcano writes once per session: the write it saves would be overwritten within the period, and the next
+        session diffs against the stored status again."""
+        last = self._podgroups.get(key)
+        if new.get("phase") == current.get("phase") and last is not None and now - last < self.period_s:
+            return False
+        self._podgroups[key] = now
         return True
 
     def event_due(self, podgroup: str, reason: str, now: float, message: Callable[[], str]) -> str | None:
@@ -76,4 +90,5 @@ class Pacer:
     def retain(self, podgroups: Container[str], queues: Container[str]) -> None:
         """Forget PodGroups and Queues that are gone."""
         self._queues = {k: v for k, v in self._queues.items() if k in queues}
+        self._podgroups = {k: v for k, v in self._podgroups.items() if k in podgroups}
         self._events = {k: v for k, v in self._events.items() if k[0] in podgroups}

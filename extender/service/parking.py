@@ -8,8 +8,7 @@ each session runs with) — the un-park rule:
 
 * a Node, Queue, PriorityClass, ConfigMap, or a kind this rule does not know, changed → every gang (nodes, queues);
 * a pod that held room (on a node, not ended) left it, ended, began terminating or changed its request, or a planned
-  placement was dropped or moved (one the last session made included: the gangs it parked met the room it took)
-  → every gang (room);
+  placement was dropped or moved → every gang (room);
 * a gang's own PodGroup changed (but for the scheduler's Unschedulable/Scheduled conditions) or one of its pods →
   that gang (own);
 * with `requests`: a pending pod or a PodGroup added → the gangs of its queue; changed or removed → every gang;
@@ -47,18 +46,6 @@ def _gang(pod: PodRecord | None) -> str:
     return f"{pod.namespace}/{pod.group}" if pod is not None and pod.group else ""
 
 
-def _dropped(placed: Mapping[str, str], placements: Mapping[str, str], snap: Snapshot) -> bool:
-    """A placement in `placed` is gone from `placements` (dropped or moved) before its pod was bound there: its room
-    is free again."""
-    for pod, node in placed.items():
-        if placements.get(pod) == node:
-            continue
-        record = snap.pods.get(pod)
-        if record is None or record.node_name != node:
-            return True
-    return False
-
-
 def _without_scheduler_conditions(pg: PodGroupRecord) -> PodGroupRecord:
     kept = tuple(c for c in pg.conditions if c.type not in SCHEDULER_CONDITIONS)
     return dataclasses.replace(pg, conditions=kept)
@@ -78,9 +65,10 @@ class Parking:
         # write is already stored: the same result over the same object writes nothing (extender/service/session.py).
         self.settled: dict[str, tuple[PodGroupResult, str, bool, str]] = {}
         self._conf_key = b""
-        self._placements: dict[str, str] = {}
-        # The last session's new binds: the gangs it parked were judged with them placed (`adopt`, `before`).
-        self._binds: dict[str, str] = {}
+        self._placements: dict[str, str] = {}  # the placements the last session assumed (what `quiet` compares)
+        # ...and the ones it left behind: those plus its own binds, which the plan takes. A parked gang was judged
+        # with every one of them holding room, so a bind of that session dropped before it happened frees room too.
+        self._assumed: dict[str, str] = {}
         self._inputs: object = None
         self._lock = threading.Lock()
         # What the rule un-parked since the running session took its snapshot (the gangs it judges now were not
@@ -187,12 +175,10 @@ class Parking:
             if inputs != self._inputs:
                 self._inputs = inputs
                 self.unpark_all()
-            if placements != self._placements:
+            if placements != self._assumed or placements != self._placements:
                 self._placements_changed(placements, snap)
-                self._placements = dict(placements)
-            if _dropped(self._binds, placements, snap):
-                self.unpark_all()  # a gang parked by the last session met the room its new binds took
-            self._binds = {}
+            self._placements = dict(placements)
+            self._assumed = dict(placements)
             if self.channels is None:
                 self.unpark_all()
             self.changed = False  # what arrives from now on is news to the next session
@@ -202,9 +188,13 @@ class Parking:
             return frozenset(self.parked)
 
     def _placements_changed(self, placements: Mapping[str, str], snap: Snapshot) -> None:
-        if _dropped(self._placements, placements, snap):
-            self.unpark_all()
-            return
+        for pod, node in self._assumed.items():
+            if placements.get(pod) == node:
+                continue
+            record = snap.pods.get(pod)
+            if record is None or record.node_name != node:
+                self.unpark_all()  # dropped or moved before it was bound: its room is free again
+                return
         if PLACED in (self.channels or ()) and any(self._placements.get(p) != n for p, n in placements.items()):
             self.unpark_all()
 
@@ -219,7 +209,7 @@ class Parking:
                     parked = result.podgroups[gang]
                     if gang not in self._gangs_since and parked.queue not in self._queues_since:
                         self.parked[gang] = parked
-            self._binds = dict(result.binds)
+            self._assumed.update(result.binds)
             self.last = result
             return result
 

@@ -248,10 +248,13 @@ def _podgroups(
         else:
             current = stored.get("status") or {}
             new = podgroup_status(current, computed.to_json(), stamp, planned=is_planned)
+            held = new is not None and not pacer.podgroup_due(key, current, new, now)
+            if held:
+                new = None  # a later session writes it; not remembered as stored
             if new is not None:
                 writes.append(StatusWrite("PodGroup", key, new))
             phase = (new or current).get("phase") or ""
-            if settled is not None and new is None:
+            if settled is not None and new is None and not held:
                 settled[key] = (computed, resource_version(stored), is_planned, phase)
         phases[key] = phase
         # A planned gang not yet Running has its pods on their way through kube-scheduler's filter and bind and

@@ -131,3 +131,28 @@ async def test_which_events_ask_for_a_session():
     assert asks(volcano_pod({"name": "ml/g-0", "group": "g", "req": GPU})), "a gang member waiting for a node"
     assert not asks(volcano_pod({"name": "ml/g-0", "group": "g", "req": GPU, "node": "n0"}), "MODIFIED"), "bound"
     assert asks(bare, "DELETED"), "a pod gone: room"
+
+
+async def test_a_gang_whose_pods_arrive_within_a_period_gets_one_condition_write_then_the_latest():
+    """Sessions run on every change, up to five a second; a gang's Unschedulable message changes as each member
+    arrives. The write each arrival would make is overwritten by the next: within the period only the first goes,
+    and the latest goes out once the period is over (Volcano writes once per one-second session)."""
+    docs = [node({"name": "n0", "alloc": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "1"}}),
+            queue({"name": "default"}), podgroup({"name": "ml/g", "min": 3, "phase": "Inqueue"}),
+            volcano_pod({"name": "ml/g-0", "group": "g", "req": GPU})]
+    client = RecordingClient()
+    extender = make_extender(docs, client)
+
+    def conditions() -> list[str]:
+        return [c["message"] for verb, kind, body in client.bodies if verb == "patch_status" and kind == "PodGroup"
+                for c in body["status"]["conditions"] if c["type"] == "Unschedulable"]
+
+    await extender.loop.run_once()
+    for i in (1, 2):
+        feed(extender.state, volcano_pod({"name": f"ml/g-{i}", "group": "g", "req": GPU}))
+        await extender.loop.run_once()
+    first = conditions()
+    assert len(first) == 1, first
+    extender.loop.runner.pacer.period_s = 0.0  # type: ignore[attr-defined]  # the period is over
+    await extender.loop.run_once()
+    assert [m.split(":")[0] for m in conditions()] == [first[0].split(":")[0], "3/3 tasks in gang unschedulable"]

@@ -328,6 +328,25 @@ def test_a_plan_dropped_after_the_session_that_made_it_un_parks_what_that_sessio
     _step(cluster, parking, conf)
 
 
+def test_a_dropped_plan_from_the_parking_session_itself_unparks() -> None:
+    """A gang parked in a session was judged with that session's own binds holding room; when one of them is
+    dropped before it happens (a permit timeout), the room is free again and the gang must be judged anew, though
+    the placements the session started from never held that pod (found by the property test above)."""
+    cluster = Cluster()
+    parking = watch(cluster.state)
+    for i in range(3):
+        cluster.put(_node(i, 2))
+    conf = CONFS[0]
+    for g, size in ((1, 2), (2, 2), (3, 3)):  # 7 GPUs asked of 6: the last gang waits
+        cluster.put(podgroup({"name": f"ns/g{g}", "queue": "default", "min": size, "phase": "Inqueue"}))
+        for t in range(size):
+            cluster.put(pod({"name": f"ns/g{g}-{t}", "group": f"g{g}", "req": REQUESTS[0]}))
+    _step(cluster, parking, conf)
+    assert set(parking.parked) == {"ns/g3"}
+    cluster.placements.pop("ns/g1-0")  # bound by the first session, dropped before its bind
+    assert _step(cluster, parking, conf) == frozenset({"ns/g3"})  # fails without the session's own binds kept
+
+
 def test_the_shipped_conf_and_the_examples_keep_parking_on() -> None:
     """Every plugin and action of the conf Lapilli ships, and of the example confs but those that read the clock
     (fairshare), declares what its answer reads: a new one left out of READS would silently turn the retry-storm

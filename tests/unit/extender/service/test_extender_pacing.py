@@ -100,3 +100,16 @@ def test_retain_forgets_what_is_gone():
     assert pacer.event_due("ns/kept", "Unschedulable", 0.1, lambda: "x") is None
     assert pacer.queue_due("gone", ALLOCATED, 0.1)
     assert not pacer.queue_due("kept", ALLOCATED, 0.1)
+
+
+def test_podgroup_status_of_the_same_phase_at_most_once_a_period_a_new_phase_at_once():
+    pacer = Pacer()
+    pending = {"phase": "Pending", "conditions": []}
+    assert pacer.podgroup_due("ns/pg", {}, pending, 10.0), "its first status"
+    assert not pacer.podgroup_due("ns/pg", pending, {**pending, "running": 1}, 10.2), "counters alone wait"
+    assert pacer.podgroup_due("ns/other", pending, {**pending, "running": 1}, 10.3), "each PodGroup has its period"
+    assert pacer.podgroup_due("ns/pg", pending, {"phase": "Inqueue"}, 10.4), "a new phase goes at once"
+    assert not pacer.podgroup_due("ns/pg", {"phase": "Inqueue"}, {"phase": "Inqueue", "running": 1}, 10.5)
+    assert pacer.podgroup_due("ns/pg", {"phase": "Inqueue"}, {"phase": "Inqueue", "running": 1}, 10.4 + PERIOD_S)
+    pacer.retain(podgroups={"ns/other"}, queues=())
+    assert pacer.podgroup_due("ns/pg", pending, {**pending, "running": 2}, 10.5 + PERIOD_S), "forgotten once gone"
