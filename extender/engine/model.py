@@ -142,7 +142,8 @@ class Task:
     job_hypernode: str = ""
 
     def __post_init__(self) -> None:
-        self.index = replica_index(self.name)
+        if self.index is None:  # a session passes its snapshot's (`PodRecord.index`)
+            self.index = replica_index(self.name)
         if self.host_ports:
             self.dynamic = True
 

@@ -81,20 +81,6 @@ def _priority(pod: PodRecord, snap: Snapshot) -> int:
     return 1
 
 
-def _task_status(pod: PodRecord) -> TaskStatus:
-    if pod.phase in ("Pending", "Running") and pod.deleting:
-        return TaskStatus.RELEASING
-    if pod.phase == "Running":
-        return TaskStatus.RUNNING
-    if pod.phase == "Pending":
-        return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
-    if pod.phase == "Succeeded":
-        return TaskStatus.SUCCEEDED
-    if pod.phase == "Failed":
-        return TaskStatus.FAILED
-    return TaskStatus.UNKNOWN
-
-
 class Session(Callbacks):
     def __init__(self, snap: Snapshot, conf: SchedulerConf, now: float = 0.0,
                  probe: SessionProbe | None = None, *, statements: Callable[[Session], Trial],
@@ -180,10 +166,11 @@ class Session(Callbacks):
             if args.share_weight > 0:
                 queue.share_bias = queue.usage * (args.share_weight / tau)
 
-    def _vector(self, units: Mapping[str, float]) -> Vec:
+    def _vector(self, units: Mapping[str, float], key: tuple[tuple[str, float], ...] | None = None) -> Vec:
         """`dims.vector(units)`, shared between equal resource lists (read-only, so sharing is safe): a snapshot's
-        pods and PodGroups come from a few templates."""
-        key = tuple(units.items())
+        pods and PodGroups come from a few templates. `key`: `units`' items, when the caller has them already."""
+        if key is None:
+            key = tuple(units.items())
         vec = self._vectors.get(key)
         if vec is None:
             vec = self._vectors[key] = self.dims.vector(units)
@@ -219,7 +206,7 @@ class Session(Callbacks):
         best_effort: dict[int, bool] = {}  # by id of the shared request vector
         for pod in sorted(snap.pods.values(), key=lambda p: (p.namespace, p.name)):
             job = self.jobs.get(f"{pod.namespace}/{pod.group}") if pod.group else None
-            resreq = self._vector(pod.request)
+            resreq = self._vector(pod.request, pod.request_key)
             if id(resreq) not in best_effort:
                 best_effort[id(resreq)] = all(v < TOLERANCE for k, v in pod.request.items() if k != "pods")
             # Positional, in field order: keyword arguments double the cost of building 50,000 tasks.
@@ -231,7 +218,7 @@ class Session(Callbacks):
                 pod.role,  # role
                 resreq,  # resreq
                 _priority(pod, snap),  # priority
-                _task_status(pod),  # status
+                pod.status,  # status
                 pod.node_name,  # node
                 pod.creation,  # creation
                 best_effort[id(resreq)],  # best_effort
@@ -243,7 +230,7 @@ class Session(Callbacks):
                 pod.host_ports,  # host_ports
                 pod.predicate_key,  # predicate_key
                 pod.devices,  # devices
-                None,  # index (from the name)
+                pod.index,  # index
                 None,  # device_ask (the deviceshare plugin's)
                 pod.labels,  # labels
                 snap.namespaces.get(pod.namespace, NO_LABELS),  # namespace_labels

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
-from extender.engine.model import HARD, SOFT, Condition, TopologySpec
+from extender.engine.model import HARD, SOFT, Condition, TaskStatus, TopologySpec, replica_index
 from lapilli.api.constants import (
     GROUP_NAME_ANNOTATION,
     HYPERNODE_KIND,
@@ -78,6 +78,30 @@ class PodRecord:
     devices: PodDeviceFacts | None = None  # extended-resource asks, device annotations, card assignment
     labels: Mapping[str, str] = field(default_factory=dict)
     terms: PodTerms | None = None  # inter-pod (anti-)affinity and topology spread, None for most pods
+    # Derived from the fields above when the record is made (and again by `dataclasses.replace`): every session
+    # turns each pod into a task, and a record outlives many sessions in the service's snapshot.
+    status: TaskStatus = field(init=False, compare=False, repr=False)  # the task's status at session open
+    index: int | None = field(init=False, compare=False, repr=False)  # `replica_index` of the name
+    request_key: tuple[tuple[str, float], ...] = field(init=False, compare=False, repr=False)  # `request`'s items
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", _task_status(self))
+        object.__setattr__(self, "index", replica_index(self.name))
+        object.__setattr__(self, "request_key", tuple(self.request.items()))
+
+
+def _task_status(pod: PodRecord) -> TaskStatus:
+    if pod.phase in ("Pending", "Running") and pod.deleting:
+        return TaskStatus.RELEASING
+    if pod.phase == "Running":
+        return TaskStatus.RUNNING
+    if pod.phase == "Pending":
+        return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
+    if pod.phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if pod.phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)

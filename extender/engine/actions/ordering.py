@@ -30,18 +30,6 @@ class _Ranked(Generic[T]):
         return self.compare(self.item, other.item) < 0
 
 
-class _Keyed(Generic[T]):
-    """An item in a heap ordered by its sort key, computed once when pushed."""
-
-    __slots__ = ("item", "key")
-
-    def __init__(self, item: T, key: SortKey) -> None:
-        self.item, self.key = item, key
-
-    def __lt__(self, other: _Keyed[T]) -> bool:
-        return self.key < other.key
-
-
 class PriorityQueue(Generic[T]):
     """A heap over a comparator (or its sort key). Orders end in a unique id, so the pop order is total and
     reproducible. A key is computed when the item is pushed: use one only while queued items do not change."""
@@ -51,11 +39,12 @@ class PriorityQueue(Generic[T]):
     def __init__(
         self, compare: Callable[[T, T], int], items: Iterable[T] = (), key: Callable[[T], SortKey] | None = None
     ) -> None:
+        # With a key, entries are (key, item) tuples, which the heap compares in C; keys are unique (they end in
+        # the uid), so two entries never tie and the items themselves are never compared.
         if key is None:
-            self._wrap: Callable[[T], _Ranked[T] | _Keyed[T]] = lambda item: _Ranked(item, compare)
+            self._wrap: Callable[[T], _Ranked[T] | tuple[SortKey, T]] = lambda item: _Ranked(item, compare)
         else:
-            # Keys are unique (they end in the uid), so two entries never tie.
-            self._wrap = lambda item: _Keyed(item, key(item))
+            self._wrap = lambda item: (key(item), item)
         self._heap = [self._wrap(item) for item in items]
         heapq.heapify(self._heap)
 
@@ -63,7 +52,8 @@ class PriorityQueue(Generic[T]):
         heapq.heappush(self._heap, self._wrap(item))
 
     def pop(self) -> T:
-        return heapq.heappop(self._heap).item
+        entry = heapq.heappop(self._heap)
+        return entry[1] if isinstance(entry, tuple) else entry.item
 
     def __len__(self) -> int:
         return len(self._heap)
