@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo venv lint unit e2e k8s bench lab-week topology-sim gpu-sharing clean image chromium
+.PHONY: test demo venv lint unit e2e k8s bench lab-week topology-sim gpu-sharing scale-bench scale-pictures clean image chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,6 +67,20 @@ topology-sim: $(STAMP)
 gpu-sharing: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/gpu_sharing.py
+
+# Issue 19's scale benches on dev clusters (about an hour on 2 cores; bench/README.md): restart recovery at 1,000 and
+# 5,000 nodes and Volcano's job shapes, recorded in bench/results/, then drawn (bench/restart.png, bench/shapes.png).
+scale-bench: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python bench/restart.py --nodes 1000 --running 8000 --gangs 500 --out bench/results/restart-1k.json
+	$(BIN)/python bench/restart.py --nodes 5000 --running 40000 --gangs 2500 --out bench/results/restart-5k.json
+	$(BIN)/python bench/shapes.py --out bench/results/shapes.json
+	$(BIN)/python bench/scale_plots.py
+
+# The scale benches' pictures again, from what bench/results/ records.
+scale-pictures: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python bench/scale_plots.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .import_linter_cache

@@ -95,7 +95,7 @@ class Service:
     def session(self) -> tuple[float, float]:
         gc.collect()
         cpu, wall = time.process_time(), time.perf_counter()
-        outcome = run_over(self.state, {}, self.conf, self.pacer, self.parking)
+        outcome = run_over(self.state, {}, self.conf, self.pacer, parking=self.parking)
         took = time.process_time() - cpu, time.perf_counter() - wall
         for kind, key, status in outcome.status_writes:  # land, as the watch would
             store = self.state.store(kind)

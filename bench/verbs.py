@@ -32,7 +32,6 @@ import argparse
 import asyncio
 import gc
 import multiprocessing as mp
-import os
 import re
 import statistics
 import sys
@@ -45,8 +44,12 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-# A script in bench/ must never shadow a package it measures: drop the script directory Python put first.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+# A script in bench/ must never shadow a package it measures: drop the script directory Python put first, and
+# reach its siblings as the package `bench` from the repository root.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+from bench.procstats import cpu_by_role  # noqa: E402
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float]:
@@ -318,46 +321,6 @@ def latency_vgpu(nodes_list: list[int], requests: int) -> None:
 
 
 # ---- throughput ---------------------------------------------------------------------------------------------
-_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
-
-
-def _process_table() -> dict[int, tuple[int, str, float]]:
-    """pid -> (parent pid, command line, CPU seconds used so far), from /proc."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue  # gone meanwhile
-        table[int(entry)] = (int(stat[1]), cmdline, (int(stat[11]) + int(stat[12])) / _TICKS_PER_S)
-    return table
-
-
-def _cpu_by_process() -> dict[str, float]:
-    """CPU seconds so far of this process and everything it started (the dev cluster's processes, the service's
-    session process, the do-nothing extender), by role. The two cores are shared by all of them, so a case's
-    throughput follows the sum."""
-    table = _process_table()
-    ours = {os.getpid()}
-    for _ in range(4):  # the deepest is bench -> lapilli serve -> its session process
-        ours |= {pid for pid, (ppid, _cmd, _cpu) in table.items() if ppid in ours}
-    roles = (("kube-apiserver", "kube-apiserver"), ("etcd", "etcd"), ("kube-scheduler", "kube-scheduler"),
-             ("lapilli serve", "lapilli service"), ("resource_tracker", ""))
-    out: dict[str, float] = {}
-    for pid in ours:
-        ppid, cmd, cpu = table[pid]
-        role = next((name for key, name in roles if key in cmd), None)
-        if role is None and "multiprocessing" in cmd:
-            role = "session process" if "lapilli serve" in table.get(ppid, (0, "", 0.0))[1] else "do-nothing extender"
-        role = "bench (creates, watch)" if pid == os.getpid() else role
-        if role:
-            out[role] = out.get(role, 0.0) + cpu
-    return out
-
-
 _WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _METRIC_LINE = re.compile(r'^(apiserver_request_total|apiserver_admission_webhook_admission_duration_seconds_count)'
                           r'\{([^}]*)\} ([0-9.e+]+)$')
@@ -385,7 +348,7 @@ async def _api_counts(client: Any) -> dict[str, float]:
     return out
 
 
-def _serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
+def serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
     """A do-nothing extender on aiohttp: the protocol's cost without any scheduling work."""
     from lapilli.kube import KubeClient, load_kubeconfig
 
@@ -428,7 +391,7 @@ async def _throughput_case(
             [port] = free_ports(1)
             ready = mp.get_context("spawn").Event()
             null = mp.get_context("spawn").Process(
-                target=_serve_null_extender, args=(port, str(Path(tmp) / "kubeconfig"), ready), daemon=True)
+                target=serve_null_extender, args=(port, str(Path(tmp) / "kubeconfig"), ready), daemon=True)
             null.start()
             ready.wait(60)
             url = f"http://127.0.0.1:{port}/extender"
@@ -469,7 +432,7 @@ async def _throughput_case(
 
             watcher = asyncio.create_task(count_bound())
             counts_before = await _api_counts(client)
-            cpu_before = _cpu_by_process()
+            cpu_before = cpu_by_role()
             start = time.perf_counter()
             docs = []
             for i in range(pods):
@@ -487,7 +450,7 @@ async def _throughput_case(
                 raise RuntimeError(f"not every pod was bound after 600 s ({pods} created)") from None
             finally:
                 watcher.cancel()
-            cpu = {name: 1000 * (used - cpu_before.get(name, 0.0)) / pods for name, used in _cpu_by_process().items()}
+            cpu = {name: 1000 * (used - cpu_before.get(name, 0.0)) / pods for name, used in cpu_by_role().items()}
             # The writes that follow a bind (a pod's PodGroup made and its status Running) land after the clock
             # stops: the counters are read once every PodGroup of the case says Running (or after WRITES_SETTLE_S).
             if extender and not null_extender and "--disable-controllers" not in serve_args:
@@ -526,8 +489,10 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
         ("with the extender, gangs of 8", True, 8, "volcano", (), False),
         # Separates the extender's own cost from the PodGroup controller's per-pod writes.
         ("extender, single pods, no controllers", True, 1, "volcano", ("--disable-controllers",), False),
-        # The floor for any extender here: the protocol's hops with no scheduling work and no Lapilli service.
-        ("do-nothing extender, single pods", False, 1, "default-scheduler", (), True),
+        # The floor for any extender here: the protocol's hops with no scheduling work and no Lapilli service. Its
+        # pods name the profile the extender entries serve (the dev cluster gives default-scheduler a kube-scheduler
+        # of its own, without extenders, since acf2fee).
+        ("do-nothing extender, single pods", False, 1, "volcano", (), True),
     ]
     chosen = [case for number, case in enumerate(cases, 1) if not only or number == 1 or number in only]
     # Cases take turns, `repeat` rounds, so a slow minute on this shared machine hits every case alike; the

@@ -35,7 +35,7 @@ from controller.podgroups.controller import PodGroupController
 from controller.queues.controller import QueueController
 from controller.settings import ControllerSettings
 from controller.warm import WarmCaches
-from lapilli.cluster import Event, LeaseElector, Reflector
+from lapilli.cluster import Event, LeaseElector, Reflector, Shared
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import (
     COMMANDS,
@@ -183,8 +183,10 @@ class Controllers:
 
     def __init__(
         self, client: KubeClient, settings: ControllerSettings, registry: CollectorRegistry | None = None,
-        elector: LeaseElector | None = None,
+        elector: LeaseElector | None = None, shared: Shared | None = None,
     ) -> None:
+        """`shared`: the process's reflectors (`lapilli.cluster.Shared`), when other owners in it read what the
+        controllers' warm caches do."""
         self.settings = settings
         self.elector = elector
         self.metrics = ControllerMetrics(registry)  # one set of series across terms
@@ -192,7 +194,7 @@ class Controllers:
         # write fails at once, even from a task the end of the term has not cancelled yet.
         self.client = client if elector is None else elector.fence(client, "the controllers'")
         # Listed and watched on every replica, leading or not: a takeover finds them synced (`warm.py`).
-        self.warm = WarmCaches(client)
+        self.warm = WarmCaches(client, shared)
         self.current: ControllerSet | None = None
         self._term_started = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 Obj = Mapping[str, Any]
 """A Kubernetes object as decoded JSON, read only (what a watch, the API or an AdmissionReview gives)."""
@@ -118,6 +118,55 @@ def describe(obj: Mapping[str, Any] | None) -> str:
     kind = (obj or {}).get("kind") or "?"
     ns = namespace_of(obj)
     return f"{kind} {f'{ns}/' if ns else ''}{name_of(obj) or '?'}"
+
+
+def without_managed_fields(obj: MutableObj) -> MutableObj:
+    """`obj` without `metadata.managedFields` (a Reflector transform, client-go's usual one): server-side apply's
+    field ownership, a third of a Pod's JSON, which nothing that schedules or controls pods reads."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+    return obj
+
+
+# What of a Pod nothing in the service reads: its volumes and their mounts (the service-account token volume every
+# pod gets is a third of a running pod's decoded size; volumes are neither scheduled nor controlled here) and the
+# kubelet's conditions (status is read for its phase, its container statuses and kube-scheduler's PodScheduled,
+# which the PodGroup controller reads).
+_POD_CONTAINERS: Final = ("initContainers", "containers", "ephemeralContainers")
+_KEPT_CONDITIONS: Final = frozenset({"PodScheduled"})
+
+
+def slim_pod(obj: MutableObj) -> MutableObj:
+    """`obj`, a Pod, without what nothing that schedules or controls pods here reads (a Reflector transform): its
+    managedFields, `spec.volumes`, its containers' `volumeMounts` and `status.conditions` but PodScheduled. A stored
+    Pod is never written back whole (pods are patched), so nothing dropped here can be lost from the cluster."""
+    without_managed_fields(obj)
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        spec.pop("volumes", None)
+        for field in _POD_CONTAINERS:
+            for container in spec.get(field) or ():
+                if isinstance(container, dict):
+                    container.pop("volumeMounts", None)
+    status = obj.get("status")
+    if isinstance(status, dict) and isinstance(conditions := status.get("conditions"), list):
+        kept = [c for c in conditions if isinstance(c, dict) and c.get("type") in _KEPT_CONDITIONS]
+        if kept:
+            status["conditions"] = kept
+        else:
+            del status["conditions"]
+    return obj
+
+
+def only_metadata(obj: MutableObj) -> MutableObj:
+    """What a Reflector store must keep of an object whose handlers have read it whole: its kind and metadata (the
+    key, uid and resourceVersion a relist is diffed by, and what a deletion's handler reads)."""
+    kept: MutableObj = {"metadata": obj.get("metadata") or {}}
+    for key in ("apiVersion", "kind"):
+        if key in obj:
+            kept[key] = obj[key]
+    return kept
 
 
 def is_deleting(obj: Mapping[str, Any] | None) -> bool:

@@ -194,7 +194,8 @@ def supervise(pid_file: Path, argv: tuple[str, ...]) -> None:
 @click.option("--ready-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Touched once the kubelet has listed nodes and pods.")
 @click.option("--workers", default=64, show_default=True, help="Concurrent pod/node updates.")
-@click.option("--heartbeat", default=60.0, show_default=True, help="Seconds between heartbeats of a node.")
+@click.option("--heartbeat", default=300.0, show_default=True,
+              help="Seconds between heartbeats of a node (at most 20 nodes a second).")
 @click.option("--metrics-port", type=int, default=None,
               help="Serve the simulated GPUs' utilisation (DCGM_FI_DEV_GPU_UTIL per pod, from each pod's "
                    "sim.lapilli.io/gpu-util) on http://127.0.0.1:PORT/metrics.")

@@ -88,7 +88,7 @@ class ClusterSpec:
     # kube-scheduler calls this extender URL instead of the service's (benchmarks measure what the extender
     # protocol itself costs with a do-nothing extender).
     extender_url: str | None = None
-    heartbeat_s: float = 60.0
+    heartbeat_s: float = 300.0  # a node status every 5 minutes, as kubelets report an unchanged one
     # False: no kube-scheduler (and no service); the caller brings its own, as the installed-mode tests run the
     # rendered scheduler pods in containers.
     kube_scheduler: bool = True

@@ -4,9 +4,10 @@ Two reflectors (simulated nodes by label; bound pods by `spec.nodeName!=`) feed 
 queue; a bounded pool of workers applies `podsim`'s decisions through pods/status patches and deletes, so
 thousands of pods move without one slow request holding up the rest. Nodes are kept Ready: a node that
 shows up not-ready or tainted `not-ready` is repaired at once, and every node gets a heartbeat
-(`lastHeartbeatTime`) spread evenly over the heartbeat period rather than in one burst. The pods of a node that is
-deleted are deleted too, as kube-controller-manager's pod garbage collector does with orphaned pods (a dev cluster
-runs none): their owners see them gone and act, as on a real cluster.
+(`lastHeartbeatTime`) spread evenly over the heartbeat period rather than in one burst: every 5 minutes by default,
+as a kubelet reports an unchanged status since node Leases took over its heartbeat (nodeStatusReportFrequency). The
+pods of a node that is deleted are deleted too, as kube-controller-manager's pod garbage collector does with orphaned
+pods (a dev cluster runs none): their owners see them gone and act, as on a real cluster.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import ipaddress
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from aiohttp import web
 
@@ -37,6 +38,7 @@ from lapilli.times import parse_rfc3339, rfc3339
 log = logging.getLogger(__name__)
 
 Item = tuple[Literal["pod", "node", "orphan"], str]
+MAX_HEARTBEATS_PER_S: Final = 20.0
 _HEARTBEAT_TYPES = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
 
 
@@ -111,7 +113,7 @@ class SimKubelet:
     """Run with `await kubelet.run()` (until cancelled) or `kubelet.start()` / `await kubelet.stop()`."""
 
     def __init__(
-        self, client: KubeClient, *, workers: int = 64, heartbeat_s: float = 60.0, node_selector: str = SIM_SELECTOR,
+        self, client: KubeClient, *, workers: int = 64, heartbeat_s: float = 300.0, node_selector: str = SIM_SELECTOR,
         device_config: NvidiaConfig | None = None, metrics_port: int | None = None,
     ) -> None:
         """`device_config`: the vGPU device config the simulated device plugin reads (MIG geometries); None: the
@@ -358,10 +360,13 @@ class SimKubelet:
     # -- heartbeats --------------------------------------------------------------------------------------
 
     async def _heartbeats(self) -> None:
-        """Touch each node's conditions once per period, one node at a time at an even pace."""
+        """Touch each node's conditions once per period, one node at a time at an even pace, and at most
+        MAX_HEARTBEATS_PER_S a second: each heartbeat is a Node update every node watcher decodes (kube-scheduler's,
+        the service's), and 5,000 nodes every 60 s would keep them busy with nothing but that. The period stretches
+        instead, as nothing here reads the heartbeat's age (there is no node lifecycle controller)."""
         while True:
             names = list(self.nodes.store)
-            pace = self.heartbeat_s / max(1, len(names))
+            pace = max(self.heartbeat_s / max(1, len(names)), 1 / MAX_HEARTBEATS_PER_S)
             if not names:
                 await asyncio.sleep(self.heartbeat_s)
             for name in names:

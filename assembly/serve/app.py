@@ -31,7 +31,7 @@ from assembly.serve.settings import Settings
 from assembly.serve.webhook import Background, WebhookServer
 from controller import Controllers
 from extender.service.component import ExtenderComponent
-from lapilli.cluster import LeaderGauge, LeaseElector, default_identity
+from lapilli.cluster import LeaderGauge, LeaseElector, Shared, default_identity
 from lapilli.cluster.follower import LeaseFollower
 from lapilli.cluster.leader import IDENTITY_ENV
 from lapilli.kube import KubeClient, load_config
@@ -58,8 +58,11 @@ def build(settings: Settings, client: KubeClient) -> Service:
     """Wire the components (no I/O happens until they start)."""
     service = Service(settings, client, CollectorRegistry())
     ops = Ops(service.registry, lambda: service.components)
+    # One list and watch of each kind for the whole process: the admission caches, the extender's cluster state and
+    # the controllers' warm caches read the same Pods, PodGroups, Queues, PriorityClasses, Jobs and Namespaces.
+    shared = Shared(client)
     if settings.webhook.enabled:
-        service.components += _webhook(settings, client, service.registry, ops)
+        service.components += _webhook(settings, client, service.registry, ops, shared)
     else:
         service.components.append(OpsServer(ops, settings.metrics_host, settings.metrics_port))
     elect = _Electors(client, service.registry, settings.leader_identity)
@@ -70,14 +73,15 @@ def build(settings: Settings, client: KubeClient) -> Service:
             elector = elect.follow(e.lease_namespace, e.follow_lease)
         elif e.leader_elect:
             elector = elect(e.lease_namespace, e.lease_name)
-        extender = ExtenderComponent(e, client, service.registry, elector, kubeconfig=settings.kubeconfig)
+        extender = ExtenderComponent(e, client, service.registry, elector, kubeconfig=settings.kubeconfig,
+                                     shared=shared)
         if extender.tls is not None and e.tls_cert_file is not None and e.tls_key_file is not None:
             service.components.append(ExtenderCertReload(extender.tls, e.tls_cert_file, e.tls_key_file,
                                                          service.registry, settings.webhook.tls_reload_interval_s))
         service.components.append(extender)
     if c.enabled:  # after the webhook: the pods they create are admitted by it
         elector = elect(c.lease_namespace, c.lease_name) if c.leader_elect else None
-        service.components.append(Controllers(client, c, service.registry, elector))
+        service.components.append(Controllers(client, c, service.registry, elector, shared))
     return service
 
 
@@ -89,10 +93,11 @@ def serving_cert_secret(settings: Settings, client: KubeClient) -> ServingCertSe
                              key_file=w.tls_key_file, ca_file=w.ca_bundle_file)
 
 
-def _webhook(settings: Settings, client: KubeClient, registry: CollectorRegistry, ops: Ops) -> list[Component]:
+def _webhook(settings: Settings, client: KubeClient, registry: CollectorRegistry, ops: Ops,
+             shared: Shared) -> list[Component]:
     """The admission caches and the TLS webhook, with the loops that keep its certificate and caBundle."""
     w = settings.webhook
-    caches = AdmissionCaches(client, w.cache_sync_timeout_s)
+    caches = AdmissionCaches(client, w.cache_sync_timeout_s, shared)
     context = AdmissionContext(settings=w.admission, queues=caches.queues, jobs=caches.jobs,
                                namespaces=caches.namespaces, hypernodes=caches.hypernodes,
                                resource_groups=resource_groups.watched(w.admission.admission_conf))

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
-from lapilli.cluster import Reflector
+from lapilli.cluster import Reflector, Shared
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import HYPERNODES, NAMESPACES, QUEUES, VC_JOBS
 from lapilli.meta import Obj
@@ -71,10 +71,12 @@ class AdmissionCaches:
 
     name = "caches"
 
-    def __init__(self, client: KubeClient, sync_timeout_s: float = 60.0) -> None:
-        self.queue_reflector = Reflector(client, QUEUES, name="queues")
-        self.job_reflector = Reflector(client, VC_JOBS, name="vcjobs")
-        self.namespace_reflector = Reflector(client, NAMESPACES, name="namespaces")
+    def __init__(self, client: KubeClient, sync_timeout_s: float = 60.0, shared: Shared | None = None) -> None:
+        """`shared`: the process's reflectors, when other owners in it read Queues, Jobs or Namespaces too."""
+        self.shared = shared if shared is not None else Shared(client)
+        self.queue_reflector = self.shared.reflector(QUEUES, None, name="queues")
+        self.job_reflector = self.shared.reflector(VC_JOBS, None, name="vcjobs")
+        self.namespace_reflector = self.shared.reflector(NAMESPACES, None, name="namespaces")
         self.hypernode_reflector = Reflector(client, HYPERNODES, name="hypernodes")
         self.queues = ReflectorQueues(self.queue_reflector)
         self.jobs = ReflectorJobs(self.job_reflector)
@@ -88,7 +90,7 @@ class AdmissionCaches:
     async def start(self) -> None:
         self.hypernode_reflector.start()
         for reflector in self._reflectors():
-            reflector.start()
+            self.shared.start(reflector)
         waits = [asyncio.create_task(r.synced.wait()) for r in self._reflectors()]
         _done, pending = await asyncio.wait(waits, timeout=self._sync_timeout_s)
         for task in pending:
@@ -98,8 +100,9 @@ class AdmissionCaches:
             log.warning("caches not synced after %.0fs (%s); serving, not ready", self._sync_timeout_s, laggards)
 
     async def stop(self) -> None:
-        for reflector in (*self._reflectors(), self.hypernode_reflector):
-            await reflector.stop()
+        for reflector in self._reflectors():
+            await self.shared.stop(reflector)
+        await self.hypernode_reflector.stop()
 
     def ready(self) -> bool:
         return all(r.synced.is_set() for r in self._reflectors())

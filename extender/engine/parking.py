@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Final
 
 from extender.engine.conf import SchedulerConf
-from extender.engine.model import Job, TaskStatus
+from extender.engine.model import Job, Task, TaskStatus
 
 NODES: Final = "nodes"
 ROOM: Final = "room"
@@ -61,9 +61,14 @@ READS: Final[dict[str, frozenset[str]]] = {
     "drf": frozenset({REQUESTS}),  # hierarchical drf shares queues by requests
     "fairshare": frozenset({TIME}),  # usage decays with the session's clock
     "gang": frozenset(),
+    # Where a gang may go is the HyperNodes with room for it (nodes, room), under the one it holds already (own);
+    # the tree is HyperNodes, a kind the rule un-parks every gang for; gang eviction's nominations are an input.
+    "network-topology-aware": frozenset(),
     "nodeorder": frozenset(),
     "overcommit": frozenset(),  # enqueue only: parked gangs are admitted already
-    "predicates": frozenset(),  # host ports free up only when pods leave (room)
+    # host ports and what pod anti-affinity keeps away free up only when pods leave (room); a gang whose pods need
+    # pods placed first (required affinity, spread) is never parked (`parkable`)
+    "predicates": frozenset(),
     "priority": frozenset(),
     "proportion": frozenset({REQUESTS}),
     "task-topology": frozenset(),
@@ -93,9 +98,22 @@ def channels(conf: SchedulerConf) -> frozenset[str] | None:
 
 
 def parkable(job: Job, tried: bool) -> bool:
-    """Whether `job`, as a session leaves it, may be parked: allocate tried it (`tried`) and it got nowhere."""
+    """Whether `job`, as a session leaves it, may be parked: allocate tried it (`tried`) and it got nowhere. A gang
+    whose pods require affinity to other pods or spread over topology domains is never parked: a pod placed
+    anywhere may let it in, even one placed earlier in the very session that would judge it (no channel says so
+    beforehand), so it is judged every session, as before parking."""
     if not tried or job.phase != "Inqueue" or not job.tasks:
         return False
     if job.is_ready() or job.is_pipelined():
         return False
-    return all(t.status is TaskStatus.PENDING and t.node is None and not t.best_effort for t in job.tasks.values())
+    tasks = job.tasks.values()
+    if any(_waits_for_placed_pods(t) for t in tasks):
+        return False
+    return all(t.status is TaskStatus.PENDING and t.node is None and not t.best_effort for t in tasks)
+
+
+def _waits_for_placed_pods(task: Task) -> bool:
+    """Its required pod affinity or its spread constraints read where other pods are: a pod placed may satisfy
+    them (a pod leaving, which anti-affinity waits for, is a `room` event)."""
+    terms = task.terms
+    return terms is not None and bool(terms.affinity or terms.spread)

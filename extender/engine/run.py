@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from extender.engine import actions as _actions  # noqa: F401  (registers every action)
 from extender.engine import plugins as _plugins  # noqa: F401  (registers every plugin)
@@ -16,6 +14,7 @@ from extender.engine.results import Decisions, decisions
 from extender.engine.session import Session
 from extender.engine.snapshot import Snapshot
 from extender.engine.statement import Statement
+from lapilli import collector
 
 
 def registry() -> Registry:
@@ -40,23 +39,16 @@ def open_view(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0) -> Expl
     return open_session(snapshot, conf, now)
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for one session.
+def collector_paused() -> AbstractContextManager[None]:
+    """Pause Python's cyclic garbage collector for one session (`lapilli.collector.paused`, process-wide).
 
     A session creates a few objects per pod and per placement (10^5 for 50,000 pods) and frees almost none of
     them until it ends, and none of them form garbage cycles while it runs; yet the allocations would trigger
     collections that traverse the caller's whole heap (the snapshot, watch caches) several times, ~15% of a
     large session. Reference counting still frees everything else; the collector resumes (if it was on) when the
-    block exits and collects the finished session like any other garbage.
+    last pause ends and collects the finished session like any other garbage.
     """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
+    return collector.paused()
 
 
 def run_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0,

@@ -27,6 +27,7 @@ from extender.service.settings import ExtenderSettings
 from extender.service.state import ClusterState
 from extender.service.usage import UsageLoop, UsageMetrics
 from extender.service.why import WhyLoop
+from lapilli.cluster import Shared
 from lapilli.cluster.leader import LeaseElector
 from lapilli.kube import KubeClient
 from lapilli.tasks import cancel_and_wait
@@ -46,10 +47,11 @@ class ExtenderComponent:
 
     def __init__(
         self, settings: ExtenderSettings, client: KubeClient, registry: CollectorRegistry,
-        elector: LeaseElector | None = None, kubeconfig: Path | None = None,
+        elector: LeaseElector | None = None, kubeconfig: Path | None = None, shared: Shared | None = None,
     ) -> None:
         """`elector`: the extender's Lease (None: this replica answers the verbs unconditionally); `kubeconfig`:
-        what the session process reaches the API server with (None: as `load_config` finds it)."""
+        what the session process reaches the API server with (None: as `load_config` finds it); `shared`: the
+        process's reflectors, when other owners in it (the controllers, the admission caches) read the same kinds."""
         self.settings = settings
         self.elector = elector
         # The cluster is read through `client`; binds, evictions, status and events are written through a client
@@ -61,7 +63,8 @@ class ExtenderComponent:
         vgpu = vgpu_arguments(conf.conf)
         device_configs = [vgpu.config_key] if vgpu is not None else []
         self.state = ClusterState(client, on_change=self._changed, on_pod_settled=self._settled,
-                                  device_configs=device_configs, scheduler_names=settings.scheduler_names)
+                                  device_configs=device_configs, scheduler_names=settings.scheduler_names,
+                                  shared=shared)
         self.plan = Plan(ttl_s=settings.permit_timeout_s * 2)
         self.metrics = ExtenderMetrics(registry, parked=lambda: self.permit.parked_count(),
                                        restarts=self.state.restarts,
@@ -122,8 +125,13 @@ class ExtenderComponent:
         return await self.extender.bind_now(namespace, name, node, uid)
 
     def _timed_out(self, gang: str, gathered: int, needed: int) -> None:
+        """The gang's parked members were refused together; its plan goes, and every member not yet bound waits for
+        the next one. kube-scheduler sets the refused members aside until they change (or its 60 s flush), and the
+        members that never reached bind may sit there too: touched together once replanned, they come back
+        together, instead of each on its own flush, where they kept missing each other's permit window."""
         self.metrics.permit_timeouts.inc()
         self.plan.drop(gang)
+        self.loop.wait_for_plan(gang)
         self.loop.poke()
 
     def is_leader(self) -> bool:
@@ -133,6 +141,9 @@ class ExtenderComponent:
         if self.runner is not None:
             self.runner.start()
         await self.state.start()
+        # Listening before the caches sync: kube-scheduler's filter calls are held until this replica can plan
+        # (`http.HOLD_S`) instead of refused at connect, which would set each pod aside with a back-off.
+        await self._listen()
         if not await self.state.wait_synced(self.settings.sync_timeout_s):
             log.warning("extender caches not synced after %.0fs; filter answers with an error until they are",
                         self.settings.sync_timeout_s)
@@ -148,6 +159,8 @@ class ExtenderComponent:
         self._tasks.append(asyncio.create_task(self.idle.run_forever(), name="idle-gpu"))
         if self.settings.history_interval_s > 0:
             self._tasks.append(asyncio.create_task(self.history.run_forever(), name="history"))
+
+    async def _listen(self) -> None:
         app = make_app(self.extender, self.is_leader, self.answering)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()

@@ -62,6 +62,8 @@ from lapilli.resources.units import CPU, GPU, MEMORY, pod_request
 from lapilli.resources.vector import TOLERANCE
 
 NOT_SYNCED = "lapilli: the cluster cache is not synced yet; retry"
+# Bind refusals a later plan answers (`Extender._refused`).
+REPLANNED: Final = frozenset({"not-synced", "not-planned", "no-card-room"})
 PROMISED = "its free room is promised to a gang whose victims are leaving"
 MAX_SCORE = 10
 # Prioritize packs GPUs first: the binpack plugin with a GPU counting ten times cpu or memory.
@@ -394,7 +396,7 @@ class Extender:
         if refusal is not None:
             return self._refused(refusal)
         if not self.state.synced:
-            return self._refused(Refusal("not-synced", NOT_SYNCED))
+            return self._refused(Refusal("not-synced", NOT_SYNCED), key)
         pod = self.state.pod(namespace, name)
         if pod is None:  # the watch may trail kube-scheduler's by a moment
             try:
@@ -424,15 +426,11 @@ class Extender:
             refusal = room_refusal(self.state, record, spec, key, self._pending_on(node))
         devices: PodDevices | None = None
         if refusal is None:
+            # The plan may be fresher than this view (the session follows the cluster on its own watch: a pod it saw
+            # go may still hold its card here): a refusal here is one a later plan answers (`_refused`).
             devices, refusal = self._bind_cards(pod, key, node)
-            if refusal is not None:
-                # The plan may be fresher than this view (the session follows the cluster on its own watch: a pod
-                # it saw go may still hold its card here): have kube-scheduler ask again soon, not after its
-                # unschedulable-queue flush.
-                self.loop.waiting.add(key)
-                self.loop.poke()
         if refusal is not None:
-            return self._refused(refusal)
+            return self._refused(refusal, key)
         if devices is not None:  # the cards are taken from now on: by the bind on its way, then by the pod
             self.book.reserve(key, node, devices)
         if not in_gang:
@@ -479,8 +477,15 @@ class Extender:
         """Pods headed for `node` that the cache does not show there yet: parked gang members, binds in flight."""
         return [*self.permit.parked_on(node), *(k for k, n in self._inflight.items() if n == node)]
 
-    def _refused(self, refusal: Refusal) -> ExtenderBindingResult:
+    def _refused(self, refusal: Refusal, key: str = "") -> ExtenderBindingResult:
+        """Answer a refused bind. kube-scheduler sets the pod aside until it changes (or its 60 s flush): for a
+        refusal a later plan answers (`REPLANNED`: a takeover's bind before its caches synced, a plan dropped or
+        moved meanwhile, a vGPU card taken) the pod `key` waits, as one filter turned away, and is touched once its
+        gang is planned."""
         self.metrics.bind_refusals.labels(refusal.reason).inc()
+        if key and refusal.reason in REPLANNED:
+            self.loop.waiting.add(key)
+            self.loop.poke()
         return self._bound(f"lapilli: bind refused: {refusal.message}")
 
     def _bound(self, error: str) -> ExtenderBindingResult:

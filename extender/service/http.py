@@ -7,10 +7,11 @@ any other way answers 200 with a one-line `Error` (its traceback is logged), nev
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import orjson
 from aiohttp import web
@@ -23,6 +24,9 @@ from extender.service.wire import ExtenderArgs, ExtenderBindingArgs, ExtenderPre
 # object limit fits in 8 MiB, with room. (Full NodeLists, without nodeCacheCapable, fit only for small clusters:
 # Lapilli ships nodeCacheCapable: true.) Anything bigger is refused before it is read.
 MAX_BODY = 8 * 1024 * 1024
+# How long a filter call waits for a plan on its way, under the filter entry's 5 s httpTimeout (manifests/scheduler).
+HOLD_S: Final = 3.0
+HOLD_POLL_S: Final = 0.05
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("lapilli.extender")
 EXTENDER: web.AppKey[Extender] = web.AppKey("extender", Extender)
@@ -75,11 +79,21 @@ async def _decode(request: web.Request, model: type[M]) -> M:
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def _verb(name: str, call: Callable[[Extender, web.Request], Awaitable[Any]]) -> Handler:
+async def _hold(extender: Extender) -> None:
+    """Wait (up to HOLD_S) while a plan is on its way (`SessionLoop.planning`): after a start or a takeover,
+    kube-scheduler's sequential cycle waits on one pod instead of turning every pod it meets away into back-off."""
+    deadline = time.monotonic() + HOLD_S
+    while extender.loop.planning() and time.monotonic() < deadline:
+        await asyncio.sleep(HOLD_POLL_S)
+
+
+def _verb(name: str, call: Callable[[Extender, web.Request], Awaitable[Any]], hold: bool = False) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         extender = request.app[EXTENDER]
         started = time.perf_counter()
         try:
+            if hold:
+                await _hold(extender)
             if not request.app[IS_LEADER]():
                 return _json({"Error": "lapilli: this replica does not hold the extender lease"}, 503)
             result = await call(extender, request)
@@ -130,7 +144,7 @@ def make_app(extender: Extender, is_leader: Callable[[], bool], ready: Callable[
     async def readyz(_request: web.Request) -> web.Response:
         return web.Response(text="ok") if ready() else web.Response(text="not ready", status=503)
 
-    app.router.add_post("/extender/filter", _verb("filter", _filter))
+    app.router.add_post("/extender/filter", _verb("filter", _filter, hold=True))
     app.router.add_post("/extender/prioritize", _verb("prioritize", _prioritize))
     app.router.add_post("/extender/preempt", _verb("preempt", _preempt))
     app.router.add_post("/extender/gang/bind", _verb("bind", _bind))

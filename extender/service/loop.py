@@ -104,6 +104,8 @@ class SessionLoop:
         self.latest: Outcome | None = None
         self.waiting: set[str] = set()  # pods filter turned away for want of a plan
         self._leading = False  # a term (this process synced and holding the Lease) is under way
+        self._term_began: float | None = None  # when the term began, until its first session's outcome
+        self._planned = False  # this term has had a session outcome
         # A failed session waits period_s doubling to MAX_FAILURE_BACKOFF_S before the next one.
         self._retries: RateLimiter[str] = RateLimiter(period_s, MAX_FAILURE_BACKOFF_S)
         self._wake = asyncio.Event()
@@ -154,13 +156,21 @@ class SessionLoop:
                 # A follower's counts would go stale beside the new leader's: it exports none.
                 self.metrics.queue_jobs.clear()
                 self.metrics.ignored.clear()
-            self._leading = False
+            self._leading = self._planned = False
             return False
         if not self._leading:
-            self._leading = True
+            self._leading, self._planned = True, False
             self._reported.clear()  # a new term tells again what it leaves out
+            self._term_began = time.monotonic()
             self.requeue_pending()
         return True
+
+    def planning(self) -> bool:
+        """Whether a plan is on its way: the caches are still syncing (this replica may lead once they are), or it
+        leads and its term has had no session outcome yet (and sessions are not failing). kube-scheduler's filter
+        calls wait for it meanwhile (`extender.service.http.HOLD_S`): a call refused now would set its pod aside
+        with a back-off of up to 10 s, and gangs would come back split."""
+        return not self.state.synced or (self.is_leader() and not self._planned and self.healthy())
 
     @property
     def failures(self) -> int:
@@ -181,8 +191,14 @@ class SessionLoop:
         if outcome is None:
             return None  # the session's own view of the cluster is not synced yet
         self.metrics.session_seconds.observe(outcome.seconds)
+        if self._term_began is not None:  # the first session of a term: how long a restart or takeover waited
+            log.info("first session of this term: %d gangs planned, %d pods waiting, %.2fs in the session, "
+                     "%.1fs after the term began", len(outcome.new_plans), len(self.waiting), outcome.seconds,
+                     time.monotonic() - self._term_began)
+            self._term_began = None
         self._adopt(outcome, now)
         self.latest = outcome
+        self._planned = True
         await asyncio.gather(self._evict(outcome), self._write_status(outcome), self._requeue())
         # After the statuses, as Volcano's UpdateJobStatus does: whoever reads an event finds the condition it
         # reports already stored.
@@ -336,12 +352,16 @@ class SessionLoop:
         """A term begins (start, restart after a crash, a Lease won): kube-scheduler has set aside every gang
         member whose filter or bind met no extender, and would retry them only at its unschedulable-queue flush
         (60 s). Count every unbound member as waiting, so each is touched as soon as its gang has a plan."""
+        for gang in self.state.gang_members:
+            self.wait_for_plan(gang)
+
+    def wait_for_plan(self, gang: str) -> None:
+        """Every member of `gang` not yet on a node is touched once the gang has a plan (`_requeue`)."""
         pods = self.state.snapshot.pods
-        for members in self.state.gang_members.values():
-            for key in members:
-                pod = pods.get(key)
-                if pod is not None and not pod.node_name and pod.phase == "Pending":
-                    self.waiting.add(key)
+        for key in self.state.gang_members.get(gang, ()):
+            pod = pods.get(key)
+            if pod is not None and not pod.node_name and pod.phase == "Pending":
+                self.waiting.add(key)
 
     async def _requeue(self) -> None:
         """kube-scheduler keeps a pod it found unschedulable aside until the pod changes; once its gang has a

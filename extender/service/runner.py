@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import logging
 import multiprocessing as mp
 import os
@@ -112,7 +113,8 @@ async def _child_main(kubeconfig: str | None, device_configs: list[str], schedul
     from lapilli.kube import KubeClient, load_config
 
     async with KubeClient(load_config(Path(kubeconfig) if kubeconfig else None)) as client:
-        state = ClusterState(client, device_configs=device_configs, scheduler_names=scheduler_names)
+        state = ClusterState(client, device_configs=device_configs, scheduler_names=scheduler_names,
+                             whole_pods=False)
         await state.start()
         await serve_sessions(state, conn)
 
@@ -132,12 +134,19 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
     parking = watch(state)
     nominations: dict[str, dict[str, str]] = {}
     sent_nodes: dict[str, int] | None = None
+    frozen = False
     while True:
         try:
             request: SessionRequest = await loop.run_in_executor(None, conn.recv)
             placements, conf, idle, devices = request
             outcome = None
             same_nodes = False
+            if state.synced and not frozen:
+                # The listed cluster is long-lived: keep it out of later full collections (as the verbs' process).
+                gc.freeze()
+                frozen = True
+                log.info("session process synced: %d nodes, %d pods", len(state.snapshot.nodes),
+                         len(state.snapshot.pods))
             if state.synced:
                 outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, idle, nominations,
                                                   devices, parking)

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, Protocol
 
 from extender.engine.snapshot import PodGroupRecord, Snapshot, add_object, copy_snapshot, remove_object
 from lapilli.api.constants import GROUP_NAME_ANNOTATION
-from lapilli.cluster import Reflector
+from lapilli.cluster import Reflector, Shared
 from lapilli.cluster.reflector import Event
 from lapilli.kube import KubeClient
 from lapilli.kube.resources import (
@@ -37,13 +37,26 @@ from lapilli.kube.resources import (
     QUEUES,
     Resource,
 )
-from lapilli.meta import annotations_of, is_deleting, meta, name_of, namespace_of, uid_of
+from lapilli.meta import (
+    annotations_of,
+    is_deleting,
+    meta,
+    name_of,
+    namespace_of,
+    only_metadata,
+    slim_pod,
+    uid_of,
+    without_managed_fields,
+)
 from lapilli.plainpods import group_of
 
 log = logging.getLogger("lapilli.extender")
 
 WATCHED: tuple[Resource, ...] = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES, NAMESPACES)
 OPTIONAL: frozenset[Resource] = frozenset({HYPERNODES})
+# Each object is stored and handed out without what nothing here reads (the controllers share the Pod reflector).
+_TRANSFORMS: dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    PODS: slim_pod, NODES: without_managed_fields}
 
 
 # Where the snapshot keeps each kind's record, and whether its key is namespaced. A kind missing here (a
@@ -141,10 +154,17 @@ class ClusterState:
         on_pod_settled: Callable[[str], None] | None = None,
         device_configs: Iterable[str] = (),
         on_node: Callable[[str], None] | None = None,
+        whole_pods: bool = True,
+        shared: Shared | None = None,
         scheduler_names: Iterable[str] = (),
     ) -> None:
         """`device_configs`: "namespace/name" of vGPU device-config ConfigMaps to follow; `on_node`: told each
-        node whose pods or own object changed; `scheduler_names`: whose pods get a PodGroup without naming one."""
+        node whose pods or own object changed; `whole_pods` False: the Pod store keeps only each pod's metadata (an
+        owner that reads pods through the snapshot alone, as the session process). Pods are stored slimmed
+        (`lapilli.meta.slim_pod`: 50,000 running pods cost ~0.5 GB whole, ~0.3 GB so) and Nodes without their
+        managedFields either way. `shared`: the process's reflectors, when other owners in it read the same kinds
+        (the service's controllers and admission caches); `scheduler_names`: whose pods get a PodGroup without
+        naming one."""
         self.snapshot = Snapshot()
         self.scheduler_names = frozenset(scheduler_names)
         self.ignored: dict[str, Ignored] = {}  # "Kind ns/name" -> an object left out, until it parses or goes
@@ -159,8 +179,11 @@ class ClusterState:
         self.settled_listeners: list[Callable[[str], None]] = [on_pod_settled] if on_pod_settled is not None else []
         self.node_listeners: list[Callable[[str], None]] = [on_node] if on_node is not None else []
         self.listeners: list[RecordListener] = []  # what each event changed in the snapshot (parked gangs)
+        self.shared = shared if shared is not None else Shared(client)
         self.reflectors = [
-            Reflector(client, res, name=res.plural, handlers=[self._handler(res)], optional=res in OPTIONAL)
+            self.shared.reflector(res, self._handler(res), name=res.plural, optional=res in OPTIONAL,
+                                  transform=_TRANSFORMS.get(res),
+                                  stored=only_metadata if res is PODS and not whole_pods else None)
             for res in WATCHED
         ]
         for key in sorted(set(device_configs)):
@@ -289,7 +312,9 @@ class ClusterState:
         return all(r.synced.is_set() for r in self.reflectors)
 
     async def start(self) -> None:
-        for reflector in self.reflectors:
+        for reflector in self.reflectors[:len(WATCHED)]:
+            self.shared.start(reflector)
+        for reflector in self.reflectors[len(WATCHED):]:
             reflector.start()
 
     async def wait_synced(self, timeout_s: float) -> bool:
@@ -300,7 +325,9 @@ class ClusterState:
         return self.synced
 
     async def stop(self) -> None:
-        for reflector in self.reflectors:
+        for reflector in self.reflectors[:len(WATCHED)]:
+            await self.shared.stop(reflector)
+        for reflector in self.reflectors[len(WATCHED):]:
             await reflector.stop()
 
     def restarts(self) -> dict[str, int]:

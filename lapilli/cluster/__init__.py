@@ -3,6 +3,7 @@ election that decides which replica acts on it (kernel)."""
 
 from lapilli.cluster.leader import LeaderGauge, LeaseElector, default_identity
 from lapilli.cluster.reflector import Event, EventHandler, Reflector, diff, watch_timeout
+from lapilli.cluster.shared import Shared
 from lapilli.cluster.workqueue import RateLimiter, WorkQueue, run_worker
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "LeaseElector",
     "RateLimiter",
     "Reflector",
+    "Shared",
     "WorkQueue",
     "default_identity",
     "diff",

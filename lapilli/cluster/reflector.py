@@ -15,9 +15,10 @@ a cluster without Volcano's network topology) or not readable (no RBAC rule for 
 is logged once, the store is emptied (handlers see the deletions) and counts as synced, and the list is retried
 every `ABSENT_RETRY_S` until the resource appears, so the rest of its owner never waits for it.
 
-A `transform` (client-go's SetTransform) slims every object before it is stored or handed out: a store of
-10,000 full Pods is ~1.5 million GC-tracked objects, and Python's full collections over it stall the event
-loop for up to a second. A transform must keep `metadata.name`, `namespace`, `uid` and `resourceVersion`.
+A `transform` (client-go's SetTransform) slims every object before it is stored or handed out (a listed one as its
+page arrives): a store of 10,000 full Pods is ~1.5 million GC-tracked objects, and Python's full collections over it
+stall the event loop for up to a second. A transform must keep `metadata.name`, `namespace`, `uid` and
+`resourceVersion`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
+from lapilli import collector
 from lapilli.cluster.workqueue import RateLimiter
 from lapilli.kube.client import REQUEST_ERRORS, KubeClient
 from lapilli.kube.errors import ApiError, Gone
@@ -106,13 +108,18 @@ class Reflector:
         handlers: Iterable[EventHandler] = (), page_size: int = 500, min_watch_timeout_s: int = 300,
         backoff: RateLimiter[str] | None = None, name: str | None = None, rng: random.Random | None = None,
         transform: Callable[[MutableObj], MutableObj] | None = None, optional: bool = False,
+        stored: Callable[[MutableObj], MutableObj] | None = None,
     ) -> None:
+        """`transform` slims each object before it is stored or handed out (see the module docstring); `stored`
+        slims what the store keeps of each object once the handlers have seen it whole (`lapilli.meta.only_metadata`
+        for an owner that reads only its handlers' records, never the store)."""
         self.client, self.resource, self.namespace = client, resource, namespace
         self.label_selector, self.field_selector = label_selector, field_selector
         self.handlers: list[EventHandler] = list(handlers)
         self.page_size, self.min_watch_timeout_s = page_size, min_watch_timeout_s
         self.name = name or resource.plural
         self.transform = transform
+        self.stored = stored
         self._rng = rng or random.Random()
         # A broken connection is retried after 0.5 s doubling to 5 s, jittered by up to half (see the docstring).
         self._backoff: RateLimiter[str] = backoff or RateLimiter(0.5, MAX_BACKOFF_S, jitter=0.5, rng=self._rng)
@@ -175,21 +182,25 @@ class Reflector:
         await asyncio.sleep(ABSENT_RETRY_S)
 
     async def relist(self) -> None:
-        """List everything and bring the store (and the handlers) up to date through a diff."""
-        listed = await self.client.list(
-            self.resource, self.namespace, label_selector=self.label_selector,
-            field_selector=self.field_selector, page_size=self.page_size,
-        )
-        items = listed.items if self.transform is None else [self.transform(o) for o in listed.items]
-        self.store, events = diff(self.store, items)
-        self.resource_version = listed.resource_version
-        self.relists += 1
-        if self.absent:
-            log.info("%s: now served", self.name)
-            self.absent = False
-        self._healthy()
-        for event in events:
-            await self._dispatch(event)
+        """List everything and bring the store (and the handlers) up to date through a diff, with the cyclic
+        collector paused (`lapilli.collector`): a list of 10,000 pods decoded with it running costs 8x its
+        decoding."""
+        with collector.paused():
+            listed = await self.client.list(
+                self.resource, self.namespace, label_selector=self.label_selector,
+                field_selector=self.field_selector, page_size=self.page_size, transform=self.transform,
+            )
+            self.store, events = diff(self.store, listed.items)
+            self.resource_version = listed.resource_version
+            self.relists += 1
+            if self.absent:
+                log.info("%s: now served", self.name)
+                self.absent = False
+            self._healthy()
+            for event in events:
+                await self._dispatch(event)
+            if self.stored is not None:
+                self.store = {key: self.stored(obj) for key, obj in self.store.items()}
         self.synced.set()
 
     def _healthy(self) -> None:
@@ -217,6 +228,8 @@ class Reflector:
                 old = self.store.get(key)
                 self.store[key] = obj
                 await self._dispatch(Event("MODIFIED" if old is not None else "ADDED", obj, old))
+                if self.stored is not None and self.store.get(key) is obj:
+                    self.store[key] = self.stored(obj)
 
     async def _dispatch(self, event: Event) -> None:
         for handler in self.handlers:

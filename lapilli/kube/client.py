@@ -157,8 +157,11 @@ class KubeClient:
     async def list(
         self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
         field_selector: str | None = None, page_size: int = 500,
+        transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> ObjectList:
-        """List every object, following `continue` tokens; an expired token restarts as one unpaged list."""
+        """List every object, following `continue` tokens; an expired token restarts as one unpaged list.
+        `transform` slims each item as its page arrives (a Reflector's): what it drops is never held for the
+        whole list at once."""
         items: list[dict[str, Any]] = []
         params: dict[str, str | int | None] = {
             "labelSelector": label_selector, "fieldSelector": field_selector, "limit": page_size or None,
@@ -173,14 +176,13 @@ class KubeClient:
                 # The snapshot behind the token was compacted; client-go's pager falls back the same way.
                 items, cont, params["limit"] = [], None, None
                 continue
-            items.extend(page.get("items") or [])
+            for item in page.get("items") or ():  # list items carry no kind; callers hand these to code expecting it
+                item.setdefault("kind", res.kind)
+                item.setdefault("apiVersion", res.api_version)
+                items.append(item if transform is None else transform(item))
             list_meta = meta(page)
             cont = list_meta.get("continue") or None
             if cont is None:
-                kind = res.kind
-                for item in items:  # list items carry no kind; callers hand these to code expecting objects
-                    item.setdefault("kind", kind)
-                    item.setdefault("apiVersion", res.api_version)
                 return ObjectList(items, str(list_meta.get("resourceVersion", "")))
 
     async def create(

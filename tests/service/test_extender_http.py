@@ -7,6 +7,8 @@ write client, since this tier checks the verbs' contract, not the API server (th
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from extender.service.core import Extender
@@ -187,6 +189,20 @@ async def test_not_synced_means_an_error_not_a_guess(served):
     member = pod({"name": "ml/fits-w-0", "group": "fits"})
     body = await (await http.post("/extender/filter", json=_args(member, ["n0"]))).json()
     assert "not synced" in body["Error"]
+
+
+async def test_a_filter_asked_before_the_first_session_of_a_term_waits_for_its_plan(aiohttp_client):
+    """After a start or a takeover, kube-scheduler's call waits for the plan on its way instead of being turned away
+    (which sets the pod aside with a back-off); without the hold the member is refused 'waiting for a session'."""
+    extender = make_extender(_objects(), RecordingClient())
+    http = await aiohttp_client(make_app(extender, lambda: True, lambda: extender.state.synced))
+    member = pod({"name": "ml/fits-w-0", "group": "fits", "req": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    asked = asyncio.create_task(http.post("/extender/filter", json=_args(member, ["n0", "n1", "n2"])))
+    await asyncio.sleep(0.3)
+    assert not asked.done()  # held: no plan yet, one is on its way
+    await extender.loop.run_once()
+    body = await (await asked).json()
+    assert body["NodeNames"] == [extender.plan.node_for("ml/fits-w-0")] and not body["Error"]
 
 
 async def test_a_volcano_pod_without_a_podgroup_passes_only_after_its_queue_checks():

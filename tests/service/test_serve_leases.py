@@ -52,3 +52,16 @@ async def test_without_leader_election_every_replica_acts(tmp_path: Path):
         assert extender.elector is None and controllers.elector is None  # type: ignore[attr-defined]
         assert controllers.client is client  # type: ignore[attr-defined]
         assert extender.is_leader()  # type: ignore[attr-defined]
+
+
+async def test_one_list_and_watch_of_each_kind_serves_the_caches_the_extender_and_the_controllers(tmp_path: Path):
+    async with KubeClient(KubeConfig(server="http://127.0.0.1:1")) as client:
+        service = build(settings(tmp_path), client)
+        caches, extender, controllers = (service.component(n) for n in ("caches", "extender", "controllers"))
+        state = extender.state  # type: ignore[attr-defined]
+        warm = {r.resource: r for r in controllers.warm.reflectors}  # type: ignore[attr-defined]
+        for kind in ("Pod", "PodGroup", "Queue", "PriorityClass"):
+            mine = next(r for r in state.reflectors if r.resource.kind == kind)
+            assert next(r for res, r in warm.items() if res.kind == kind) is mine, kind
+        assert caches.queue_reflector is next(r for r in state.reflectors if r.resource.kind == "Queue")  # type: ignore[attr-defined]
+        assert caches.job_reflector is warm[next(res for res in warm if res.kind == "Job")]  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ from lapilli.meta import (
     owner_references,
     resource_version,
     revision,
+    slim_pod,
     uid_of,
 )
 
@@ -74,3 +75,21 @@ def test_as_json_does_not_follow_hostile_nesting():
         node = node["a"] if isinstance(node, dict) else node[0]
         depth += 1
     assert node is None and depth == 64
+
+
+def test_slim_pod_drops_volumes_mounts_the_kubelets_conditions_and_managed_fields_only():
+    pod = {"metadata": {"name": "p", "managedFields": [{"manager": "kubectl"}], "annotations": {"a": "1"}},
+           "spec": {"volumes": [{"name": "token", "projected": {}}], "nodeName": "n0", "tolerations": [{"key": "t"}],
+                    "initContainers": [{"name": "i", "volumeMounts": [{"name": "token"}]}],
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}},
+                                    "volumeMounts": [{"name": "token"}]}, "junk"]},
+           "status": {"phase": "Running", "conditions": [{"type": "Ready"}, {"type": "PodScheduled", "status": "True"}],
+                      "containerStatuses": [{"name": "c", "restartCount": 2}]}}
+    assert slim_pod(pod) is pod
+    assert pod == {"metadata": {"name": "p", "annotations": {"a": "1"}},
+                   "spec": {"nodeName": "n0", "tolerations": [{"key": "t"}], "initContainers": [{"name": "i"}],
+                            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}, "junk"]},
+                   "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}],
+                              "containerStatuses": [{"name": "c", "restartCount": 2}]}}
+    assert slim_pod({"status": {"conditions": [{"type": "Ready"}]}}) == {"status": {}}
+    assert slim_pod({"spec": "junk", "status": None}) == {"spec": "junk", "status": None}

@@ -57,14 +57,16 @@ async def _sync(pod: dict[str, Any]) -> tuple[PodGroupController, Writes]:
 
 
 async def test_a_pod_kube_scheduler_is_placing_gets_its_podgroup_and_no_patch_of_its_own(monkeypatch) -> None:
-    monkeypatch.setattr(podgroups_controller, "ANNOTATE_AFTER_S", 1.0)
-    controller, client = await _sync(_pod())
+    # creationTimestamp has whole seconds, so a pod made now may read up to a second old: it is stamped a second
+    # ahead, and the wait is long enough that a slow first sync on a loaded machine still finds time left.
+    monkeypatch.setattr(podgroups_controller, "ANNOTATE_AFTER_S", 3.0)
+    controller, client = await _sync(_pod(age_s=-1.0))
     assert [(verb, kind) for verb, kind, _ in client.calls] == [("create", "PodGroup")]
     assert client.calls[0][2]["metadata"]["name"] == "podgroup-pod-uid"
     assert len(controller.queue) == 0
     # It is looked at again once ANNOTATE_AFTER_S is up: a pod still waiting then gets the patch (one its Binding
     # named meanwhile wants nothing more).
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(15):
         while not len(controller.queue):
             await asyncio.sleep(0.01)
     controller.ctx.podgroups.observe("ADDED", client.calls[0][2])

@@ -6,6 +6,7 @@ The real thing runs against kube-apiserver in tests/e2e/test_control_plane.py.
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 from typing import Any
 
@@ -20,6 +21,7 @@ from lapilli.kube.errors import ApiError, NotFound
 from lapilli.kube.resources import HYPERNODES, NODES, PODS
 from lapilli.kube.watch import WatchEvent
 from lapilli.meta import key_of as object_key
+from lapilli.meta import only_metadata
 
 
 def obj(name: str, rv: int, uid: str | None = None, ns: str | None = "ns", **extra: Any) -> dict[str, Any]:
@@ -91,7 +93,8 @@ class ScriptedClient:
         item = self.lists.pop(0)
         if isinstance(item, Exception):
             raise item
-        return item
+        transform = kw.get("transform")  # as KubeClient.list applies it, item by item
+        return item if transform is None else ObjectList([transform(o) for o in item.items], item.resource_version)
 
     async def watch(self, res, namespace=None, **kw):
         self.watch_calls.append(kw)
@@ -227,6 +230,40 @@ async def test_transform_slims_what_is_stored_and_handed_out():
     await run_until_idle(reflector, client)
     assert reflector.store == {"ns/a": {"metadata": obj("a", 2)["metadata"]}}
     assert all("spec" not in e.obj for e in seen) and seen[1].old == {"metadata": fat["metadata"]}
+
+
+async def test_stored_keeps_what_it_says_after_the_handlers_saw_the_whole_object_and_relists_still_diff():
+    spec = {"containers": [{"name": "c"}]}
+    client = ScriptedClient(
+        lists=[ObjectList([obj("a", 1, spec=spec), obj("b", 2, spec=spec)], "2"),
+               ObjectList([obj("a", 3, spec=spec), obj("b", 2, spec=spec)], "4")],
+        watches=[[WatchEvent("ADDED", obj("c", 3, spec=spec)), Gone(410, "Expired", "too old")], []],
+    )
+    seen: list[Event] = []
+    reflector = Reflector(client, PODS, handlers=[seen.append], stored=only_metadata)  # type: ignore[arg-type]
+    await run_until_idle(reflector, client)
+    assert all(e.obj.get("spec") == spec for e in seen if e.type != "DELETED")  # handlers read objects whole
+    assert kinds(seen) == [("ADDED", "ns/a"), ("ADDED", "ns/b"), ("ADDED", "ns/c"),
+                           ("DELETED", "ns/c"), ("MODIFIED", "ns/a")]  # b unchanged: nothing
+    assert seen[3].obj == {"metadata": obj("c", 3)["metadata"]}  # a deletion found by a relist: what was kept
+    assert reflector.store == {"ns/a": {"metadata": obj("a", 3)["metadata"]},
+                               "ns/b": {"metadata": obj("b", 2)["metadata"]}}
+
+
+async def test_a_relist_decodes_and_dispatches_with_the_cyclic_collector_paused():
+    collecting: list[bool] = []
+
+    class Listing(ScriptedClient):
+        async def list(self, res, namespace=None, **kw) -> ObjectList:
+            collecting.append(gc.isenabled())
+            return await super().list(res, namespace, **kw)
+
+    client = Listing(lists=[ObjectList([obj("a", 1)], "1")], watches=[[WatchEvent("ADDED", obj("b", 2))]])
+    reflector = Reflector(client, PODS, handlers=[lambda _e: collecting.append(gc.isenabled())])  # type: ignore[arg-type]
+    assert gc.isenabled()
+    await run_until_idle(reflector, client)
+    assert collecting == [False, False, True]  # the list and its dispatch paused; the watch's event not
+    assert gc.isenabled()
 
 
 async def test_an_optional_resource_that_is_not_served_counts_as_empty_until_it_is(monkeypatch, caplog):
