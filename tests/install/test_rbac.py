@@ -39,9 +39,9 @@ class Call(NamedTuple):
 
 _TABLE: dict[str, list[tuple]] = {
     "ClusterRole/lapilli-webhook": [
-        ("scheduling.volcano.sh", ("queues",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, QUEUES"),
-        ("batch.volcano.sh", ("jobs",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, VC_JOBS"),
-        ("", ("namespaces",), ("list", "watch"), "assembly/serve/caches.py", r"Reflector\(client, NAMESPACES"),
+        ("scheduling.volcano.sh", ("queues",), ("list", "watch"), "assembly/serve/caches.py", r"[Rr]eflector\((?:client, )?QUEUES"),
+        ("batch.volcano.sh", ("jobs",), ("list", "watch"), "assembly/serve/caches.py", r"[Rr]eflector\((?:client, )?VC_JOBS"),
+        ("", ("namespaces",), ("list", "watch"), "assembly/serve/caches.py", r"[Rr]eflector\((?:client, )?NAMESPACES"),
         ("topology.volcano.sh", ("hypernodes",), ("list", "watch"), "assembly/serve/caches.py",
          r"Reflector\(client, HYPERNODES"),
         ("admissionregistration.k8s.io", ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
