@@ -280,9 +280,11 @@ def main() -> None:
     parser.add_argument("--out", help="also write the JSON here")
     result = asyncio.run(run(parser.parse_args()))
     text = json.dumps(result)
+    # Printed before the file is written: an hour's run is never lost to a missing directory.
+    print(json.dumps({k: v for k, v in result.items() if k != "timeline"}, indent=2), flush=True)
     if (out := parser.parse_args().out) is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "timeline"}, indent=2))
 
 
 if __name__ == "__main__":
