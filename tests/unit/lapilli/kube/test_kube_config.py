@@ -249,3 +249,20 @@ async def test_in_cluster_projected_token_rotates(tmp_path, monkeypatch):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
     with pytest.raises(ConfigError, match="not in a cluster"):
         in_cluster_config(tmp_path)
+
+
+def test_the_environment_proxy_is_read_once_for_the_api_server(monkeypatch):
+    """HTTPS_PROXY applies to a kubeconfig's server unless NO_PROXY names it (kubectl's rule), read when the client
+    makes its session instead of on every request."""
+    from lapilli.kube.client import env_proxy
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert env_proxy("https://api.example:6443") == "http://proxy.internal:3128"
+    monkeypatch.setenv("NO_PROXY", "api.example")
+    assert env_proxy("https://api.example:6443") is None
+    monkeypatch.delenv("HTTPS_PROXY")
+    monkeypatch.delenv("NO_PROXY")
+    assert env_proxy("https://api.example:6443") is None
