@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing as mp
 import sys
 import tempfile
 import time
@@ -39,10 +38,9 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 from assembly.dev import ClusterSpec, DevCluster, NodeShape  # noqa: E402
-from assembly.dev.ports import free_ports  # noqa: E402
 from bench.procstats import cpu_by_role  # noqa: E402
 from bench.restart import NS, Counter, create_all  # noqa: E402
-from bench.verbs import serve_null_extender  # noqa: E402
+from bench.verbs import start_null_extender  # noqa: E402
 from lapilli.kube.resources import PODS, VC_JOBS  # noqa: E402
 
 RESULTS = _HERE / "results"
@@ -77,15 +75,7 @@ async def case(nodes: int, jobs: int, pods: int, kind: str, timeout_s: float) ->
     """One case on a fresh cluster; `kind` is lapilli, kube-scheduler or do-nothing."""
     total = jobs * pods
     with tempfile.TemporaryDirectory() as tmp:
-        null = url = None
-        if kind == "do-nothing":
-            [port] = free_ports(1)
-            ready = mp.get_context("spawn").Event()
-            null = mp.get_context("spawn").Process(
-                target=serve_null_extender, args=(port, str(Path(tmp) / "kubeconfig"), ready), daemon=True)
-            null.start()
-            ready.wait(60)
-            url = f"http://127.0.0.1:{port}/extender"
+        null, url = start_null_extender(Path(tmp)) if kind == "do-nothing" else (None, None)
         spec = ClusterSpec(state_dir=Path(tmp), nodes=nodes, shape=NodeShape(cpu="64", memory="512Gi", gpus=8),
                            extender=kind == "lapilli", kubelet="process", tie_to_parent=True, extender_url=url)
         cluster = DevCluster(spec)

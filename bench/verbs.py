@@ -374,6 +374,20 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
                                 "/extender/gang/bind": bind})
 
 
+
+def start_null_extender(state_dir: Path) -> tuple[Any, str]:
+    """The do-nothing extender in a process of its own, serving once it has started; (process, its URL). It reads
+    the kubeconfig the dev cluster will write in `state_dir` when its bind is first called."""
+    from assembly.dev.ports import free_ports
+
+    [port] = free_ports(1)
+    ready = mp.get_context("spawn").Event()
+    null = mp.get_context("spawn").Process(
+        target=serve_null_extender, args=(port, str(state_dir / "kubeconfig"), ready), daemon=True)
+    null.start()
+    ready.wait(60)
+    return null, f"http://127.0.0.1:{port}/extender"
+
 async def _throughput_case(
     nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = (),
     null_extender: bool = False,
@@ -381,20 +395,10 @@ async def _throughput_case(
     """Pods bound per second, CPU milliseconds per pod of each process while they were created and bound, and
     kube-apiserver's writes and webhook calls per pod (`_api_counts`) until the last PodGroup says Running."""
     from assembly.dev import ClusterSpec, DevCluster, NodeShape
-    from assembly.dev.ports import free_ports
     from lapilli.kube.resources import PODGROUPS, PODS
 
     with tempfile.TemporaryDirectory() as tmp:
-        null = None
-        url = None
-        if null_extender:
-            [port] = free_ports(1)
-            ready = mp.get_context("spawn").Event()
-            null = mp.get_context("spawn").Process(
-                target=serve_null_extender, args=(port, str(Path(tmp) / "kubeconfig"), ready), daemon=True)
-            null.start()
-            ready.wait(60)
-            url = f"http://127.0.0.1:{port}/extender"
+        null, url = start_null_extender(Path(tmp)) if null_extender else (None, None)
         spec = ClusterSpec(state_dir=Path(tmp), nodes=nodes, shape=NodeShape(cpu="64", memory="512Gi", gpus=8),
                            extender=extender, kubelet="none", tie_to_parent=True, serve_args=serve_args,
                            extender_url=url)
