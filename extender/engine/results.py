@@ -195,7 +195,8 @@ def evicted_condition(ssn: Session, job: Job) -> Condition | None:
     """This session's `lapilli.io/Evicted` for a gang that lost pods to it (the words of its pods' notes, which name
     the gang the room is for), or the carried-over one turned False once the gang is ready again; None when neither
     applies."""
-    notes = [ssn.records.eviction_notes[t.key] for t in job.tasks.values() if t.key in ssn.records.eviction_notes]
+    evicted = ssn.records.eviction_notes
+    notes = [evicted[t.key] for t in job.tasks.values() if t.key in evicted] if evicted else []
     if notes:
         first = min(notes, key=lambda n: (n.action, n.preemptor, n.message))
         reason = EVICTED_REASONS.get(first.action, "Evicted")

@@ -158,8 +158,15 @@ class ProportionPlugin:
             return -queue.priority, share(queue)  # higher priority, then lower share, first
 
         def overused(queue: Queue) -> bool:
+            # `less_equal(attr.deserved, attr.allocated)` over Python floats (the same sums and comparisons): asked
+            # on every queue turn of allocate.
             attr = attrs.get(queue.name)
-            return attr is not None and less_equal(attr.deserved, attr.allocated)
+            if attr is None:
+                return False
+            for deserved, allocated in zip(attr.deserved_list, attr.allocated.tolist(), strict=True):
+                if not deserved < allocated + TOLERANCE:
+                    return False
+            return True
 
         def fits(queue: Queue, request: Vec) -> bool:
             attr = attrs.get(queue.name)
