@@ -29,7 +29,7 @@ from lapilli.devices.assign import PodDevices, encode_pod_devices
 from lapilli.meta import JSON
 from lapilli.resources.quantity import format_quantity
 from lapilli.resources.units import MEMORY, PODS
-from lapilli.resources.vector import Dims, Vec
+from lapilli.resources.vector import Dims, Vec, sequential_sum
 
 # Lapilli's own PodGroup condition for the last time the scheduler evicted the gang's pods: status True from that
 # session until the gang is ready again (then False, reason and message kept); reason = which eviction.
@@ -240,13 +240,15 @@ def podgroup_result(ssn: Session, job: Job) -> PodGroupResult:
 
 
 def queue_results(ssn: Session) -> dict[str, QueueResult]:
-    allocated: dict[str, Vec] = {name: ssn.dims.zeros() for name in ssn.queues}
+    requests: dict[str, list[Vec]] = {name: [] for name in ssn.queues}  # in job and task order
     for job in ssn.jobs.values():
         if not job.count(ALLOCATED_STATUS):
             continue
+        rows = requests[job.queue]
         for task in job.tasks.values():
             if task.status in ALLOCATED_STATUS:
-                allocated[job.queue] += task.resreq
+                rows.append(task.resreq)
+    allocated = {name: sequential_sum(ssn.dims.zeros(), rows) for name, rows in requests.items()}
     # Volcano propagates a queue's allocation to every ancestor up to root.
     totals = {name: vec.copy() for name, vec in allocated.items()}
     for name, vec in allocated.items():
@@ -290,7 +292,7 @@ def decisions(ssn: Session) -> Decisions:
         for uid, devices in ssn.assignments.items():
             placed = tasks.get(uid)
             if placed is not None:
-                key = placed.key  # a property that formats the name: once per pod
+                key = placed.key
                 if key in binds or key in pipelined:
                     out.devices[key] = devices
     out.cards = dict(ssn.card_report)

@@ -70,6 +70,15 @@ def is_empty(a: Vec, pods: int) -> bool:
     return not bool(mask.any())
 
 
+def sequential_sum(start: Vec, rows: list[Vec]) -> Vec:
+    """`start + rows[0] + rows[1] + …`, added one after another as a loop of `+=` would (the same floats: no pairwise
+    summation), in one numpy call instead of one per row."""
+    if not rows:
+        return start.copy()
+    out: Vec = np.add.accumulate(np.vstack([start, *rows]), axis=0)[-1]
+    return out
+
+
 def exceeded_part(a: Vec, b: Vec) -> Vec:
     return np.maximum(a - b, 0.0)
 
@@ -86,4 +95,5 @@ __all__ = [
     "less_equal",
     "less_equal_on",
     "less_equal_rows",
+    "sequential_sum",
 ]
