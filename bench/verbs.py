@@ -322,13 +322,16 @@ def latency_vgpu(nodes_list: list[int], requests: int) -> None:
 
 # ---- throughput ---------------------------------------------------------------------------------------------
 _WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_READ_VERBS = frozenset({"GET", "LIST"})  # a WATCH is counted when it ends, so not per pod
+_COUNTED_VERBS = _WRITE_VERBS | _READ_VERBS
 _METRIC_LINE = re.compile(r'^(apiserver_request_total|apiserver_admission_webhook_admission_duration_seconds_count)'
                           r'\{([^}]*)\} ([0-9.e+]+)$')
 
 
 async def _api_counts(client: Any) -> dict[str, float]:
-    """kube-apiserver's own counters, from its /metrics: writes by verb, resource and subresource, and admission
-    webhook calls by webhook. Counts, not times: what they say does not depend on the machine's load."""
+    """kube-apiserver's own counters, from its /metrics: requests by verb, resource and subresource (writes, and the
+    reads GET and LIST), and admission webhook calls by webhook. Counts, not times: what they say does not depend on
+    the machine's load."""
     async with client._http().get("/metrics", headers=await client._auth(None), **client._route()) as resp:
         text = await resp.text()
     out: dict[str, float] = {}
@@ -338,7 +341,7 @@ async def _api_counts(client: Any) -> dict[str, float]:
             continue
         labels = dict(re.findall(r'(\w+)="([^"]*)"', match[2]))
         if match[1] == "apiserver_request_total":
-            if labels.get("verb") not in _WRITE_VERBS:
+            if labels.get("verb") not in _COUNTED_VERBS:
                 continue
             what = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
             key = f"{labels['verb']} {what}"
@@ -393,7 +396,8 @@ async def _throughput_case(
     null_extender: bool = False,
 ) -> tuple[float, dict[str, float], dict[str, float]]:
     """Pods bound per second, CPU milliseconds per pod of each process while they were created and bound, and
-    kube-apiserver's writes and webhook calls per pod (`_api_counts`) until the last PodGroup says Running."""
+    kube-apiserver's writes and webhook calls per pod (`_api_counts`) until the last PodGroup says Running, and its
+    reads (GET, LIST) per pod until the last pod was bound."""
     from assembly.dev import ClusterSpec, DevCluster, NodeShape
     from lapilli.kube.resources import PODGROUPS, PODS
 
@@ -455,14 +459,19 @@ async def _throughput_case(
             finally:
                 watcher.cancel()
             cpu = {name: 1000 * (used - cpu_before.get(name, 0.0)) / pods for name, used in cpu_by_role().items()}
+            # Reads are taken while the pods were created and bound: the wait below polls PodGroups itself.
+            counts_bound = await _api_counts(client)
             # The writes that follow a bind (a pod's PodGroup made and its status Running) land after the clock
             # stops: the counters are read once every PodGroup of the case says Running (or after WRITES_SETTLE_S).
             if extender and not null_extender and "--disable-controllers" not in serve_args:
                 await _podgroups_running(client, pods // gang)
             await asyncio.sleep(WRITES_QUIET_S)
             counts_after = await _api_counts(client)
-            counts = {what: (n - counts_before.get(what, 0.0)) / pods for what, n in counts_after.items()}
-            return pods / (done - start), cpu, {what: n for what, n in counts.items() if n > 0}
+            counts = {what: (n - counts_before.get(what, 0.0)) / pods for what, n in counts_after.items()
+                      if what.split(" ", 1)[0] not in _READ_VERBS}
+            counts |= {what: (n - counts_before.get(what, 0.0)) / pods for what, n in counts_bound.items()
+                       if what.split(" ", 1)[0] in _READ_VERBS and what.split(" ", 1)[1]}
+            return pods / (done - start), cpu, {what: n for what, n in counts.items() if n >= 0.005}
         finally:
             await cluster.down()
             if null is not None:
@@ -511,9 +520,12 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
             cpu_per_pod[label].append(sum(cpu.values()))
             spent = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(cpu.items(), key=lambda kv: -kv[1]))
             print(f"{label:<40} {rate:8.1f} pods/s   CPU ms/pod {sum(cpu.values()):.1f}: {spent}", flush=True)
-            total = sum(n for what, n in writes.items() if not what.startswith("webhook"))
-            listed = ", ".join(f"{what} {n:.2f}" for what, n in sorted(writes.items(), key=lambda kv: -kv[1]))
-            print(f"{'':<40} API writes/pod {total:.2f}: {listed}", flush=True)
+            reads = {what: n for what, n in writes.items() if what.split(" ", 1)[0] in _READ_VERBS}
+            writes = {what: n for what, n in writes.items() if what not in reads}
+            for title, counted in (("API writes/pod", writes), ("API reads/pod", reads)):
+                total = sum(n for what, n in counted.items() if not what.startswith("webhook"))
+                listed = ", ".join(f"{what} {n:.2f}" for what, n in sorted(counted.items(), key=lambda kv: -kv[1]))
+                print(f"{'':<40} {title} {total:.2f}" + (f": {listed}" if listed else ""), flush=True)
     medians = {label: statistics.median(values) for label, values in rates.items()}
     base = medians[chosen[0][0]]
     print(f"medians of {repeat} round(s):")

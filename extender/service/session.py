@@ -248,12 +248,15 @@ def _podgroups(
         else:
             current = stored.get("status") or {}
             new = podgroup_status(current, computed.to_json(), stamp, planned=is_planned)
-            held = new is not None and not pacer.podgroup_due(key, current, new, now)
+            version = resource_version(stored)
+            sent = new is not None and pacer.in_flight(key, new, version, now)
+            held = new is not None and (sent or not pacer.podgroup_due(key, current, new, now, version))
+            phase = ((new if sent else None) or current).get("phase") or ""  # what lands with a write on its way
             if held:
                 new = None  # a later session writes it; not remembered as stored
             if new is not None:
                 writes.append(StatusWrite("PodGroup", key, new))
-            phase = (new or current).get("phase") or ""
+                phase = new.get("phase") or ""
             if settled is not None and new is None and not held:
                 settled[key] = (computed, resource_version(stored), is_planned, phase)
         phases[key] = phase

@@ -4,7 +4,7 @@ PodGroup events recorded with them (Volcano's `RecordJobStatusEvent`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, Final
 
 from lapilli.kube.events import EventType
@@ -12,6 +12,13 @@ from lapilli.kube.events import EventType
 
 def _condition_key(cond: Mapping[str, Any]) -> tuple[str, str, str, str]:
     return (str(cond.get("type")), str(cond.get("status")), str(cond.get("reason", "")), str(cond.get("message", "")))
+
+
+def status_key(status: Mapping[str, Any]) -> Hashable:
+    """What a PodGroup status says, without its conditions' transition times (a status computed again a second
+    later is stamped anew)."""
+    conditions = tuple(_condition_key(c) for c in status.get("conditions") or ())
+    return (status.get("phase"), conditions, *((status.get(k) or 0) for k in ("running", "succeeded", "failed")))
 
 
 def podgroup_status(
@@ -40,12 +47,7 @@ def podgroup_status(
         "succeeded": computed["succeeded"],
         "failed": computed["failed"],
     }
-    same = (
-        current.get("phase") == new["phase"]
-        and [_condition_key(c) for c in current.get("conditions") or []] == [_condition_key(c) for c in conditions]
-        and all((current.get(k) or 0) == new[k] for k in ("running", "succeeded", "failed"))
-    )
-    return None if same else new
+    return None if status_key(current) == status_key(new) else new
 
 
 def queue_status(current: Mapping[str, Any], allocated: Mapping[str, str]) -> dict[str, Any] | None:

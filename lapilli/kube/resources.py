@@ -57,6 +57,7 @@ SECRETS: Final = Resource("v1", "secrets", "Secret")
 EVENTS: Final = Resource("v1", "events", "Event")
 POD_TEMPLATES: Final = Resource("v1", "podtemplates", "PodTemplate")
 LEASES: Final = Resource("coordination.k8s.io/v1", "leases", "Lease")
+CSI_NODES: Final = Resource("storage.k8s.io/v1", "csinodes", "CSINode", namespaced=False)
 PRIORITY_CLASSES: Final = Resource("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", namespaced=False)
 CLUSTER_ROLES: Final = Resource("rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", namespaced=False)
 CLUSTER_ROLE_BINDINGS: Final = Resource(

@@ -17,7 +17,7 @@ from assembly.dev.nodes import NodeShape, is_ready, parse_taint
 from assembly.dev.waits import wait_for
 from lapilli.cluster import Event, Reflector
 from lapilli.kube import ApiError, Conflict, KubeClient, NotFound
-from lapilli.kube.resources import CONFIG_MAPS, NODES, POD_TEMPLATES, PODS, QUEUES
+from lapilli.kube.resources import CONFIG_MAPS, CSI_NODES, NODES, POD_TEMPLATES, PODS, QUEUES
 
 NS = "e2e-control-plane"
 
@@ -64,6 +64,11 @@ async def test_nodes_are_ready_with_gpus(control_plane: DevCluster, api: KubeCli
         assert is_ready(node), node["spec"]
         assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
         assert node["status"]["allocatable"]["pods"] == "110"
+    # The CSINode a kubelet registers beside its node, owned by it (kube-scheduler's CSI limit filter reads it).
+    csinodes = {c["metadata"]["name"]: c for c in (await api.list(CSI_NODES)).items}
+    for node in nodes:
+        owner = csinodes[node["metadata"]["name"]]["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["uid"]) == ("Node", node["metadata"]["uid"])
 
 
 async def test_default_scheduler_binds_and_kubelet_runs_to_success(api: KubeClient):

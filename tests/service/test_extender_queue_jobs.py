@@ -53,3 +53,15 @@ async def test_counts_follow_the_session_and_go_when_leadership_does() -> None:
     loop.is_leader = lambda: False
     assert not loop.term()
     assert _jobs(loop) == {}
+
+
+async def test_a_status_write_on_its_way_is_not_sent_again() -> None:
+    """The sessions diff against their own watch, which trails the write (by seconds on a busy machine): a session
+    before the write's echo sends nothing again, and counts the gang in the phase that write gives it."""
+    state = cluster_state([queue({"name": "default"}), *_gpu_nodes(3), *_running("train")])
+    loop, client, _ = _loop(state)
+    assert loop.term()
+    for _ in range(3):
+        await loop.run_once()
+    assert client.calls.count(("patch_status", ("PodGroup", "ml", "train"))) == 1
+    assert _jobs(loop)[("default", "running")] == 1

@@ -6,6 +6,7 @@ import pytest
 
 from assembly.dev.nodes import (
     NodeShape,
+    csinode_object,
     is_ready,
     kept_taints,
     node_name,
@@ -50,6 +51,14 @@ def test_node_object_capacity_labels_taints():
     assert node["spec"]["taints"] == [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]
     assert {a["type"]: a["address"] for a in status["addresses"]}["InternalIP"] == "172.16.0.2"
     assert is_ready(node)
+
+
+def test_csinode_is_owned_by_its_node_and_has_no_drivers():
+    node = {**node_object("sim-node-001", NodeShape(), 1), "metadata": {"name": "sim-node-001", "uid": "u-1"}}
+    csinode = csinode_object(node)
+    assert csinode["metadata"]["name"] == "sim-node-001" and csinode["spec"] == {"drivers": []}
+    assert csinode["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": "sim-node-001", "uid": "u-1"}]
 
 
 def test_no_gpu_resource_without_gpus():

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from extender.service.pacing import EVENT_BURST, EVENT_REPEAT_S, PERIOD_S, Pacer
+from extender.service.pacing import ECHO_WAIT_S, EVENT_BURST, EVENT_REPEAT_S, PERIOD_S, Pacer
 from extender.service.status import podgroup_event, unschedulable_message
 
 ALLOCATED = {"allocated": {"cpu": "2"}}
@@ -113,3 +113,21 @@ def test_podgroup_status_of_the_same_phase_at_most_once_a_period_a_new_phase_at_
     assert pacer.podgroup_due("ns/pg", {"phase": "Inqueue"}, {"phase": "Inqueue", "running": 1}, 10.4 + PERIOD_S)
     pacer.retain(podgroups={"ns/other"}, queues=())
     assert pacer.podgroup_due("ns/pg", pending, {**pending, "running": 2}, 10.5 + PERIOD_S), "forgotten once gone"
+
+
+def test_a_podgroup_status_sent_is_in_flight_until_its_echo():
+    """The session diffs against its own watch, which trails the write (by seconds on a busy machine): the second
+    session would find the stored PodGroup still without the phase it wrote and write the same status again."""
+    pacer = Pacer()
+    running = {"phase": "Running", "conditions": [{"type": "Scheduled", "status": "True",
+                                                   "lastTransitionTime": "2026-11-26T15:00:00Z"}], "running": 0}
+    later = {**running, "conditions": [{**running["conditions"][0], "lastTransitionTime": "2026-11-26T15:00:01Z"}]}
+    assert not pacer.in_flight("ns/pg", running, "41", 10.0)
+    assert pacer.podgroup_due("ns/pg", {}, running, 10.0, "41"), "its first status"
+    assert pacer.in_flight("ns/pg", later, "41", 11.5), "the same status over the same stored object"
+    assert not pacer.in_flight("ns/pg", {**running, "phase": "Completed"}, "41", 11.6), "a different one goes"
+    assert not pacer.in_flight("ns/pg", running, "42", 11.6), "the stored object changed: diffed again"
+    assert not pacer.in_flight("ns/pg", running, "41", 10.0 + ECHO_WAIT_S), "a write whose echo never came"
+    assert not pacer.in_flight("ns/other", running, "41", 11.0), "each PodGroup its own"
+    pacer.retain(podgroups=(), queues=())
+    assert not pacer.in_flight("ns/pg", running, "41", 11.0), "forgotten once gone"
