@@ -10,6 +10,11 @@ which a busy machine does not inflate), pods decided per second (every pending p
 pending) and peak RSS. The baseline in the same process is a plain Python loop that does one first-fit placement per
 pod over the same node arrays, to put the engine's cost next to the cheapest possible per-pod decision.
 
+Each run also prints a digest of the session's decisions (binds in the order made, then the whole `lapilli schedule
+-o json` document): run the same command on two trees to check that an engine change leaves its decisions
+byte-identical. `--seed S` replaces the uniform cluster by a random one drawn from S (node sizes, gang sizes and
+minMember, pod requests, queues, running pods already on the nodes), the same for every tree, for that comparison.
+
 `--distinct-nodes` gives every node a slightly different memory size, so no two node rows are ever equal and the
 engine's per-class memo of row evaluations (which identical nodes in the same state share) never hits.
 
@@ -26,6 +31,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
+import json
+import random
 import resource
 import statistics
 import time
@@ -33,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from extender.engine.results import Decisions
 from extender.engine.run import open_session, parse_scheduler_conf, run_session
 from extender.engine.snapshot import build_snapshot
 
@@ -97,6 +106,48 @@ def workload(nodes: int, pods: int, gang: int, queues: int, distinct: bool = Fal
     return docs
 
 
+def random_workload(nodes: int, pods: int, queues: int, seed: int) -> list[dict[str, Any]]:
+    """A random cluster of about `nodes` nodes and `pods` pods (a tenth of them already running), drawn from `seed`."""
+    rng = random.Random(seed)
+    docs: list[dict[str, Any]] = []
+    for i in range(nodes):
+        allocatable = {"cpu": str(rng.choice((16, 32, 64, 96))), "memory": f"{rng.choice((128, 256, 512))}Gi",
+                       "nvidia.com/gpu": str(rng.choice((0, 4, 8))), "pods": "110"}
+        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i:05d}"},
+                     "status": {"allocatable": allocatable}})
+    for q in range(queues):
+        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": f"q{q}"},
+                     "spec": {"weight": rng.randint(1, 4)}, "status": {"state": "Open"}})
+    made, j = 0, 0
+    while made < pods:
+        name, gang = f"job-{j:05d}", rng.choice((1, 1, 2, 4, 8, 10, 16))
+        running = rng.random() < 0.1
+        request = {"cpu": str(rng.choice((1, 2, 4, 8))), "memory": f"{rng.choice((2, 8, 16, 32))}Gi"}
+        if rng.random() < 0.5:
+            request["nvidia.com/gpu"] = "1"
+        docs.append({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "bench", "creationTimestamp": f"2026-01-01T00:{j // 60 % 60:02d}:"
+                         f"{j % 60:02d}Z"},
+            "spec": {"minMember": rng.randint(1, gang), "queue": f"q{rng.randrange(queues)}"},
+            "status": {"phase": "Running" if running else "Pending"},
+        })
+        for t in range(gang):
+            pod: dict[str, Any] = {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{name}-w-{t}", "namespace": "bench",
+                             "annotations": {"scheduling.k8s.io/group-name": name}},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": request}}]},
+                "status": {"phase": "Pending"},
+            }
+            if running:
+                pod["spec"]["nodeName"] = f"node-{rng.randrange(nodes):05d}"
+                pod["status"]["phase"] = "Running"
+            docs.append(pod)
+        made, j = made + gang, j + 1
+    return docs
+
+
 def baseline(nodes: int, pods: int) -> float:
     """First-fit per pod in plain numpy: the floor for a per-pod decision over these node arrays."""
     free = np.tile(np.array([64000.0, 512 * 2**30, 8000.0]), (nodes, 1))
@@ -127,8 +178,17 @@ def run(case: dict[str, Any]) -> None:
     result = run_session(case["snap"], case["conf"])
     case["runs"].append((time.perf_counter() - wall, time.process_time() - cpu))
     case["bound"], case["cards"] = len(result.binds), len(result.devices)
+    case.setdefault("digests", set()).add(digest(result))
     del result
     gc.collect()  # outside the timing: free the finished session before the next one, as a service would
+
+
+def digest(result: Decisions) -> str:
+    """A digest of the session's decisions: binds in the order they were made (a plan that places the same pods on
+    other nodes, or in another order, differs), then the whole `lapilli schedule -o json` document. Compare it
+    between trees to check that a change of the engine leaves its decisions byte-identical."""
+    text = json.dumps([list(result.binds.items()), result.to_json()], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def stats(case: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +204,7 @@ def report(stats: dict[str, Any], pods: int, repeat: int) -> None:
     print(f"  best wall        {stats['best_wall']:8.3f} s  (best CPU {stats['best_cpu']:.3f} s)")
     print(f"  median wall      {stats['median_wall']:8.3f} s")
     print(f"pods bound         {stats['bound']:8d}")
+    print(f"decisions digest   {' '.join(sorted(stats['digests']))}")
     if stats["cards"]:
         print(f"pods given cards   {stats['cards']:8d}")
     print(f"pods decided/s     {pods / stats['best_wall']:8.0f}")
@@ -157,12 +218,18 @@ def main() -> None:
     parser.add_argument("--queues", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--distinct-nodes", action="store_true")
+    parser.add_argument("--seed", type=int, default=None, help="a random cluster drawn from this seed")
     parser.add_argument("--vgpu", action="store_true", help="also the same session with shared GPU cards")
     parser.add_argument("--vgpu-memory", type=int, default=40960, help="MB of a card each vGPU pod asks")
     args = parser.parse_args()
     print(f"nodes={args.nodes} pods={args.pods} gang={args.gang} queues={args.queues}"
-          f"{' distinct-nodes' if args.distinct_nodes else ''}")
-    cases = [prepare(workload(args.nodes, args.pods, args.gang, args.queues, args.distinct_nodes), CONF)]
+          f"{' distinct-nodes' if args.distinct_nodes else ''}{'' if args.seed is None else f' seed={args.seed}'}")
+    if args.seed is None:
+        docs = workload(args.nodes, args.pods, args.gang, args.queues, args.distinct_nodes)
+    else:
+        docs = random_workload(args.nodes, args.pods, args.queues, args.seed)
+    cases = [prepare(docs, CONF)]
+    del docs
     if args.vgpu:
         docs = workload(args.nodes, args.pods, args.gang, args.queues, args.distinct_nodes, args.vgpu_memory)
         cases.append(prepare(docs, VGPU_CONF))

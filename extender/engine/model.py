@@ -140,16 +140,16 @@ class Task:
     # Volcano's `TaskInfo.JobAllocatedHyperNode`: the HyperNode its sub-gang holds so far, set by allocate
     # before the task is scored (the network-topology-aware node score reads it), cleared when it is unplaced.
     job_hypernode: str = ""
+    # "<namespace>/<name>", the pod's key in binds and results (a session passes its snapshot's `PodRecord.key`).
+    key: str = ""
 
     def __post_init__(self) -> None:
         if self.index is None:  # a session passes its snapshot's (`PodRecord.index`)
             self.index = replica_index(self.name)
         if self.host_ports:
             self.dynamic = True
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        if not self.key:
+            self.key = f"{self.namespace}/{self.name}"
 
 
 

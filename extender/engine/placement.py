@@ -105,6 +105,10 @@ class Placement:
         """How many node rows changed so far."""
         return len(self._log)
 
+    def release(self) -> None:
+        """Drop what the placement holds (`Session.release`): it and its fit errors refer to each other."""
+        vars(self).clear()
+
     def touch(self, row: int) -> None:
         self._log.append(row)
 

@@ -29,7 +29,7 @@ from lapilli.devices.assign import PodDevices, encode_pod_devices
 from lapilli.meta import JSON
 from lapilli.resources.quantity import format_quantity
 from lapilli.resources.units import MEMORY, PODS
-from lapilli.resources.vector import Dims, Vec
+from lapilli.resources.vector import Dims, Vec, sequential_sum
 
 # Lapilli's own PodGroup condition for the last time the scheduler evicted the gang's pods: status True from that
 # session until the gang is ready again (then False, reason and message kept); reason = which eviction.
@@ -195,7 +195,8 @@ def evicted_condition(ssn: Session, job: Job) -> Condition | None:
     """This session's `lapilli.io/Evicted` for a gang that lost pods to it (the words of its pods' notes, which name
     the gang the room is for), or the carried-over one turned False once the gang is ready again; None when neither
     applies."""
-    notes = [ssn.records.eviction_notes[t.key] for t in job.tasks.values() if t.key in ssn.records.eviction_notes]
+    evicted = ssn.records.eviction_notes
+    notes = [evicted[t.key] for t in job.tasks.values() if t.key in evicted] if evicted else []
     if notes:
         first = min(notes, key=lambda n: (n.action, n.preemptor, n.message))
         reason = EVICTED_REASONS.get(first.action, "Evicted")
@@ -239,13 +240,15 @@ def podgroup_result(ssn: Session, job: Job) -> PodGroupResult:
 
 
 def queue_results(ssn: Session) -> dict[str, QueueResult]:
-    allocated: dict[str, Vec] = {name: ssn.dims.zeros() for name in ssn.queues}
+    requests: dict[str, list[Vec]] = {name: [] for name in ssn.queues}  # in job and task order
     for job in ssn.jobs.values():
         if not job.count(ALLOCATED_STATUS):
             continue
+        rows = requests[job.queue]
         for task in job.tasks.values():
             if task.status in ALLOCATED_STATUS:
-                allocated[job.queue] += task.resreq
+                rows.append(task.resreq)
+    allocated = {name: sequential_sum(ssn.dims.zeros(), rows) for name, rows in requests.items()}
     # Volcano propagates a queue's allocation to every ancestor up to root.
     totals = {name: vec.copy() for name, vec in allocated.items()}
     for name, vec in allocated.items():
@@ -289,7 +292,7 @@ def decisions(ssn: Session) -> Decisions:
         for uid, devices in ssn.assignments.items():
             placed = tasks.get(uid)
             if placed is not None:
-                key = placed.key  # a property that formats the name: once per pod
+                key = placed.key
                 if key in binds or key in pipelined:
                     out.devices[key] = devices
     out.cards = dict(ssn.card_report)

@@ -69,4 +69,6 @@ def run_session(snapshot: Snapshot, conf: SchedulerConf, now: float = 0.0,
         ssn.close()
         result = decisions(ssn)
         result.evicted_by = evicted_by
+        if probe is None:  # a probe may read the session after this
+            ssn.release()  # freed now, by reference counting, instead of walked when the collector resumes
         return result

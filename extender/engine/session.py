@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -204,8 +205,11 @@ class Session(Callbacks):
         self.tasks: dict[str, Task] = {}
         self.other_tasks: list[Task] = []
         best_effort: dict[int, bool] = {}  # by id of the shared request vector
-        for pod in sorted(snap.pods.values(), key=lambda p: (p.namespace, p.name)):
-            job = self.jobs.get(f"{pod.namespace}/{pod.group}") if pod.group else None
+        jobs, namespaces = self.jobs, snap.namespaces
+        # By (namespace, name): two stable sorts on one string each compare faster than one on pairs.
+        by_name = sorted(snap.pods.values(), key=attrgetter("name"))
+        for pod in sorted(by_name, key=attrgetter("namespace")):
+            job = jobs.get(pod.group_key) if pod.group_key else None
             resreq = self._vector(pod.request, pod.request_key)
             if id(resreq) not in best_effort:
                 best_effort[id(resreq)] = all(v < TOLERANCE for k, v in pod.request.items() if k != "pods")
@@ -233,8 +237,13 @@ class Session(Callbacks):
                 pod.index,  # index
                 None,  # device_ask (the deviceshare plugin's)
                 pod.labels,  # labels
-                snap.namespaces.get(pod.namespace, NO_LABELS),  # namespace_labels
+                namespaces.get(pod.namespace, NO_LABELS),  # namespace_labels
                 pod.terms,  # terms
+                False,  # dynamic
+                False,  # rescored
+                False,  # idle
+                "",  # job_hypernode
+                pod.key,  # key
             )
             if task.node is not None and task.status in ON_NODE_STATUS:
                 node = self.node_by_name.get(task.node)
@@ -481,6 +490,15 @@ class Session(Callbacks):
     def close(self) -> None:
         for _, _, plugin in self.plugins:
             plugin.on_session_close(self)
+
+    def release(self) -> None:
+        """Drop everything the session holds, once its decisions are made and nothing reads it any more.
+
+        The plugins' callbacks refer back to the session, so a finished session (a few objects per pod) is one
+        reference cycle that only the cyclic collector frees, after walking all of it (~0.06 s at 50,000 pods,
+        and again when the garbage is found); released, reference counting frees it at once."""
+        self.placement.release()
+        vars(self).clear()
 
 
 __all__ = ["EvictionNote", "Index", "Mask", "PodGroupEvent", "QueueReport", "Scores", "Session", "SessionRecords"]

@@ -83,11 +83,15 @@ class PodRecord:
     status: TaskStatus = field(init=False, compare=False, repr=False)  # the task's status at session open
     index: int | None = field(init=False, compare=False, repr=False)  # `replica_index` of the name
     request_key: tuple[tuple[str, float], ...] = field(init=False, compare=False, repr=False)  # `request`'s items
+    key: str = field(init=False, compare=False, repr=False)  # "<namespace>/<name>"
+    group_key: str = field(init=False, compare=False, repr=False)  # its PodGroup's key, "" without a group
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", _task_status(self))
         object.__setattr__(self, "index", replica_index(self.name))
         object.__setattr__(self, "request_key", tuple(self.request.items()))
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+        object.__setattr__(self, "group_key", f"{self.namespace}/{self.group}" if self.group else "")
 
 
 def _task_status(pod: PodRecord) -> TaskStatus:

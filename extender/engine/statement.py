@@ -118,5 +118,6 @@ class Statement:
         self.commit()
 
     def _bind(self, task: Task) -> None:
-        self._ssn._set_status(task, TaskStatus.BINDING)
-        self._ssn.records.binds[task.key] = task.node or ""
+        ssn = self._ssn
+        ssn.jobs[task.job].set_status(task, TaskStatus.BINDING)  # `Session._set_status`, once per bind
+        ssn.records.binds[task.key] = task.node or ""

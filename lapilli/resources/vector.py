@@ -55,15 +55,29 @@ def less_equal_rows(a: Vec, b: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]
 
 
 def less_equal_on(a: Vec, b: Vec, req: Vec, pods: int) -> bool:
-    mask = req > 0
-    mask[pods] = False
-    return bool(np.all(a[mask] <= b[mask]))
+    # Over Python floats (the same comparisons): numpy's per-call cost dominates on a handful of resources, and the
+    # enqueue and allocate votes ask this once per job.
+    left, right = a.tolist(), b.tolist()
+    for d, want in enumerate(req.tolist()):  # noqa: SIM110 (a generator costs more)
+        if want > 0 and d != pods and not left[d] <= right[d]:
+            return False
+    return True
 
 
 def is_empty(a: Vec, pods: int) -> bool:
     mask = a >= TOLERANCE
     mask[pods] = False
     return not bool(mask.any())
+
+
+def sequential_sum(start: Vec, rows: list[Vec]) -> Vec:
+    """`start + rows[0] + rows[1] + …`, added one after another as a loop of `+=` would (the same floats: no pairwise
+    summation), in one numpy call instead of one per row."""
+    if not rows:
+        return start.copy()
+    table = np.concatenate([start, *rows]).reshape(len(rows) + 1, len(start))  # vstack is 4x slower here
+    out: Vec = np.add.accumulate(table, axis=0)[-1]
+    return out
 
 
 def exceeded_part(a: Vec, b: Vec) -> Vec:
@@ -82,4 +96,5 @@ __all__ = [
     "less_equal",
     "less_equal_on",
     "less_equal_rows",
+    "sequential_sum",
 ]

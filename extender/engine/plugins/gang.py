@@ -27,7 +27,7 @@ def _per_role_ok(job: Job, statuses: frozenset[TaskStatus], best_effort_pending:
     if job.min_member < job.task_min_sum():
         return True
     extra: dict[str, int] = {}
-    if best_effort_pending:
+    if best_effort_pending and job.pending_best_effort_count:
         for task in job.pending_tasks():
             if task.best_effort:
                 extra[task.role] = extra.get(task.role, 0) + 1

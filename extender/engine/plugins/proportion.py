@@ -28,7 +28,16 @@ from extender.engine.interface import (
 )
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task, TaskStatus
 from extender.engine.registry import register_plain_plugin
-from lapilli.resources.vector import TOLERANCE, Dims, Vec, exceeded_part, is_empty, less_equal, less_equal_on
+from lapilli.resources.vector import (
+    TOLERANCE,
+    Dims,
+    Vec,
+    exceeded_part,
+    is_empty,
+    less_equal,
+    less_equal_on,
+    sequential_sum,
+)
 
 
 @dataclass(slots=True)
@@ -112,6 +121,9 @@ class ProportionPlugin:
         for queue in ssn.queues.values():
             guarantees += queue.guarantee
         free = exceeded_part(total, guarantees)
+        # Each queue's allocated and requested resources, task by task in job order (`sequential_sum` adds them).
+        allocated: dict[str, list[Vec]] = {}
+        requested: dict[str, list[Vec]] = {}
         for job in ssn.jobs.values():
             queue = ssn.queues[job.queue]
             attr = self.attrs.get(queue.name)
@@ -129,16 +141,22 @@ class ProportionPlugin:
                     bias=queue.share_bias,
                 )
                 self.attrs[queue.name] = attr
+                allocated[queue.name], requested[queue.name] = [], []
+            held, asked = allocated[queue.name], requested[queue.name]
             for task in job.tasks.values():
                 if task.status in ALLOCATED_STATUS:
-                    attr.allocated += task.resreq
-                    attr.request += task.resreq
+                    held.append(task.resreq)
+                    asked.append(task.resreq)
                 elif task.status is TaskStatus.PENDING:
-                    attr.request += task.resreq
+                    asked.append(task.resreq)
             inqueue = job.inqueue_reservation()
             if inqueue is not None:
                 attr.inqueue += inqueue
-            attr.elastic += elastic(job)
+            if job.min_resources is None or job.allocated.any() or not (job.min_resources >= 0).all():
+                attr.elastic += elastic(job)  # else max(0 - minimum, 0) is zero: adding it changes nothing
+        for name, attr in self.attrs.items():
+            attr.allocated = sequential_sum(attr.allocated, allocated[name])
+            attr.request = sequential_sum(attr.request, requested[name])
         ordered = [self.attrs[name] for name in sorted(self.attrs)]
         water_fill(ordered, total, dims)
         for attr in ordered:
@@ -158,8 +176,15 @@ class ProportionPlugin:
             return -queue.priority, share(queue)  # higher priority, then lower share, first
 
         def overused(queue: Queue) -> bool:
+            # `less_equal(attr.deserved, attr.allocated)` over Python floats (the same sums and comparisons): asked
+            # on every queue turn of allocate.
             attr = attrs.get(queue.name)
-            return attr is not None and less_equal(attr.deserved, attr.allocated)
+            if attr is None:
+                return False
+            for deserved, allocated in zip(attr.deserved_list, attr.allocated.tolist(), strict=True):
+                if not deserved < allocated + TOLERANCE:
+                    return False
+            return True
 
         def fits(queue: Queue, request: Vec) -> bool:
             attr = attrs.get(queue.name)
