@@ -77,7 +77,9 @@ async def case(nodes: int, jobs: int, pods: int, kind: str, timeout_s: float) ->
     with tempfile.TemporaryDirectory() as tmp:
         null, url = start_null_extender(Path(tmp)) if kind == "do-nothing" else (None, None)
         spec = ClusterSpec(state_dir=Path(tmp), nodes=nodes, shape=NodeShape(cpu="64", memory="512Gi", gpus=8),
-                           extender=kind == "lapilli", kubelet="process", tie_to_parent=True, extender_url=url)
+                           extender=kind == "lapilli", kubelet="process", tie_to_parent=True, extender_url=url,
+                           # As shipped (kube-scheduler beside the service) and as the do-nothing one is served.
+                           extender_over_tls=False)
         cluster = DevCluster(spec)
         await cluster.up()
         try:

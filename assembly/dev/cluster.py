@@ -88,6 +88,9 @@ class ClusterSpec:
     # kube-scheduler calls this extender URL instead of the service's (benchmarks measure what the extender
     # protocol itself costs with a do-nothing extender).
     extender_url: str | None = None
+    # The service's extender port over TLS with kube-scheduler's client certificate, as an install whose
+    # kube-scheduler runs elsewhere needs; False: plain HTTP on loopback, the shipped pod's topology (manifests/).
+    extender_over_tls: bool = True
     heartbeat_s: float = 300.0  # a node status every 5 minutes, as kubelets report an unchanged one
     # False: no kube-scheduler (and no service); the caller brings its own, as the installed-mode tests run the
     # rendered scheduler pods in containers.
@@ -242,7 +245,8 @@ class DevCluster:
         # --vgpu runs the vGPU conf unless a conf is named.
         conf = self.spec.scheduler_conf or (VGPU_CONF if self.spec.vgpu else None)
         plan = (
-            plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, self.spec.serve_args, conf)
+            plan_service(self.state_dir, svc_kc, ports.webhook, ports.extender, self.spec.serve_args, conf,
+                         extender_over_tls=self.spec.extender_over_tls)
             if wanted else None
         )
         if wanted and plan is None:

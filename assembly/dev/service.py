@@ -87,11 +87,11 @@ class ServicePlan:
 
 def plan_service(
     state_dir: Path, kubeconfig: Path, webhook_port: int, extender_port: int, extra_args: tuple[str, ...] = (),
-    scheduler_conf: Path | None = None,
+    scheduler_conf: Path | None = None, *, extender_over_tls: bool = True,
 ) -> ServicePlan | None:
     """Certificates written, command line and webhook configurations ready; None if there is no service.
     `extra_args` are appended to `lapilli serve` (benchmarks switch components off with them); `scheduler_conf` is
-    the scheduler conf it runs (None: the shipped one)."""
+    the scheduler conf it runs (None: the shipped one); `extender_over_tls` False: the extender port on plain HTTP."""
     options = serve_options()
     if options is None:
         return None
@@ -111,7 +111,7 @@ def plan_service(
         if conf.is_file():
             argv += ["--scheduler-conf", str(conf.resolve())]
         scheme = "http"
-        if EXTENDER_TLS_OPTION in options:
+        if extender_over_tls and EXTENDER_TLS_OPTION in options:
             # As a production install should run it: TLS, and only kube-scheduler's client certificate gets in.
             files = write_extender_tls(state_dir / EXTENDER_TLS_DIR)
             argv += ["--extender-tls-cert-file", str(files["tls.crt"]), "--extender-tls-key-file",

@@ -30,3 +30,16 @@ def test_the_service_runs_the_conf_given_else_the_shipped_one(tmp_path: Path) ->
     assert given is not None and shipped is not None
     assert given.argv[given.argv.index("--scheduler-conf") + 1] == str(conf.resolve())
     assert shipped.argv[shipped.argv.index("--scheduler-conf") + 1] == str(SCHEDULER_CONF.resolve())
+
+
+def test_the_extender_port_is_tls_unless_asked_for_as_shipped(tmp_path: Path) -> None:
+    """The dev cluster serves the extender over TLS with kube-scheduler's client certificate; benchmarks ask for the
+    shipped pod's plain HTTP on loopback (manifests/scheduler: kube-scheduler beside the service)."""
+    tls = plan_service(tmp_path / "a", tmp_path / "kc", 1, 2)
+    plain = plan_service(tmp_path / "b", tmp_path / "kc", 1, 2, extender_over_tls=False)
+    assert tls is not None and plain is not None
+    assert tls.extender_url == "https://127.0.0.1:2/extender" and tls.extender_tls is not None
+    assert "--extender-client-ca-file" in tls.argv
+    assert plain.extender_url == "http://127.0.0.1:2/extender" and plain.extender_tls is None
+    assert not [arg for arg in plain.argv if arg.startswith("--extender-tls") or arg == "--extender-client-ca-file"]
+    assert "--extender-host" in plain.argv and plain.argv[plain.argv.index("--extender-host") + 1] == "127.0.0.1"
