@@ -270,8 +270,10 @@ class CardLedger:
 
     def _devices_of(self, uid: str, hold: _Hold) -> PodDevices:
         read = self._read.get(uid)
-        if read is not None:
-            return read
+        return read if read is not None else self.assignment(hold)
+
+    def assignment(self, hold: _Hold) -> PodDevices:
+        """The assignment a placed hold (`hold_fit`'s) makes on these cards, made once per hold and node."""
         devices = self._devices.get(hold)
         if devices is None:
             devices = self._devices[hold] = _assignment(self.cards, hold.holdings, hold.sizes, hold.types)

@@ -238,8 +238,13 @@ class CardFit:
         if uid in ledger.pods:  # an eviction undone: the pod keeps the cards it had
             ledger.set_kind(uid, HELD)
             return
-        outcome = self.outcome(task, row)  # the one the placement just read, from the memo
-        assert outcome is not None
+        # The outcome the placement just read, from the memo (`outcome`'s look-up, inlined: once per placement).
+        signatures = self.signatures
+        outcome = self._memo.get((id(ask), ledger.signature_id(signatures) if ask.plain
+                                  else ledger.fit_key(ask, signatures)))
+        if outcome is None:
+            outcome = self.outcome(task, row)
+            assert outcome is not None
         pipelined = task.status is TaskStatus.PIPELINED
         fit = outcome[1] if pipelined else outcome[0]
         if not isinstance(fit, Fit):
@@ -385,6 +390,7 @@ def _placed(ssn: SessionView, fit: CardFit) -> None:
     # (request's id, holdings' id) -> (that request, those holdings: kept alive while their ids are a key; the
     # vector counted)
     made: dict[tuple[int, int], tuple[npt.NDArray[np.float64], tuple[Holding, ...], npt.NDArray[np.float64]]] = {}
+    last: tuple[npt.NDArray[np.float64], tuple[Holding, ...], npt.NDArray[np.float64]] | None = None
     assignments, row_of, ledgers = ssn.assignments, fit.row_of, fit.ledgers
     for job in ssn.jobs.values():
         for task in job.tasks.values():
@@ -398,22 +404,22 @@ def _placed(ssn: SessionView, fit: CardFit) -> None:
             if ledger is None or hold is None:
                 continue
             if placed and hold.types:  # placed this session (a hold read from an annotation has no types)
-                devices = ledger.devices_of(task.uid)
-                if devices is not None:
-                    assignments[task.uid] = devices
+                assignments[task.uid] = ledger.assignment(hold)
             if not counted or not IS_ALLOCATED[status]:
                 continue
-            # Holdings tuples are shared between the pods one memoised fit placed; both stay alive while keyed.
-            key = (id(task.resreq), id(hold.holdings))
-            found = made.get(key)
-            if found is None:
-                held = task.resreq.copy()  # request vectors are shared between tasks: a new one, shared in turn
-                if memory is not None:
-                    held[memory] = 1000.0 * sum(h.memory for h in hold.holdings)
-                if cores is not None:
-                    held[cores] = 1000.0 * sum(h.cores for h in hold.holdings)
-                found = made[key] = (task.resreq, hold.holdings, held)
-            task.resreq = found[2]
+            # Holdings tuples are shared between the pods one memoised fit placed (and a job's pods, one after the
+            # other, mostly share the last one's); both stay alive while keyed.
+            if last is None or last[0] is not task.resreq or last[1] is not hold.holdings:
+                key = (id(task.resreq), id(hold.holdings))
+                last = made.get(key)
+                if last is None:
+                    held = task.resreq.copy()  # request vectors are shared between tasks: a new one, shared in turn
+                    if memory is not None:
+                        held[memory] = 1000.0 * sum(h.memory for h in hold.holdings)
+                    if cores is not None:
+                        held[cores] = 1000.0 * sum(h.cores for h in hold.holdings)
+                    last = made[key] = (task.resreq, hold.holdings, held)
+            task.resreq = last[2]
 
 
 register_plugin(NAME, parse_arguments, DeviceSharePlugin)
