@@ -290,7 +290,8 @@ class SessionView(Protocol):
     # the one they got when parked, so a plugin's per-job close work skips them.
     parked: frozenset[str]
     topology: Topology
-    # Each task's card assignment (task uid -> cards), kept by the device plugin as it places and undoes.
+    # The card assignment of each task placed (binding or pipelined; task uid -> cards), filled in by the device
+    # plugin when the session closes.
     assignments: dict[str, PodDevices]
     # Each node's cards once the session ends: per card (uuid, MB in use, MB, pods, split), for reports.
     card_report: dict[str, tuple[tuple[str, int, int, int, int], ...]]

@@ -63,15 +63,24 @@ class Fit:
 
     def devices(self, node: NodeCards) -> PodDevices:
         """The assignment on `node`'s cards, as the annotation lists it."""
-        if len(self.sizes) == 1:  # one asking container, the usual pod
-            type_ = self.types[0]
-            return (tuple([_use(node, h, type_) for h in self.holdings]),)
-        out: list[tuple[CardUse, ...]] = []
-        start = 0
-        for size, type_ in zip(self.sizes, self.types, strict=True):
-            out.append(tuple([_use(node, h, type_) for h in self.holdings[start:start + size]]))
-            start += size
-        return tuple(out)
+        return _assignment(node, self.holdings, self.sizes, self.types)
+
+
+def _assignment(node: NodeCards, holdings: tuple[Holding, ...], sizes: tuple[int, ...],
+                types: tuple[str, ...]) -> PodDevices:
+    """`holdings` on `node`'s cards, `sizes[i]` of them for the i-th asking container, of device type `types[i]`."""
+    if len(sizes) == 1:  # one asking container, the usual pod
+        type_ = types[0]
+        if len(holdings) == 1 and holdings[0].slot is None:  # of one whole card, the most usual
+            card, memory, cores, _ = holdings[0]
+            return ((CardUse(node.cards[card].uuid, type_, memory, cores),),)
+        return (tuple([_use(node, h, type_) for h in holdings]),)
+    out: list[tuple[CardUse, ...]] = []
+    start = 0
+    for size, type_ in zip(sizes, types, strict=True):
+        out.append(tuple([_use(node, h, type_) for h in holdings[start:start + size]]))
+        start += size
+    return tuple(out)
 
 
 def _use(node: NodeCards, holding: Holding, type_: str) -> CardUse:
@@ -95,13 +104,19 @@ class Shortfall:
     need: int = 0
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Hold:
+    """What a pod holds on a node's cards, by card index. Never changed once made: pods placed alike (the same
+    share of the same card number, kind, device types, group and rules) share one across the session's ledgers, so
+    a placement records a reference, not a new object. Compared and hashed by identity."""
+
     kind: int
     holdings: tuple[Holding, ...]
     group: str
     rules: frozenset[int]
-    devices: PodDevices
+    # A fit's: each asking container's device type and number of holdings; () for one read from an annotation
+    types: tuple[str, ...] = ()
+    sizes: tuple[int, ...] = ()
 
 
 _Item: TypeAlias = tuple[int, int, int, int, tuple[int, int]]  # kind, card, MB, cores, MIG slot ((-1, -1): none)
@@ -120,11 +135,13 @@ class Signatures:
     instead by (that number, the changes), which equal nodes filled alike repeat: `moves` remembers where those
     lead, so most numberings hash a few small tuples, not every holding of the node."""
 
-    __slots__ = ("ids", "moves")
+    __slots__ = ("holds", "ids", "moves")
 
     def __init__(self) -> None:
         self.ids: dict[tuple[object, ...], int] = {}
         self.moves: dict[tuple[int, tuple[tuple[int, int, tuple[Holding, ...]], ...]], int] = {}
+        # (kind, holdings, device types, group, rules) -> the one hold placements of that share record
+        self.holds: dict[tuple[object, ...], _Hold] = {}
 
 
 @dataclass(slots=True)
@@ -149,10 +166,12 @@ class CardLedger:
     _signature_id: int = -1  # the signature's number in the `Signatures` last given to `fit_key`
     _base_id: int = -1  # the last number given, while `_pending` lists every change since (-1: too many)
     _pending: list[tuple[int, int, tuple[Holding, ...]]] = field(default_factory=list, repr=False)
-    # (holdings, device types) -> the assignment they make on these cards: pods given the same share of the same
-    # cards (the second 40 GB pod on a card) share one immutable assignment, made once
-    _assignments: dict[tuple[tuple[Holding, ...], tuple[str, ...]], PodDevices] | None = field(default=None,
-                                                                                                 repr=False)
+    # Where placements intern their holds (`hold_fit`): the session's `Signatures`, or the ledger's own table.
+    shared: Signatures | None = field(default=None, repr=False)
+    # hold -> the assignment it makes on these cards, made when first asked for (`devices_of`), once per distinct
+    # hold on this node, not per pod; pods recorded from their annotation (`hold`) keep theirs by uid
+    _devices: dict[_Hold, PodDevices] = field(default_factory=dict, repr=False)
+    _read: dict[str, PodDevices] = field(default_factory=dict, repr=False)
 
     # ---- changes --------------------------------------------------------------------------------------------
     def hold(self, uid: str, devices: PodDevices, kind: int = HELD, group: str = "",
@@ -174,7 +193,8 @@ class CardLedger:
                     problems.append(str(exc))
                     continue
                 holdings.append(Holding(index, use.memory, use.cores, slot))
-        self._put(uid, _Hold(kind, tuple(holdings), group, rules, devices))
+        self._put(uid, _Hold(kind, tuple(holdings), group, rules))
+        self._read[uid] = devices
         return problems
 
     def _slot(self, index: int, use: CardUse) -> tuple[int, int] | None:
@@ -189,17 +209,18 @@ class CardLedger:
         return group, slot[1]
 
     def hold_fit(self, uid: str, fit: Fit, kind: int, group: str = "",
-                 rules: frozenset[int] = frozenset()) -> PodDevices:
-        """Record a fit as the pod's holdings; returns the assignment on this node's cards."""
-        made = self._assignments
-        if made is None:
-            made = self._assignments = {}
-        key = (fit.holdings, fit.types)
-        devices = made.get(key)
-        if devices is None:
-            devices = made[key] = fit.devices(self.cards)
-        self._put(uid, _Hold(kind, fit.holdings, group, rules, devices))
-        return devices
+                 rules: frozenset[int] = frozenset()) -> None:
+        """Record a fit as the pod's holdings (its assignment on this node's cards: `devices_of`)."""
+        if self.shared is None:
+            self.shared = Signatures()
+        made = self.shared.holds
+        key = (kind, fit.holdings, fit.types, group, rules)
+        hold = made.get(key)
+        if hold is None:
+            hold = made[key] = _Hold(kind, fit.holdings, group, rules, fit.types, fit.sizes)
+        self._put(uid, hold)
+        if self._read:
+            self._read.pop(uid, None)
 
     def _put(self, uid: str, hold: _Hold) -> None:
         old = self.pods.pop(uid, None)
@@ -214,16 +235,18 @@ class CardLedger:
         hold = self.pods.pop(uid, None)
         if hold is None:
             return None
+        devices = self._devices_of(uid, hold)
+        self._read.pop(uid, None)
         self._changed()
         self._note(-1, hold)
-        return hold.devices
+        return devices
 
     def set_kind(self, uid: str, kind: int) -> None:
         hold = self.pods.get(uid)
         if hold is not None and hold.kind != kind:
             self._changed()
             self._note(-1, hold)
-            hold.kind = kind
+            hold = self.pods[uid] = _Hold(kind, hold.holdings, hold.group, hold.rules, hold.types, hold.sizes)
             self._note(1, hold)
 
     def _note(self, sign: int, hold: _Hold) -> None:
@@ -241,8 +264,18 @@ class CardLedger:
         return None if hold is None else hold.kind
 
     def devices_of(self, uid: str) -> PodDevices | None:
+        """The pod's assignment on these cards, None when it holds none here."""
         hold = self.pods.get(uid)
-        return None if hold is None else hold.devices
+        return None if hold is None else self._devices_of(uid, hold)
+
+    def _devices_of(self, uid: str, hold: _Hold) -> PodDevices:
+        read = self._read.get(uid)
+        if read is not None:
+            return read
+        devices = self._devices.get(hold)
+        if devices is None:
+            devices = self._devices[hold] = _assignment(self.cards, hold.holdings, hold.sizes, hold.types)
+        return devices
 
     def _changed(self) -> None:
         self.version += 1

@@ -123,11 +123,16 @@ def _shape(cards: tuple[Card, ...], geometries: tuple[tuple[Geometry, ...], ...]
     return found
 
 
+_NO_GEOMETRIES: dict[int, tuple[tuple[Geometry, ...], ...]] = {}  # by card count: one per count, not per node
+
+
 def node_cards(node: str, cards: tuple[Card, ...], config: NvidiaConfig) -> NodeCards:
     """The node's cards with MIG geometries resolved: a MIG card whose type the config knows no geometry for
     falls back to hami-core, as upstream does."""
     if all(c.mode != MIG for c in cards):
-        geometries: tuple[tuple[Geometry, ...], ...] = ((),) * len(cards)
+        geometries = _NO_GEOMETRIES.get(len(cards))
+        if geometries is None:
+            geometries = _NO_GEOMETRIES[len(cards)] = ((),) * len(cards)
         return NodeCards(node, cards, geometries, _shape(cards, geometries))
     resolved: list[Card] = []
     found_geometries: list[tuple[Geometry, ...]] = []

@@ -74,3 +74,33 @@ def test_pods_of_one_template_share_an_ask_unless_their_podgroups_keep_apart():
             for g in ("a", "b"))
     assert c is not None and d is not None
     assert (c.spread_group, d.spread_group) == ("ml/a", "ml/b")
+
+
+def test_a_pod_like_the_last_one_shares_its_ask_and_one_that_differs_in_anything_the_ask_reads_does_not():
+    # The book compares a pod with the last one it read before parsing its quantities: each thing an ask reads must
+    # tell two pods apart (resources, the ask's annotations, the spread PodGroup, the labels under exclusivity rules).
+    book = _book([gpu_node("n0"), queue({"name": "default"})])
+    first = book.ask(volcano_pod({"name": "ml/a-0", "group": "a", "limits": TWENTY}))
+    assert first is not None
+    assert book.ask(volcano_pod({"name": "ml/b-0", "group": "b", "limits": TWENTY})) is first
+    bigger = book.ask(volcano_pod({"name": "ml/c-0", "group": "c", "limits": SIXTY}))
+    assert bigger is not None and bigger.containers[0].memory == 61440
+    typed = book.ask(volcano_pod({"name": "ml/d-0", "group": "d", "limits": SIXTY,
+                                  "annotations": {"nvidia.com/use-gputype": "A100"}}))
+    assert typed is not None and typed.use_types == ("A100",)
+    spread = {"volcano.sh/vgpu-podgroup-policy": "spread"}
+    e, f = (book.ask(volcano_pod({"name": f"ml/{g}-0", "group": g, "limits": SIXTY, "annotations": spread}))
+            for g in ("e", "f"))
+    assert e is not None and f is not None and (e.spread_group, f.spread_group) == ("ml/e", "ml/f")
+    assert book.ask(volcano_pod({"name": "ml/g-0", "group": "g", "limits": SIXTY})) is bigger
+
+
+def test_a_pod_like_the_last_one_but_for_a_label_an_exclusivity_rule_reads_gets_its_own_ask():
+    rule = 'deviceshare.GPUExclusiveRules: [{team: a}]'
+    book = CardBook(cluster_state([gpu_node("n0"), queue({"name": "default"})]), Plan(ttl_s=60))
+    book.configure(parse_scheduler_conf(CONF.replace("deviceshare.VGPUEnable: true",
+                                                     f"deviceshare.VGPUEnable: true, {rule}")))
+    plain = book.ask(volcano_pod({"name": "ml/a-0", "group": "a", "limits": TWENTY}))
+    ruled = book.ask(volcano_pod({"name": "ml/b-0", "group": "b", "limits": TWENTY, "labels": {"team": "a"}}))
+    assert plain is not None and ruled is not None
+    assert (plain.rules, ruled.rules) == (frozenset(), frozenset({0}))

@@ -7,7 +7,8 @@ is placed. The node's cards and what holds them form a ledger per node, built at
 register annotations and the assignments running and bound pods carry (`volcano.sh/vgpu-ids-new`), so nothing is
 lost across a restart; every placement, eviction and undo moves its pod's holding through the session's event
 handlers, so a discarded Statement gives back its cards and an evicted pod's slice is free for a pipelined one.
-Each placed pod's cards are in `ssn.assignments` for the caller to write on the Binding.
+Each pod placed is given its cards in `ssn.assignments` at session close, for the caller to write on the
+Binding.
 
 Arguments (as Volcano reads them): `deviceshare.VGPUEnable` (false), `deviceshare.SchedulePolicy` (`binpack` |
 `spread` | "": which card first, and the card score), `deviceshare.ScheduleWeight` (0: the card score does not
@@ -138,9 +139,9 @@ class CardFit:
         self.filters, self.scores = filters, scores
         self.ledgers: list[CardLedger | None] = []
         self.row_of: dict[str, int] = {}
-        self.where: dict[str, CardLedger] = {}  # task uid -> the ledger holding its cards
-        self.holders: dict[str, Task] = {}  # task uid -> the task, for each uid in `where`
-        self.assignments: dict[str, object] = {}
+        # Whether some ask keeps its PodGroup's pods on different cards: only then is a placed pod's group read, so
+        # otherwise placements record none and pods given the same share of a card share one record of it.
+        self.groups = False
         # (id of the interned ask, node key) -> outcome: asks are interned for the session, so their ids are stable
         self._memo: dict[tuple[int, Hashable], Outcome] = {}
         self.signatures = Signatures()  # ledger signatures by number, for the memo keys and the report
@@ -218,19 +219,24 @@ class CardFit:
         return f"no card with {_gb(need)} free: best {best[1]} card {best[2]} with {_gb(best[0])}"
 
     # ---- event handlers ---------------------------------------------------------------------------------------
+    def ledger_of(self, task: Task) -> CardLedger | None:
+        """The ledger of the task's node (None when it is on none, or the node has no usable cards)."""
+        row = self.row_of.get(task.node or "")
+        return None if row is None else self.ledgers[row]
+
     def allocated(self, task: Task) -> None:
-        """A task placed (allocated or pipelined), or an eviction undone."""
+        """A task placed (allocated or pipelined), or an eviction undone. Only the node's ledger records the
+        placement (a reference to a shared hold); the assignment is made at close for the pods still placed."""
         ask = task.device_ask
         if ask is None:
             return
         uid = task.uid
-        held = self.where.get(uid)
-        if held is not None:  # an eviction undone: the pod keeps the cards it had
-            held.set_kind(uid, HELD)
-            return
         row = self.row_of.get(task.node or "")
         ledger = None if row is None else self.ledgers[row]
         if row is None or ledger is None:
+            return
+        if uid in ledger.pods:  # an eviction undone: the pod keeps the cards it had
+            ledger.set_kind(uid, HELD)
             return
         outcome = self.outcome(task, row)  # the one the placement just read, from the memo
         assert outcome is not None
@@ -238,22 +244,17 @@ class CardFit:
         fit = outcome[1] if pipelined else outcome[0]
         if not isinstance(fit, Fit):
             return  # placed around the filter (predicate off): the bind computes cards, or refuses
-        self.assignments[uid] = ledger.hold_fit(uid, fit, PIPELINED if pipelined else HELD, task.job, ask.rules)
-        self.where[uid] = ledger
-        self.holders[uid] = task
+        ledger.hold_fit(uid, fit, PIPELINED if pipelined else HELD, task.job if self.groups else "", ask.rules)
 
     def deallocated(self, task: Task) -> None:
         """A placement undone (back to Pending), or an eviction started (the cards free up once it is gone)."""
-        ledger = self.where.get(task.uid)
-        if ledger is None:
+        ledger = self.ledger_of(task)  # handlers still see the node the task leaves
+        if ledger is None or task.uid not in ledger.pods:
             return
         if task.status is TaskStatus.RELEASING:
             ledger.set_kind(task.uid, RELEASING)
             return
         ledger.release(task.uid)
-        del self.where[task.uid]
-        del self.holders[task.uid]
-        self.assignments.pop(task.uid, None)
 
 
 class DeviceSharePlugin:
@@ -271,7 +272,6 @@ class DeviceSharePlugin:
         config = ssn.device_configs.get(self.args.config_key, DEFAULT_CONFIG).nvidia
         fit = self.fit = CardFit(self.args, config, flags.get("enablePredicate", True),
                                  flags.get("enableNodeOrder", True))
-        fit.assignments = ssn.assignments  # type: ignore[assignment]  # the session's own map, filled as it places
         self._ledgers(ssn, fit, config)
         self._asks(ssn, fit, config)
         self._holdings(ssn, fit)
@@ -290,7 +290,7 @@ class DeviceSharePlugin:
             fit.row_of[node.name] = node.idx
             ledger = None
             if node.cards and advertised[node.idx]:
-                ledger = CardLedger(node_cards(node.name, node.cards, config))
+                ledger = CardLedger(node_cards(node.name, node.cards, config), shared=fit.signatures)
             fit.ledgers.append(ledger)
 
     def _asks(self, ssn: SessionView, fit: CardFit, config: NvidiaConfig) -> None:
@@ -305,6 +305,7 @@ class DeviceSharePlugin:
             for task in node.tasks.values():
                 if task.device_ask is None and not task.job:
                     self._ask(task, config, rules, interned, read)
+        fit.groups = any(ask.spread_group for ask in interned)
 
     @staticmethod
     def _ask(task: Task, config: NvidiaConfig, rules: list[dict[str, str]],
@@ -345,14 +346,12 @@ class DeviceSharePlugin:
                 kind = RELEASING if task.status is TaskStatus.RELEASING else HELD
                 for problem in ledger.hold(task.uid, facts.assigned, kind, task.job, rules):
                     self.problems.append(f"pod {task.key}: {problem}")
-                fit.where[task.uid] = ledger
-                fit.holders[task.uid] = task
 
     def on_session_close(self, ssn: SessionView) -> None:
         fit = self.fit
         if fit is not None:
             _report(ssn, fit)
-            _queue_usage(ssn, fit)
+            _placed(ssn, fit)
         self.fit = None
 
 
@@ -376,32 +375,45 @@ def _report(ssn: SessionView, fit: CardFit) -> None:
                 for card, (used, memory, pods, split) in zip(ledger.cards.cards, summary, strict=True))
 
 
-def _queue_usage(ssn: SessionView, fit: CardFit) -> None:
-    """What a pod holding cards counts in its queue's status: the device memory and cores its cards hold (a pod of
-    2 cards × 20 GB holds 40 GB; one asking a percentage, that share of its cards), not its request. Volcano's
-    `addNodeSharableDeviceUsage`, at session close, after every decision."""
+def _placed(ssn: SessionView, fit: CardFit) -> None:
+    """Once every decision is made: each pod placed this session (binding or pipelined) gets its assignment in
+    `ssn.assignments`, for the Binding; and each pod holding cards counts in its queue's status the device memory
+    and cores its cards hold (a pod of 2 cards × 20 GB holds 40 GB; one asking a percentage, that share of its
+    cards), not its request (Volcano's `addNodeSharableDeviceUsage`, at session close)."""
     memory, cores = (ssn.dims.index.get(fit.config.memory_name), ssn.dims.index.get(fit.config.core_name))
-    if memory is None and cores is None:
-        return
+    counted = memory is not None or cores is not None
     # (request's id, holdings' id) -> (that request, those holdings: kept alive while their ids are a key; the
     # vector counted)
     made: dict[tuple[int, int], tuple[npt.NDArray[np.float64], tuple[Holding, ...], npt.NDArray[np.float64]]] = {}
-    for uid, ledger in fit.where.items():
-        task = fit.holders[uid]
-        hold = ledger.pods.get(uid)
-        if hold is None or not IS_ALLOCATED[task.status] or task.job not in ssn.jobs:
-            continue
-        # Holdings tuples are shared between the pods one memoised fit placed; both stay alive while keyed.
-        key = (id(task.resreq), id(hold.holdings))
-        found = made.get(key)
-        if found is None:
-            held = task.resreq.copy()  # request vectors are shared between tasks: a new one, shared in turn
-            if memory is not None:
-                held[memory] = 1000.0 * sum(h.memory for h in hold.holdings)
-            if cores is not None:
-                held[cores] = 1000.0 * sum(h.cores for h in hold.holdings)
-            found = made[key] = (task.resreq, hold.holdings, held)
-        task.resreq = found[2]
+    assignments, row_of, ledgers = ssn.assignments, fit.row_of, fit.ledgers
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            status = task.status
+            placed = status is TaskStatus.BINDING or status is TaskStatus.PIPELINED
+            if task.device_ask is None or not (placed or (counted and IS_ALLOCATED[status])):
+                continue
+            row = row_of.get(task.node or "")
+            ledger = None if row is None else ledgers[row]
+            hold = None if ledger is None else ledger.pods.get(task.uid)
+            if ledger is None or hold is None:
+                continue
+            if placed and hold.types:  # placed this session (a hold read from an annotation has no types)
+                devices = ledger.devices_of(task.uid)
+                if devices is not None:
+                    assignments[task.uid] = devices
+            if not counted or not IS_ALLOCATED[status]:
+                continue
+            # Holdings tuples are shared between the pods one memoised fit placed; both stay alive while keyed.
+            key = (id(task.resreq), id(hold.holdings))
+            found = made.get(key)
+            if found is None:
+                held = task.resreq.copy()  # request vectors are shared between tasks: a new one, shared in turn
+                if memory is not None:
+                    held[memory] = 1000.0 * sum(h.memory for h in hold.holdings)
+                if cores is not None:
+                    held[cores] = 1000.0 * sum(h.cores for h in hold.holdings)
+                found = made[key] = (task.resreq, hold.holdings, held)
+            task.resreq = found[2]
 
 
 register_plugin(NAME, parse_arguments, DeviceSharePlugin)

@@ -233,3 +233,22 @@ def test_exclusivity_does_not_apply_to_mig_cards():
     node = ledger(1, memory=40960, mode="mig", config=config, split=7)
     assert isinstance(place(node, "a", ask(memory=3000, rules=frozenset({0})), group=""), Fit)
     assert isinstance(place(node, "b", ask(memory=3000, rules=frozenset({0})), group=""), Fit)
+
+
+def test_pods_placed_alike_share_one_hold_and_each_gets_its_assignment():
+    # A placement records a reference to a hold shared by the pods given the same share of the same card (no object
+    # per pod); the assignment is made when first read, once per distinct hold, and a pod's own stays its own.
+    node = ledger(1, memory=81920)
+    for uid in ("a", "b"):
+        fit = node.fit(ask(memory=40960, cores=0), NOW, "binpack")
+        assert isinstance(fit, Fit)
+        node.hold_fit(uid, fit, HELD)
+    assert node.pods["a"] is node.pods["b"]
+    want = ((CardUse("GPU-0000A", "NVIDIA", 40960, 0),),)
+    assert node.devices_of("a") == want and node.devices_of("a") is node.devices_of("b")
+    node.set_kind("a", RELEASING)
+    assert node.kind_of("a") == RELEASING and node.kind_of("b") == HELD and node.devices_of("a") == want
+    assert node.release("a") == want and node.devices_of("a") is None and node.devices_of("b") == want
+    own = ((CardUse("GPU-0000A", "NVIDIA", 1024, 0),),)
+    node.hold("c", own)
+    assert node.devices_of("c") is own and node.release("c") is own
