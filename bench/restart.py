@@ -3,7 +3,8 @@
     .venv/bin/python bench/restart.py [--nodes 1000] [--running 8000] [--gangs 500] [--gang-size 4]
         [--profile DIR] [--out FILE]
 
-Starts a dev cluster of NODES simulated nodes (8 GPUs each, the kubelet as its own process), creates RUNNING pods
+Starts a dev cluster of NODES simulated nodes (8 GPUs each, the kubelet as its own process; the extender port on
+plain HTTP as shipped), creates RUNNING pods
 already bound round-robin (0.1 CPU, no GPU, running for an hour) and waits until the kubelet has them all Running,
 creates GANGS PodGroups, stops the service (and its supervisor: SIGTERM, as an upgrade's rollout does), creates
 GANGS x GANG_SIZE one-GPU gang pods of `volcano` (kube-scheduler meets no extender and sets them aside), then starts
@@ -216,8 +217,9 @@ async def _service_pid(cluster: DevCluster, timeout_s: float = 60) -> int:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     state = Path(tempfile.mkdtemp(prefix="lapilli-restart-"))
+    # The extender port as shipped: plain HTTP on loopback, kube-scheduler beside the service in one pod.
     cluster = DevCluster(ClusterSpec(state_dir=state, nodes=args.nodes, shape=NodeShape(gpus=8), extender=True,
-                                     kubelet="process"), find_binaries())
+                                     kubelet="process", extender_over_tls=False), find_binaries())
     began = time.monotonic()
     await cluster.up()
     try:

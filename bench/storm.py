@@ -12,7 +12,8 @@ does not inflate) and wall clock:
 * `evaluate` — parking off: every session judges every gang (what every session cost before parking);
 * `first` — parking on, the first session: it judges every gang and parks them;
 * `quiet` — parking on, nothing changed since: the engine is not run again;
-* `other gang` — parking on, a gang of another queue arrived: the session judges it and leaves the parked out.
+* `other gang` — parking on, a gang of another queue arrived: under a conf that shares queues by requests
+  (proportion, drf, capacity: Volcano's default and the shipped conf) every parked gang is judged again with it.
 
 Prints one line per case and the ratios to `evaluate`; the issue's goal is `quiet` <= 10 %.
 """

@@ -15,8 +15,10 @@ covers, for the rule that un-parks (`extender/service/parking.py`):
 * `queues` — a Queue or PriorityClass added, removed or changed.
 * `own` — the gang's own PodGroup (but the scheduler's own Unschedulable/Scheduled condition) or one of its pods.
 * `conf` — the scheduler configuration changed.
-* `requests` — what other gangs ask: a pod or PodGroup added or changed in a queue (its queue's gangs), or removed
-  anywhere (every gang). Plugins that share queues by requests (proportion, capacity, hierarchical drf) read it.
+* `requests` — what other gangs ask: a pod or PodGroup added, changed or removed, in any queue. Plugins that share
+  queues by requests (proportion, capacity, hierarchical drf) read it. It un-parks every gang, not only the queue's:
+  a new request moves what every queue deserves and so the order queues take turns in, and a gang judged before a
+  parked one (in any queue) may then place less and leave it room.
 * `placed` — pods on nodes: a pod placed (bound or planned) or a placed pod changed. Preempt and reclaim read it
   (a new possible victim), as would a predicate over other pods (inter-pod affinity).
 * `time` — the session's clock. A plugin whose answer moves with time alone turns parking off.

@@ -11,7 +11,9 @@ each session runs with) — the un-park rule:
   placement was dropped or moved → every gang (room);
 * a gang's own PodGroup changed (but for the scheduler's Unschedulable/Scheduled conditions) or one of its pods →
   that gang (own);
-* with `requests`: a pending pod or a PodGroup added → the gangs of its queue; changed or removed → every gang;
+* with `requests`: a pending pod or a PodGroup added, changed or removed → every gang (a queue's new request moves
+  what every queue deserves, and a queue's changed share reorders them: a gang judged before a parked one, in any
+  queue, may now place less and leave it room);
 * with `placed`: a pod placed (bound, or newly planned) or a placed pod changed → every gang;
 * the conf changed → every gang, and the channels are read from the new one (conf);
 * the session's other inputs changed (the pods idle-GPU reclaim may take, gang eviction's nominations, the vGPU
@@ -72,10 +74,9 @@ class Parking:
         self._inputs: object = None
         self._lock = threading.Lock()
         # What the rule un-parked since the running session took its snapshot (the gangs it judges now were not
-        # parked yet; `adopt` parks none the rule has spoken of since): every gang, or these gangs and queues.
+        # parked yet; `adopt` parks none the rule has spoken of since): every gang, or these gangs.
         self._all_since = False
         self._gangs_since: set[str] = set()
-        self._queues_since: set[str] = set()
         self.unparked = 0  # gangs taken out of parking so far (a test's and a bench's count)
 
     # ---- the rule ------------------------------------------------------------------------------------------------
@@ -89,32 +90,25 @@ class Parking:
         self.unparked += len(self.parked)
         self.parked.clear()
 
-    def _unpark_queue(self, queue: str | None) -> None:
-        if queue is None:
-            self.unpark_all()
-            return
-        self._queues_since.add(queue)
-        for gang in [g for g, result in self.parked.items() if result.queue == queue]:
-            self.unpark(gang)
-
     def observe(self, kind: str, old: object | None, new: object | None, snap: Snapshot) -> None:
-        """One object changed in `snap` (its record before and after; None when absent)."""
+        """One object changed in `snap` (its record before and after; None when absent). The rule reads only the
+        records: `snap` is in the signature the cluster state calls its listeners with."""
         if old == new:
             return
         with self._lock:
             self.changed = True
-            self._observe(kind, old, new, snap)
+            self._observe(kind, old, new)
 
-    def _observe(self, kind: str, old: object | None, new: object | None, snap: Snapshot) -> None:
+    def _observe(self, kind: str, old: object | None, new: object | None) -> None:
         if kind == "Pod":
-            self._pod(old if isinstance(old, PodRecord) else None, new if isinstance(new, PodRecord) else None, snap)
+            self._pod(old if isinstance(old, PodRecord) else None, new if isinstance(new, PodRecord) else None)
         elif kind == "PodGroup":
             self._podgroup(old if isinstance(old, PodGroupRecord) else None,
                            new if isinstance(new, PodGroupRecord) else None)
         else:
             self.unpark_all()
 
-    def _pod(self, old: PodRecord | None, new: PodRecord | None, snap: Snapshot) -> None:
+    def _pod(self, old: PodRecord | None, new: PodRecord | None) -> None:
         for gang in {_gang(old), _gang(new)} - {""}:
             self.unpark(gang)
         held_before, held_after = _holds_room(old), _holds_room(new)
@@ -128,29 +122,16 @@ class Parking:
             if PLACED in (self.channels or ()):
                 self.unpark_all()  # a new possible victim, or a placed pod changed
             return
-        gang = _gang(new) or _gang(old)
-        if gang and REQUESTS in (self.channels or ()):
-            if old is None and new is not None:
-                pg = snap.podgroups.get(gang)
-                self._unpark_queue(pg.queue if pg is not None else None)
-            else:
-                self.unpark_all()
+        if (_gang(new) or _gang(old)) and REQUESTS in (self.channels or ()):
+            self.unpark_all()
 
     def _podgroup(self, old: PodGroupRecord | None, new: PodGroupRecord | None) -> None:
         if old is not None and new is not None and (
                 _without_scheduler_conditions(old) == _without_scheduler_conditions(new)):
             return  # the scheduler's own condition landed
         self.unpark((old or new).key if (old or new) is not None else "")  # type: ignore[union-attr]
-        if REQUESTS not in (self.channels or ()):
-            return
-        if old is None and new is not None:
-            self._unpark_queue(new.queue)
-        elif new is None:
+        if REQUESTS in (self.channels or ()):
             self.unpark_all()
-        else:
-            assert old is not None
-            self._unpark_queue(old.queue)
-            self._unpark_queue(new.queue)
 
     # ---- around a session ------------------------------------------------------------------------------------
     def quiet(self, conf: SchedulerConf, placements: Mapping[str, str], inputs: object = None) -> bool:
@@ -184,7 +165,6 @@ class Parking:
             self.changed = False  # what arrives from now on is news to the next session
             self._all_since = False
             self._gangs_since.clear()
-            self._queues_since.clear()
             return frozenset(self.parked)
 
     def _placements_changed(self, placements: Mapping[str, str], snap: Snapshot) -> None:
@@ -206,9 +186,8 @@ class Parking:
                 result.podgroups.setdefault(gang, parked)
             if self.channels is not None and not self._all_since:
                 for gang in result.parkable:
-                    parked = result.podgroups[gang]
-                    if gang not in self._gangs_since and parked.queue not in self._queues_since:
-                        self.parked[gang] = parked
+                    if gang not in self._gangs_since:
+                        self.parked[gang] = result.podgroups[gang]
             self._assumed.update(result.binds)
             self.last = result
             return result

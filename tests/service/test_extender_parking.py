@@ -86,10 +86,11 @@ def test_a_gang_that_cannot_fit_is_judged_once_until_something_could_change_its_
 
     feed(state, podgroup({"name": "ns/other", "min": 1, "queue": "q2", "phase": "Inqueue"}))
     feed(state, pod({"name": "ns/other-0", "group": "other", "req": {"cpu": "1"}}))
-    fourth = sessions()  # a gang of another queue arrives: it is judged, the parked three are not
-    assert len(sessions.engine_runs) == runs + 1 and sessions.engine_runs[-1] == frozenset(
-        {"ns/wait-0", "ns/wait-1", "ns/wait-2"})
+    assert not sessions.parking.parked, "proportion re-divides every queue's share: every parked gang is judged again"
+    fourth = sessions()  # a gang of another queue arrives: judged beside the three, which wait and park again
+    assert len(sessions.engine_runs) == runs + 1 and sessions.engine_runs[-1] == frozenset()
     assert set(fourth.new_plans) == {"ns/other"}
+    assert set(sessions.parking.parked) == {"ns/wait-0", "ns/wait-1", "ns/wait-2"}
 
     done = pod({"name": "ns/run-0", "req": GPU, "node": "n0", "phase": "Succeeded"})
     feed(state, done)  # room came free: every parked gang is judged again

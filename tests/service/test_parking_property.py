@@ -360,3 +360,48 @@ def test_the_shipped_conf_and_the_examples_keep_parking_on() -> None:
             off.append(path.relative_to(root).as_posix())
     assert off == []
     assert channels(parse_scheduler_conf(confs[0].read_text())) is not None
+
+
+def test_a_request_in_another_queue_unparks_every_gang() -> None:
+    """Found by the property test (seed 231804481507253964771723712134530012659): g6 (default) was parked while g4,
+    ahead of it in the same queue, was pipelined onto the room g1-0 releases. A gang then submitted to q1 moved what
+    every queue deserves under proportion; default's share shrank, g4 no longer fit it, and the room g4 had taken
+    was g6's in a full session. Un-parking only q1's gangs left g6 out."""
+    cluster = Cluster()
+    parking = watch(cluster.state)
+    for i in range(3):
+        cluster.put(_node(i, 2))
+    conf = CONFS[0]
+    cpu2, two, one = REQUESTS[1], REQUESTS[2], REQUESTS[0]
+
+    def gang(g: int, size: int, q: str, req: dict[str, str]) -> None:
+        cluster.put(podgroup({"name": f"ns/g{g}", "queue": q, "min": size, "phase": "Inqueue"}))
+        for t in range(size):
+            cluster.put(pod({"name": f"ns/g{g}-{t}", "group": f"g{g}", "req": req, "priority": 1,
+                             "labels": {"job": f"g{g}"}}))
+
+    def change(key: str, edit: Any) -> None:
+        doc = copy.deepcopy(cluster.docs[("Pod", key)])
+        edit(doc)
+        cluster.put(doc)
+
+    for g, size, q, req in ((1, 1, "default", cpu2), (2, 1, "default", two), (3, 2, "default", one),
+                            (4, 3, "default", one), (5, 3, "q2", cpu2)):
+        gang(g, size, q, req)
+    _step(cluster, parking, conf)
+    for key, node_name in (("ns/g1-0", "n0"), ("ns/g2-0", "n1")):
+        change(key, lambda d, n=node_name: d["spec"].__setitem__("nodeName", n))
+        cluster.placements.pop(key)
+        if key == "ns/g1-0":
+            _step(cluster, parking, conf)
+            gang(6, 1, "default", one)
+        _step(cluster, parking, conf)
+    cluster.put(_node(1, 1, cpu=2))
+    _step(cluster, parking, conf)
+    change("ns/g1-0", lambda d: d["metadata"].__setitem__("deletionTimestamp", "2024-01-01T00:00:00Z"))
+    _step(cluster, parking, conf)
+    change("ns/g2-0", lambda d: d["status"].__setitem__("phase", "Succeeded"))
+    _step(cluster, parking, conf)
+    assert "ns/g6" in parking.parked, "the scene: g6 waits while g4 holds the room g1-0 releases"
+    gang(7, 1, "q1", one)
+    _step(cluster, parking, conf)  # fails when only q1's gangs are un-parked
