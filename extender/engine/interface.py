@@ -294,7 +294,7 @@ class SessionView(Protocol):
     # plugin when the session closes.
     assignments: dict[str, PodDevices]
     # Each node's cards once the session ends: per card (uuid, MB in use, MB, pods, split), for reports.
-    card_report: dict[str, tuple[tuple[str, int, int, int, int], ...]]
+    card_report: Mapping[str, tuple[tuple[str, int, int, int, int], ...]]
     # Tasks whose GPUs idle under a policy that reclaims them (`Task.idle`), by pod key.
     idle_tasks: list[Task]
 

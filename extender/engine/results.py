@@ -14,6 +14,7 @@ eviction gets condition `lapilli.io/Evicted` naming the gang the room went to.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Final
@@ -122,7 +123,7 @@ class Decisions:
     # bound or pipelined pod -> the vGPU cards it was given (deviceshare), per asking container
     devices: dict[str, PodDevices] = field(default_factory=dict)
     # node -> its vGPU cards once the session's decisions are counted: (uuid, MB in use, MB, pods, split) per card
-    cards: dict[str, tuple[tuple[str, int, int, int, int], ...]] = field(default_factory=dict)
+    cards: Mapping[str, tuple[tuple[str, int, int, int, int], ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, JSON]:
         """The `lapilli schedule -o json` document (DESIGN.md); `devices` (each placed pod's cards, as the
@@ -295,7 +296,7 @@ def decisions(ssn: Session) -> Decisions:
                 key = placed.key
                 if key in binds or key in pipelined:
                     out.devices[key] = devices
-    out.cards = dict(ssn.card_report)
+    out.cards = ssn.card_report  # read lazily (deviceshare's `CardReport`): most callers never do
     out.queues = queue_results(ssn)
     out.nodes = NodeRoom(
         names=tuple(n.name for n in ssn.nodes), allocatable=ssn.arrays.allocatable.copy(), idle=ssn.arrays.idle(),

@@ -112,7 +112,7 @@ class Session(Callbacks):
         self.conditions: dict[str, tuple[str, str, str]] = {}
         self._device_configs = dict(snap.device_configs)
         self.assignments: dict[str, PodDevices] = {}
-        self.card_report: dict[str, tuple[tuple[str, int, int, int, int], ...]] = {}
+        self.card_report: Mapping[str, tuple[tuple[str, int, int, int, int], ...]] = {}
         self._open_plugins(self)
         self.placement.plug(self.predicates.all(), self.node_orders.all(), self.node_locals.all(),
                             self.node_bonuses.all())

@@ -5,12 +5,14 @@
   and `choose` picks the node the masks-then-argmax computation picks.
 * Sessions never over-fill a card: in the cards pods hold after a session (running pods' annotations plus the
   session's assignments), no card holds more MB than it has, more pods than its split, more than 100 % of cores,
-  and no MIG slice twice; every bound vGPU pod was given one card per asked card; a gang binds whole or not at all.
+  and no MIG slice twice; every bound vGPU pod was given one card per asked card; a gang binds whole or not at all;
+  the session's card report lists those cards' use.
 * A discarded Statement gives its cards back: the ledgers after it equal the ledgers before it.
 """
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import numpy as np
@@ -219,6 +221,12 @@ def test_a_session_never_overfills_a_card(cluster: dict[str, Any]) -> None:
     for key, pg in result.podgroups.items():
         bound = [k for k in result.binds if snapshot.pods[k].group == key.split("/")[1]]
         assert not bound or len(bound) >= pg.min_member
+    # The card report (made when read) counts the same cards, and crosses a pipe as the plain dict it stands for.
+    expected = {ledger.cards.node: tuple((card.uuid, *row) for card, row in zip(
+        ledger.cards.cards, ledger.summary(NOW), strict=True)) for ledger in fit.ledgers if ledger is not None}
+    assert dict(result.cards) == expected
+    assert pickle.loads(pickle.dumps(result.cards)) == expected
+    assert type(pickle.loads(pickle.dumps(result.cards))) is dict
 
 
 def test_devices_of_a_fit_name_the_nodes_own_cards():
