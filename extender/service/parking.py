@@ -184,7 +184,12 @@ class Parking:
         with self._lock:
             for gang, parked in left_out.items():
                 result.podgroups.setdefault(gang, parked)
-            if self.channels is not None and not self._all_since:
+            if result.pipelined:
+                # A pipelined gang holds room that terminating pods release, yet is judged again every session (it
+                # is not planned): if it fits less next time, it leaves room that a gang parked behind it may take.
+                # Nothing is parked while any gang is pipelined; termination is brief.
+                self.unpark_all()
+            elif self.channels is not None and not self._all_since:
                 for gang in result.parkable:
                     if gang not in self._gangs_since:
                         self.parked[gang] = result.podgroups[gang]
