@@ -90,6 +90,35 @@ def _node(i: int, gpus: int, cpu: int = 8) -> dict[str, Any]:
 HOSTNAME, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 
 
+def _topology_cluster() -> tuple[Cluster, Parking]:
+    """Two leaves of two nodes under a spine, three nodes of 2 GPUs, and the parking that watches them."""
+    cluster = Cluster()
+    cluster.topology = True
+    for leaf, names in LEAVES.items():
+        cluster.put(hypernode({"name": leaf, "tier": 1, "nodes": names}))
+    cluster.put(hypernode({"name": "spine", "tier": 2, "hypernodes": list(LEAVES)}))
+    parking = watch(cluster.state)
+    for i in range(3):
+        cluster.put(_node(i, 2))
+    return cluster, parking
+
+
+def _gang(cluster: Cluster, g: int, size: int, q: str, req: dict[str, str], tier: int = 0) -> None:
+    spec: dict[str, Any] = {"name": f"ns/g{g}", "queue": q, "min": size, "phase": "Inqueue"}
+    if tier:
+        spec["networkTopology"] = {"mode": "hard", "highestTierAllowed": tier}
+    cluster.put(podgroup(spec))
+    for t in range(size):
+        cluster.put(pod({"name": f"ns/g{g}-{t}", "group": f"g{g}", "req": req, "priority": 1,
+                         "labels": {"job": f"g{g}"}}))
+
+
+def _change(cluster: Cluster, key: str, edit: Any) -> None:
+    doc = copy.deepcopy(cluster.docs[("Pod", key)])
+    edit(doc)
+    cluster.put(doc)
+
+
 def _terms(kind: str, job: str) -> dict[str, Any]:
     """A gang's pod terms (predicates and nodeorder read them): one member per node, near a `db` pod, spread evenly
     over the zones, or a `db` itself that others want near."""
@@ -298,14 +327,7 @@ def test_a_plan_dropped_after_the_session_that_made_it_un_parks_what_that_sessio
     the room g5 met); g1-0's plan then dropped before it bound. The placements the next session runs with lacked it,
     as did those the last one ran with, so no placement looked dropped and g5 stayed out while the full session
     placed it on the room g1-0 left. A session's own new binds count among the placements a later drop un-parks for."""
-    cluster = Cluster()
-    cluster.topology = True
-    for leaf, names in LEAVES.items():
-        cluster.put(hypernode({"name": leaf, "tier": 1, "nodes": names}))
-    cluster.put(hypernode({"name": "spine", "tier": 2, "hypernodes": list(LEAVES)}))
-    parking = watch(cluster.state)
-    for i in range(3):
-        cluster.put(_node(i, 2))
+    cluster, parking = _topology_cluster()
     conf = TOPOLOGY_CONFS[0]
     one, two = {"cpu": "1", "nvidia.com/gpu": "1"}, {"cpu": "1", "nvidia.com/gpu": "2"}
     for g, size, q, req in ((1, 2, "default", one), (2, 1, "default", one), (3, 2, "q1", two), (4, 1, "q2", one),
@@ -315,10 +337,7 @@ def test_a_plan_dropped_after_the_session_that_made_it_un_parks_what_that_sessio
             _step(cluster, parking, conf)
             cluster.put(_node(0, 0, cpu=2))
             _step(cluster, parking, conf)
-        cluster.put(podgroup({"name": f"ns/g{g}", "queue": q, "min": size, "phase": "Inqueue"}))
-        for t in range(size):
-            cluster.put(pod({"name": f"ns/g{g}-{t}", "group": f"g{g}", "req": req, "priority": 1,
-                             "labels": {"job": f"g{g}"}}))
+        _gang(cluster, g, size, q, req)
         if g == 4:
             _step(cluster, parking, conf)
     _step(cluster, parking, conf)
@@ -375,36 +394,25 @@ def test_a_request_in_another_queue_unparks_every_gang() -> None:
     conf = CONFS[0]
     cpu2, two, one = REQUESTS[1], REQUESTS[2], REQUESTS[0]
 
-    def gang(g: int, size: int, q: str, req: dict[str, str]) -> None:
-        cluster.put(podgroup({"name": f"ns/g{g}", "queue": q, "min": size, "phase": "Inqueue"}))
-        for t in range(size):
-            cluster.put(pod({"name": f"ns/g{g}-{t}", "group": f"g{g}", "req": req, "priority": 1,
-                             "labels": {"job": f"g{g}"}}))
-
-    def change(key: str, edit: Any) -> None:
-        doc = copy.deepcopy(cluster.docs[("Pod", key)])
-        edit(doc)
-        cluster.put(doc)
-
     for g, size, q, req in ((1, 1, "default", cpu2), (2, 1, "default", two), (3, 2, "default", one),
                             (4, 3, "default", one), (5, 3, "q2", cpu2)):
-        gang(g, size, q, req)
+        _gang(cluster, g, size, q, req)
     _step(cluster, parking, conf)
     for key, node_name in (("ns/g1-0", "n0"), ("ns/g2-0", "n1")):
-        change(key, lambda d, n=node_name: d["spec"].__setitem__("nodeName", n))
+        _change(cluster, key, lambda d, n=node_name: d["spec"].__setitem__("nodeName", n))
         cluster.placements.pop(key)
         if key == "ns/g1-0":
             _step(cluster, parking, conf)
-            gang(6, 1, "default", one)
+            _gang(cluster, 6, 1, "default", one)
         _step(cluster, parking, conf)
     cluster.put(_node(1, 1, cpu=2))
     _step(cluster, parking, conf)
-    change("ns/g1-0", lambda d: d["metadata"].__setitem__("deletionTimestamp", "2024-01-01T00:00:00Z"))
+    _change(cluster, "ns/g1-0", lambda d: d["metadata"].__setitem__("deletionTimestamp", "2024-01-01T00:00:00Z"))
     _step(cluster, parking, conf)
-    change("ns/g2-0", lambda d: d["status"].__setitem__("phase", "Succeeded"))
+    _change(cluster, "ns/g2-0", lambda d: d["status"].__setitem__("phase", "Succeeded"))
     _step(cluster, parking, conf)
     assert not parking.parked, "g4 is pipelined onto the room g1-0 releases: nothing is parked behind it"
-    gang(7, 1, "q1", one)
+    _gang(cluster, 7, 1, "q1", one)
     _step(cluster, parking, conf)  # fails when only q1's gangs are un-parked
 
 
@@ -414,54 +422,33 @@ def test_nothing_is_parked_while_a_gang_is_pipelined() -> None:
     had been ignored (its node was gone) and the bound pod counts, so the queue's share moved, g6 no longer fit, and
     the room it had been pipelined onto was g7's in a full session. A pipelined gang is judged again every session
     without a plan holding its room, so no gang may be parked behind it."""
-    cluster = Cluster()
-    cluster.topology = True
-    for leaf, names in LEAVES.items():
-        cluster.put(hypernode({"name": leaf, "tier": 1, "nodes": names}))
-    cluster.put(hypernode({"name": "spine", "tier": 2, "hypernodes": list(LEAVES)}))
-    parking = watch(cluster.state)
-    for i in range(3):
-        cluster.put(_node(i, 2))
+    cluster, parking = _topology_cluster()
     conf = TOPOLOGY_CONFS[0]
     one, two = REQUESTS[0], REQUESTS[2]
 
-    def gang(g: int, size: int, req: dict[str, str], tier: int = 0) -> None:
-        spec: dict[str, Any] = {"name": f"ns/g{g}", "queue": "default", "min": size, "phase": "Inqueue"}
-        if tier:
-            spec["networkTopology"] = {"mode": "hard", "highestTierAllowed": tier}
-        cluster.put(podgroup(spec))
-        for t in range(size):
-            cluster.put(pod({"name": f"ns/g{g}-{t}", "group": f"g{g}", "req": req, "priority": 1,
-                             "labels": {"job": f"g{g}"}}))
-
-    def change(key: str, edit: Any) -> None:
-        doc = copy.deepcopy(cluster.docs[("Pod", key)])
-        edit(doc)
-        cluster.put(doc)
-
     def bind(key: str) -> None:
         node_name = cluster.placements.pop(key)
-        change(key, lambda d: d["spec"].__setitem__("nodeName", node_name))
+        _change(cluster, key, lambda d: d["spec"].__setitem__("nodeName", node_name))
 
     for g, size, req, tier in ((1, 1, one, 0), (2, 3, two, 0), (3, 1, one, 0), (4, 1, one, 0), (5, 2, one, 1),
                                (6, 2, one, 0)):
-        gang(g, size, req, tier)
+        _gang(cluster, g, size, "default", req, tier)
     _step(cluster, parking, conf)
     cluster.delete("Node", "/n0")  # g5-0's planned node
     _step(cluster, parking, conf)
-    gang(7, 1, one)
+    _gang(cluster, 7, 1, "default", one)
     _step(cluster, parking, conf)
     bind("ns/g3-0")
     _step(cluster, parking, conf)
     cluster.delete("Pod", "ns/g2-0")
     _step(cluster, parking, conf)
-    change("ns/g3-0", lambda d: d["metadata"].__setitem__("deletionTimestamp", "2024-01-01T00:00:00Z"))
+    _change(cluster, "ns/g3-0", lambda d: d["metadata"].__setitem__("deletionTimestamp", "2024-01-01T00:00:00Z"))
     _step(cluster, parking, conf)
-    gang(8, 1, one)
+    _gang(cluster, 8, 1, "default", one)
     _step(cluster, parking, conf)
     bind("ns/g1-0")
     _step(cluster, parking, conf)
-    change("ns/g1-0", lambda d: d["status"].__setitem__("phase", "Succeeded"))
+    _change(cluster, "ns/g1-0", lambda d: d["status"].__setitem__("phase", "Succeeded"))
     _step(cluster, parking, conf)
     bind("ns/g5-0")  # onto the deleted node
     _step(cluster, parking, conf)  # fails when gangs are parked behind a pipelined one
