@@ -326,6 +326,11 @@ def latency_vgpu(nodes_list: list[int], requests: int) -> None:
 _WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _READ_VERBS = frozenset({"GET", "LIST"})  # a WATCH is counted when it ends, so not per pod
 _COUNTED_VERBS = _WRITE_VERBS | _READ_VERBS
+
+
+def _is_read(what: str) -> bool:
+    """Whether a counter key of `_api_counts` ("VERB resource[/subresource]") counts reads."""
+    return what.split(" ", 1)[0] in _READ_VERBS
 _METRIC_LINE = re.compile(r'^(apiserver_request_total|apiserver_admission_webhook_admission_duration_seconds_count)'
                           r'\{([^}]*)\} ([0-9.e+]+)$')
 
@@ -379,7 +384,6 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
                                 "/extender/gang/bind": bind})
 
 
-
 def start_null_extender(state_dir: Path) -> tuple[Any, str]:
     """The do-nothing extender in a process of its own, serving once it has started; (process, its URL). It reads
     the kubeconfig the dev cluster will write in `state_dir` when its bind is first called."""
@@ -392,6 +396,7 @@ def start_null_extender(state_dir: Path) -> tuple[Any, str]:
     null.start()
     ready.wait(60)
     return null, f"http://127.0.0.1:{port}/extender"
+
 
 async def _throughput_case(
     nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = (),
@@ -470,9 +475,9 @@ async def _throughput_case(
             await asyncio.sleep(WRITES_QUIET_S)
             counts_after = await _api_counts(client)
             counts = {what: (n - counts_before.get(what, 0.0)) / pods for what, n in counts_after.items()
-                      if what.split(" ", 1)[0] not in _READ_VERBS}
+                      if not _is_read(what)}
             counts |= {what: (n - counts_before.get(what, 0.0)) / pods for what, n in counts_bound.items()
-                       if what.split(" ", 1)[0] in _READ_VERBS and what.split(" ", 1)[1]}
+                       if _is_read(what) and what.split(" ", 1)[1]}
             return pods / (done - start), cpu, {what: n for what, n in counts.items() if n >= 0.005}
         finally:
             await cluster.down()
@@ -527,7 +532,7 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
             cpu_per_pod[label].append(sum(cpu.values()))
             spent = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(cpu.items(), key=lambda kv: -kv[1]))
             print(f"{label:<40} {rate:8.1f} pods/s   CPU ms/pod {sum(cpu.values()):.1f}: {spent}", flush=True)
-            reads = {what: n for what, n in writes.items() if what.split(" ", 1)[0] in _READ_VERBS}
+            reads = {what: n for what, n in writes.items() if _is_read(what)}
             writes = {what: n for what, n in writes.items() if what not in reads}
             for title, counted in (("API writes/pod", writes), ("API reads/pod", reads)):
                 total = sum(n for what, n in counted.items() if not what.startswith("webhook"))

@@ -258,7 +258,7 @@ def _podgroups(
                 writes.append(StatusWrite("PodGroup", key, new))
                 phase = new.get("phase") or ""
             if settled is not None and new is None and not held:
-                settled[key] = (computed, resource_version(stored), is_planned, phase)
+                settled[key] = (computed, version, is_planned, phase)
         phases[key] = phase
         # A planned gang not yet Running has its pods on their way through kube-scheduler's filter and bind and
         # the permit cache. Volcano warns here too ("0/4 tasks in gang unschedulable: …, 4 Binding"), its phase

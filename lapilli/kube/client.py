@@ -57,7 +57,6 @@ def _clean(params: Params | None) -> dict[str, str]:
     return out
 
 
-
 def env_proxy(server: str) -> str | None:
     """The proxy HTTPS_PROXY / HTTP_PROXY (and NO_PROXY) name for `server`, as the environment says now."""
     url = urllib.parse.urlsplit(server)
