@@ -317,6 +317,24 @@ class Job:
             if task.best_effort:
                 sub.pending_best_effort += (status is TaskStatus.PENDING) - (old is TaskStatus.PENDING)
 
+    def bind(self, task: Task) -> None:
+        """`set_status(task, BINDING)`. From Allocated (every bind of allocate's commit) only the counters move:
+        both statuses are ready and allocated, neither pending, so `ready`, `allocated` and the best-effort count
+        stay as they are."""
+        if task.status is not TaskStatus.ALLOCATED:
+            self.set_status(task, TaskStatus.BINDING)
+            return
+        task.status = TaskStatus.BINDING
+        self.counts[TaskStatus.ALLOCATED] -= 1
+        self.counts[TaskStatus.BINDING] += 1
+        role = self.role_counts[task.role]
+        role[TaskStatus.ALLOCATED] -= 1
+        role[TaskStatus.BINDING] += 1
+        if self.subjobs is not None:
+            sub = self.subjob_of[task.uid]
+            sub.counts[TaskStatus.ALLOCATED] -= 1
+            sub.counts[TaskStatus.BINDING] += 1
+
     def _count(self, task: Task, status: TaskStatus, delta: int) -> None:
         self.counts[status] += delta
         role = self.role_counts.get(task.role)

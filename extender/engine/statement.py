@@ -11,7 +11,6 @@ pipeline, then always discarded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
 from extender.engine.model import Job, Node, Task, TaskStatus
@@ -25,13 +24,10 @@ class StepKind(Enum):
     UNPIPELINE = "unpipeline"
 
 
-@dataclass(slots=True)
-class _Step:
-    kind: StepKind
-    task: Task
-    previous: TaskStatus
-    node: Node | None = None  # where an unpipelined task was, to put it back on discard
-    note: EvictionNote | None = None  # why an evicted task goes (its Event and its PodGroup's condition)
+# (kind, task, previous status, node, note): `node` is where an unpipelined task was, to put it back on discard;
+# `note` why an evicted task goes (its Event and its PodGroup's condition). A plain tuple: one is made per placement,
+# and a tuple costs a fifth of a dataclass instance to build.
+_Step = tuple[StepKind, Task, TaskStatus, Node | None, EvictionNote | None]
 
 
 class Statement:
@@ -43,21 +39,21 @@ class Statement:
 
     def allocate(self, task: Task, node: Node) -> None:
         self._ssn._place(task, node, TaskStatus.ALLOCATED)
-        self._steps.append(_Step(StepKind.ALLOCATE, task, TaskStatus.PENDING))
+        self._steps.append((StepKind.ALLOCATE, task, TaskStatus.PENDING, None, None))
 
     def pipeline(self, task: Task, node: Node) -> None:
         self._ssn._place(task, node, TaskStatus.PIPELINED)
-        self._steps.append(_Step(StepKind.PIPELINE, task, TaskStatus.PENDING))
+        self._steps.append((StepKind.PIPELINE, task, TaskStatus.PENDING, None, None))
 
     def unpipeline(self, task: Task) -> None:
         """A pipelined task back to Pending (Volcano's `UnPipeline`)."""
         node = self._ssn.node_by_name[task.node or ""]
         self._ssn._unplace(task)
-        self._steps.append(_Step(StepKind.UNPIPELINE, task, TaskStatus.PIPELINED, node))
+        self._steps.append((StepKind.UNPIPELINE, task, TaskStatus.PIPELINED, node, None))
 
     def evict(self, task: Task, note: EvictionNote | None = None) -> None:
         previous = self._ssn._release(task)
-        self._steps.append(_Step(StepKind.EVICT, task, previous, note=note))
+        self._steps.append((StepKind.EVICT, task, previous, None, note))
 
     def merge(self, other: Statement) -> None:
         """Take over `other`'s steps, which then commit or discard with this statement (Volcano's `Merge`):
@@ -72,10 +68,10 @@ class Statement:
         """(task, node, allocated rather than pipelined) of the steps that placed a pending task, in order: what
         `replay` repeats after the statement was discarded (Volcano's `SaveOperations` / `RecoverOperations`)."""
         out = []
-        for step in self._steps:
-            if step.kind in (StepKind.ALLOCATE, StepKind.PIPELINE):
-                node = self._ssn.node_by_name[step.task.node or ""]
-                out.append((step.task, node, step.kind is StepKind.ALLOCATE))
+        for kind, task, _, _, _ in self._steps:
+            if kind in (StepKind.ALLOCATE, StepKind.PIPELINE):
+                node = self._ssn.node_by_name[task.node or ""]
+                out.append((task, node, kind is StepKind.ALLOCATE))
         return out
 
     def replay(self, placements: list[tuple[Task, Node, bool]]) -> None:
@@ -86,25 +82,25 @@ class Statement:
                 self.pipeline(task, node)
 
     def discard(self) -> None:
-        for step in reversed(self._steps):
-            if step.kind is StepKind.EVICT:
-                self._ssn._unrelease(step.task, step.previous)
-            elif step.kind is StepKind.UNPIPELINE:
-                assert step.node is not None
-                self._ssn._place(step.task, step.node, TaskStatus.PIPELINED)
+        for kind, task, previous, node, _ in reversed(self._steps):
+            if kind is StepKind.EVICT:
+                self._ssn._unrelease(task, previous)
+            elif kind is StepKind.UNPIPELINE:
+                assert node is not None
+                self._ssn._place(task, node, TaskStatus.PIPELINED)
             else:
-                self._ssn._unplace(step.task)
+                self._ssn._unplace(task)
         self._steps.clear()
 
     def commit(self) -> None:
         records = self._ssn.records
-        for step in self._steps:
-            if step.kind is StepKind.ALLOCATE:
-                self._bind(step.task)
-            elif step.kind is StepKind.EVICT:
-                records.evictions.append(step.task.key)
-                if step.note is not None:
-                    records.eviction_notes[step.task.key] = step.note
+        for kind, task, _, _, note in self._steps:
+            if kind is StepKind.ALLOCATE:
+                self._bind(task)
+            elif kind is StepKind.EVICT:
+                records.evictions.append(task.key)
+                if note is not None:
+                    records.eviction_notes[task.key] = note
         self._steps.clear()
 
     def dispatch(self, job: Job) -> None:
@@ -114,10 +110,10 @@ class Statement:
         for task in job.tasks.values():
             if task.status is TaskStatus.ALLOCATED:
                 self._bind(task)
-        self._steps = [s for s in self._steps if s.kind is not StepKind.ALLOCATE]
+        self._steps = [s for s in self._steps if s[0] is not StepKind.ALLOCATE]
         self.commit()
 
     def _bind(self, task: Task) -> None:
         ssn = self._ssn
-        ssn.jobs[task.job].set_status(task, TaskStatus.BINDING)  # `Session._set_status`, once per bind
+        ssn.jobs[task.job].bind(task)  # `Session._set_status(task, BINDING)`, once per bind
         ssn.records.binds[task.key] = task.node or ""
