@@ -97,8 +97,7 @@ class Session(Callbacks):
         names: set[str] = set()
         for n in snap.nodes.values():
             names.update(n.allocatable)
-        for p in snap.pods.values():
-            names.update(p.request)
+        names.update(*[p.request for p in snap.pods.values()])  # one call: the keys are read in C
         for q in snap.queues.values():
             names.update(q.capability, q.guarantee, q.deserved or {})
         for g in snap.podgroups.values():
@@ -171,7 +170,15 @@ class Session(Callbacks):
         """`dims.vector(units)`, shared between equal resource lists (read-only, so sharing is safe): a snapshot's
         pods and PodGroups come from a few templates. `key`: `units`' items, when the caller has them already."""
         if key is None:
-            key = tuple(units.items())
+            return self._vector_of(units, tuple(units.items()))
+        # Pods' keys are shared tuples (`snapshot._shared_request_key`): found by identity, no tuple hashed. Sound
+        # while the jobs are built: the snapshot keeps every key passed in alive, so no id is reused meanwhile.
+        vec = self._vectors_by_id.get(id(key))
+        if vec is None:
+            vec = self._vectors_by_id[id(key)] = self._vector_of(units, key)
+        return vec
+
+    def _vector_of(self, units: Mapping[str, float], key: tuple[tuple[str, float], ...]) -> Vec:
         vec = self._vectors.get(key)
         if vec is None:
             vec = self._vectors[key] = self.dims.vector(units)
@@ -180,6 +187,7 @@ class Session(Callbacks):
 
     def _build_jobs(self, snap: Snapshot) -> None:
         self._vectors: dict[tuple[tuple[str, float], ...], Vec] = {}
+        self._vectors_by_id: dict[int, Vec] = {}
         self.jobs: dict[str, Job] = {}
         for pg in snap.podgroups.values():
             if pg.queue not in self.queues:
@@ -257,6 +265,7 @@ class Session(Callbacks):
                 self.tasks[task.uid] = task
             else:
                 self.other_tasks.append(task)
+        self._vectors_by_id.clear()  # ids are only sound while this loop holds the snapshot's records
         self.idle_tasks: list[Task] = []
         for key in sorted(snap.idle_reclaimable):
             marked = snap.pods.get(key)
@@ -344,11 +353,10 @@ class Session(Callbacks):
     def _place(self, task: Task, node: Node, status: TaskStatus) -> None:
         """Pending → Allocated/Pipelined on `node`."""
         # `_occupy`, `set_status` and `fire_allocate` inlined: this runs once per placement.
+        # `row += resreq` on the row's view adds in place; `used[i] += resreq` would also copy the row back.
         task.node = node.name
-        if status is TaskStatus.PIPELINED:
-            self.arrays.pipelined[node.idx] += task.resreq
-        else:
-            self.arrays.used[node.idx] += task.resreq
+        row = self.arrays.pipelined[node.idx] if status is TaskStatus.PIPELINED else self.arrays.used[node.idx]
+        row += task.resreq
         self.placement.touch(node.idx)
         node.tasks[task.uid] = task
         if task.host_ports:

@@ -89,9 +89,25 @@ class PodRecord:
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", _task_status(self))
         object.__setattr__(self, "index", replica_index(self.name))
-        object.__setattr__(self, "request_key", tuple(self.request.items()))
+        object.__setattr__(self, "request_key", _shared_request_key(tuple(self.request.items())))
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
         object.__setattr__(self, "group_key", f"{self.namespace}/{self.group}" if self.group else "")
+
+
+# Equal request keys as one tuple, so a session's per-template lookups (`Session._vector`) can go by identity instead
+# of hashing every pod's key: records are made once per pod change, sessions read them many times. Bounded: a
+# cleared table only makes later records new tuples again (equal by value, which is all a lookup needs).
+_REQUEST_KEYS: dict[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]] = {}
+_REQUEST_KEYS_MAX: Final = 4096
+
+
+def _shared_request_key(key: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+    shared = _REQUEST_KEYS.get(key)
+    if shared is None:
+        if len(_REQUEST_KEYS) >= _REQUEST_KEYS_MAX:
+            _REQUEST_KEYS.clear()
+        shared = _REQUEST_KEYS[key] = key
+    return shared
 
 
 def _task_status(pod: PodRecord) -> TaskStatus:

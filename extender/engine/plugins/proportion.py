@@ -104,6 +104,14 @@ def water_fill(attrs: list[QueueAttr], total: Vec, dims: Dims) -> None:
             return
 
 
+def _non_negative(vec: Vec, known: dict[int, bool]) -> bool:
+    """`(vec >= 0).all()`, remembered by the vector's id in `known` (the caller keeps every vector alive)."""
+    found = known.get(id(vec))
+    if found is None:
+        found = known[id(vec)] = bool((vec >= 0).all())
+    return found
+
+
 def elastic(job: Job) -> Vec:
     minimum = job.min_resources if job.min_resources is not None else np.zeros_like(job.allocated)
     return exceeded_part(job.allocated, minimum)
@@ -124,6 +132,7 @@ class ProportionPlugin:
         # Each queue's allocated and requested resources, task by task in job order (`sequential_sum` adds them).
         allocated: dict[str, list[Vec]] = {}
         requested: dict[str, list[Vec]] = {}
+        signs: dict[int, bool] = {}  # `_non_negative` per minResources vector (jobs of one template share one)
         for job in ssn.jobs.values():
             queue = ssn.queues[job.queue]
             attr = self.attrs.get(queue.name)
@@ -152,7 +161,8 @@ class ProportionPlugin:
             inqueue = job.inqueue_reservation()
             if inqueue is not None:
                 attr.inqueue += inqueue
-            if job.min_resources is None or job.allocated.any() or not (job.min_resources >= 0).all():
+            minimum = job.min_resources
+            if minimum is None or not _non_negative(minimum, signs) or job.allocated.any():
                 attr.elastic += elastic(job)  # else max(0 - minimum, 0) is zero: adding it changes nothing
         for name, attr in self.attrs.items():
             attr.allocated = sequential_sum(attr.allocated, allocated[name])
