@@ -297,6 +297,9 @@ class SessionView(Protocol):
     card_report: Mapping[str, tuple[tuple[str, int, int, int, int], ...]]
     # Tasks whose GPUs idle under a policy that reclaims them (`Task.idle`), by pod key.
     idle_tasks: list[Task]
+    # Some pod of the session has inter-pod (anti-)affinity or spread terms (`Task.terms`); without any, the pod
+    # terms' plugins have nothing to count.
+    pod_terms: bool
 
     @property
     def device_configs(self) -> Mapping[str, DeviceConfig]: ...

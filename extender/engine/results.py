@@ -245,10 +245,7 @@ def queue_results(ssn: Session) -> dict[str, QueueResult]:
     for job in ssn.jobs.values():
         if not job.count(ALLOCATED_STATUS):
             continue
-        rows = requests[job.queue]
-        for task in job.tasks.values():
-            if task.status in ALLOCATED_STATUS:
-                rows.append(task.resreq)
+        requests[job.queue] += [task.resreq for task in job.tasks.values() if task.status in ALLOCATED_STATUS]
     allocated = {name: sequential_sum(ssn.dims.zeros(), rows) for name, rows in requests.items()}
     # Volcano propagates a queue's allocation to every ancestor up to root.
     totals = {name: vec.copy() for name, vec in allocated.items()}

@@ -214,11 +214,14 @@ class Session(Callbacks):
         self.other_tasks: list[Task] = []
         best_effort: dict[int, bool] = {}  # by id of the shared request vector
         jobs, namespaces = self.jobs, snap.namespaces
+        self.pod_terms = False
         # By (namespace, name): two stable sorts on one string each compare faster than one on pairs.
         by_name = sorted(snap.pods.values(), key=attrgetter("name"))
         for pod in sorted(by_name, key=attrgetter("namespace")):
             job = jobs.get(pod.group_key) if pod.group_key else None
             resreq = self._vector(pod.request, pod.request_key)
+            if pod.terms is not None:
+                self.pod_terms = True
             if id(resreq) not in best_effort:
                 best_effort[id(resreq)] = all(v < TOLERANCE for k, v in pod.request.items() if k != "pods")
             # Positional, in field order: keyword arguments double the cost of building 50,000 tasks.

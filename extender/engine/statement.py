@@ -94,9 +94,11 @@ class Statement:
 
     def commit(self) -> None:
         records = self._ssn.records
+        jobs, binds = self._ssn.jobs, records.binds
         for kind, task, _, _, note in self._steps:
             if kind is StepKind.ALLOCATE:
-                self._bind(task)
+                jobs[task.job].bind(task)  # `_bind`, inlined: once per pod allocate binds
+                binds[task.key] = task.node or ""
             elif kind is StepKind.EVICT:
                 records.evictions.append(task.key)
                 if note is not None:

@@ -33,7 +33,8 @@ class DrfPlugin:
         total = self.total = ssn.total
         for job in ssn.jobs.values():
             self.allocated[job.uid] = job.allocated.copy()
-            self.shares[job.uid] = dominant_share(job.allocated, total)
+            # Zero while nothing of the job is ready: nothing was added to its `allocated` as the session opened.
+            self.shares[job.uid] = dominant_share(job.allocated, total) if job.ready else 0.0
 
         def victims(preemptor: Task, candidates: list[Task]) -> list[Task]:
             mine = dominant_share(self.allocated[preemptor.job] + preemptor.resreq, total)

@@ -67,6 +67,8 @@ def _open(ssn: SessionView, counts: PodCounts, parts: list[Part], scores: bool) 
 
 def open_filters(ssn: SessionView, affinity: bool, spread: bool) -> list[FilterPart]:
     """The InterPodAffinity and PodTopologySpread filters that apply this session (none when no pod has terms)."""
+    if not ssn.pod_terms:
+        return []  # what `_open` finds, without a pass over every pod: no part registers a count
     domains = Domains(ssn.nodes)
     counts = PodCounts(ssn.nodes, domains)
     parts: list[FilterPart] = []
@@ -79,6 +81,8 @@ def open_filters(ssn: SessionView, affinity: bool, spread: bool) -> list[FilterP
 
 def open_scorers(ssn: SessionView, affinity_weight: float, spread_weight: float) -> list[ScorerPart]:
     """The InterPodAffinity and PodTopologySpread scores that apply this session (none when no pod has terms)."""
+    if not ssn.pod_terms:
+        return []  # as in `open_filters`
     domains = Domains(ssn.nodes)
     counts = PodCounts(ssn.nodes, domains)
     parts: list[ScorerPart] = []

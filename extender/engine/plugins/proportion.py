@@ -162,7 +162,8 @@ class ProportionPlugin:
             if inqueue is not None:
                 attr.inqueue += inqueue
             minimum = job.min_resources
-            if minimum is None or not _non_negative(minimum, signs) or job.allocated.any():
+            # A job with no ready task has had nothing added to `allocated` (all zeros) while the session opens.
+            if minimum is None or not _non_negative(minimum, signs) or (job.ready and job.allocated.any()):
                 attr.elastic += elastic(job)  # else max(0 - minimum, 0) is zero: adding it changes nothing
         for name, attr in self.attrs.items():
             attr.allocated = sequential_sum(attr.allocated, allocated[name])
