@@ -6,9 +6,10 @@
 latency: the real aiohttp app of the extender runs in a child process over a synthetic cluster (nodes of 8 GPUs,
 gangs of 8 planned); the parent posts filter and prioritize requests for planned members with every node name
 (`nodeCacheCapable`), one at a time over loopback, and reports p50/p99 — once with the service idle and once
-while scheduling sessions run back to back in the service's worker thread. The baseline in the same run is a
-bare aiohttp handler that decodes the same body and answers a fixed reply. Sessions run in a child process
-(`--session-process`, the default of `lapilli serve`) that keeps its own copy of the cluster.
+while scheduling sessions run back to back (from the session process's first outcome on: it builds its own copy of
+the cluster first). The baseline in the same run is a bare aiohttp handler that decodes the same body and answers a
+fixed reply. Sessions run in a child process (`--session-process`, the default of `lapilli serve`) that keeps its
+own copy of the cluster.
 
 latency --vgpu (issue 18): the same, with shared GPUs next to whole GPUs over the same number of nodes. The vGPU
 cluster's nodes register 8 cards of 80 GB (`volcano.sh/node-vgpu-register`, split 10) and advertise the vGPU totals;
@@ -16,7 +17,10 @@ its gang members ask one card and 40 GB (`volcano.sh/vgpu-number` / `vgpu-memory
 one `nvidia.com/gpu`; the conf is Volcano's default plus `deviceshare` with `deviceshare.VGPUEnable`. Two kinds of
 request each: a planned gang member (filter answers its planned node), and a single pod of an admitted gang of one
 that no session has planned yet (filter passes every offered node for a whole GPU, and checks each node's cards
-for a vGPU ask, through `CardBook`). Rows give p50/p99 and the vGPU/whole-GPU ratio of p99 (goal: within 1.2×).
+for a vGPU ask, through `CardBook`). Each with the service idle, with sessions paced as the service runs them while
+changes keep coming (`SessionLoop.run_forever` poked all the time: a session 0.2 s after the last one ended), and
+with sessions back to back (a stress case: ~40 a second here, ten times the service's rate). Rows give p50/p99 and
+the vGPU/whole-GPU ratio of p99 (goal: within 1.2×).
 
 throughput: a dev cluster (real kube-apiserver + kube-scheduler 1.20, simulated nodes) per case; pods are
 created as fast as the API takes them and the clock stops when the last one is bound. Cases: plain
@@ -174,6 +178,7 @@ async def _service(nodes: int, vgpu: bool) -> tuple[Any, Any, Any, Any]:
 
     loop._write_status = no_writes  # type: ignore[method-assign]  # no API server here
     loop._record_events = lambda _outcome: None  # type: ignore[method-assign]
+    loop._touch = lambda _key: asyncio.sleep(0)  # type: ignore[method-assign]  # a term's requeue patches pods
     await loop.run_once()
     return state, plan, loop, metrics
 
@@ -185,16 +190,31 @@ def _extender(state: Any, plan: Any, loop: Any, metrics: Any) -> Any:
     return Extender(state, plan, loop, PermitCache(lambda *a: asyncio.sleep(0, ""), 30), None, metrics)  # type: ignore[arg-type]
 
 
-def _serve_extender(nodes: int, port: int, busy: bool, vgpu: bool, ready: Any) -> None:
+IDLE, PACED, BACK_TO_BACK = "idle", "sessions paced", "sessions back to back"
+
+
+def _serve_extender(nodes: int, port: int, sessions: str, vgpu: bool, ready: Any) -> None:
+    """The extender over the synthetic cluster with no sessions (IDLE), with sessions run as the service runs them
+    when changes keep coming (PACED: `SessionLoop.run_forever`, poked all the time, so each session starts
+    `MIN_SESSION_GAP_S` after the last one ended), or with sessions back to back (BACK_TO_BACK: the next one as
+    soon as the last one's outcome is in, ten times the service's rate here; a stress case)."""
     from extender.service.http import make_app
     from extender.service.runner import ProcessRunner
 
+    async def poke_forever(loop: Any) -> None:
+        while True:
+            loop.poke()
+            await asyncio.sleep(0.01)
+
     async def main() -> None:
         state, plan, loop, metrics = await _service(nodes, vgpu)
-        if busy:
+        if sessions != IDLE:
             runner = ProcessRunner(None, target=_session_child, args=(nodes, vgpu))
             runner.start()
             loop.runner = runner  # sessions in a child process, as the service runs them
+            # Measured once sessions run: the child builds its copy of the cluster first, a few seconds of a core
+            # that would otherwise land on the first requests.
+            await loop.run_once()
         sys.setswitchinterval(0.0002)  # what SessionLoop.run_forever sets
         gc.freeze()  # what ExtenderComponent does once the caches are synced
         extender = _extender(state, plan, loop, metrics)
@@ -202,11 +222,11 @@ def _serve_extender(nodes: int, port: int, busy: bool, vgpu: bool, ready: Any) -
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port).start()
         ready.set()
-        while True:
-            if busy:
-                await loop.run_once()  # back-to-back sessions in the session process
-            else:
-                await asyncio.sleep(3600)
+        if sessions == PACED:
+            await asyncio.gather(loop.run_forever(), poke_forever(loop))
+        while sessions == BACK_TO_BACK:
+            await loop.run_once()
+        await asyncio.Event().wait()
 
     asyncio.run(main())
 
@@ -283,8 +303,8 @@ def latency(nodes_list: list[int], requests: int) -> None:
     for nodes in nodes_list:
         cases = [
             ("baseline (decode + fixed reply)", _serve_baseline, (18081,)),
-            ("extender, idle", _serve_extender, (nodes, 18082, False)),
-            ("extender, sessions running", _serve_extender, (nodes, 18083, True)),
+            ("extender, idle", _serve_extender, (nodes, 18082, IDLE)),
+            ("extender, sessions running", _serve_extender, (nodes, 18083, BACK_TO_BACK)),
         ]
         for label, target, args in cases:
             port = args[-1] if target is _serve_baseline else args[1]
@@ -296,30 +316,30 @@ def latency(nodes_list: list[int], requests: int) -> None:
 
 
 def latency_vgpu(nodes_list: list[int], requests: int) -> None:
-    """Whole GPUs and vGPU cards over the same nodes, idle and with sessions running; each server is asked about
-    planned gang members and about unplanned single pods."""
-    print(f"{'nodes':>6} {'case':<34} {'filter p50/p99 ms':>20} {'prioritize p50/p99 ms':>24}")
+    """Whole GPUs and vGPU cards over the same nodes: idle, with sessions paced as the service runs them, and with
+    sessions back to back; each server is asked about planned gang members and about unplanned single pods."""
+    print(f"{'nodes':>6} {'case':<44} {'filter p50/p99 ms':>20} {'prioritize p50/p99 ms':>24}")
     kinds = ("gang", "single")
     for nodes in nodes_list:
         base = _run_case(_serve_baseline, (18081,), 18081, nodes, requests)["gang"]
         f, p = base["filter"], base["prioritize"]
-        print(f"{nodes:>6} {'baseline (decode + fixed reply)':<34} {f[0]:>8.2f} / {f[1]:>6.2f}   "
+        print(f"{nodes:>6} {'baseline (decode + fixed reply)':<44} {f[0]:>8.2f} / {f[1]:>6.2f}   "
               f"{p[0]:>10.2f} / {p[1]:>6.2f}", flush=True)
-        for busy, state in ((False, "idle"), (True, "sessions running")):
+        for case, state in enumerate((IDLE, PACED, BACK_TO_BACK)):
             results = {}
             for vgpu, gpus in ((False, "whole GPUs"), (True, "vGPU cards")):
-                port = 18082 + 2 * busy + vgpu
-                args = (nodes, port, busy, vgpu)
+                port = 18082 + 2 * case + vgpu
+                args = (nodes, port, state, vgpu)
                 results[vgpu] = _run_case(_serve_extender, args, port, nodes, requests, vgpu, kinds)
                 for kind in kinds:
                     f, p = results[vgpu][kind]["filter"], results[vgpu][kind]["prioritize"]
                     label = f"{gpus}, {state}, {'member' if kind == 'gang' else 'single'}"
-                    print(f"{nodes:>6} {label:<34} {f[0]:>8.2f} / {f[1]:>6.2f}   {p[0]:>10.2f} / {p[1]:>6.2f}",
+                    print(f"{nodes:>6} {label:<44} {f[0]:>8.2f} / {f[1]:>6.2f}   {p[0]:>10.2f} / {p[1]:>6.2f}",
                           flush=True)
             for kind in kinds:
                 ratios = [results[True][kind][v][1] / results[False][kind][v][1] for v in ("filter", "prioritize")]
                 label = f"vGPU/whole p99, {state}, {'member' if kind == 'gang' else 'single'}"
-                print(f"{nodes:>6} {label:<34} {ratios[0]:>17.2f}x   {ratios[1]:>21.2f}x", flush=True)
+                print(f"{nodes:>6} {label:<44} {ratios[0]:>17.2f}x   {ratios[1]:>21.2f}x", flush=True)
 
 
 # ---- throughput ---------------------------------------------------------------------------------------------

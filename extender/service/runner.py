@@ -3,8 +3,8 @@
 `ThreadRunner` runs the engine in a worker thread over the service's own cluster state (tests, small clusters).
 `ProcessRunner` runs it in a child process that keeps its own cluster state through its own reflectors, so a
 session shares neither the interpreter lock nor the garbage collector with the verbs; only the plan's placements
-go down the pipe and only the outcome comes back (shipping a 5,000-node snapshot instead would cost ~200 ms of
-pickling per session on the verbs' side).
+go down the pipe, and only when the plan changed, and only the outcome comes back (shipping a 5,000-node snapshot
+instead would cost ~200 ms of pickling per session on the verbs' side).
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from extender.engine.conf import SchedulerConf
 from extender.service.pacing import Pacer
 from extender.service.parking import Parking
@@ -32,24 +35,56 @@ from lapilli.devices.assign import PodDevices
 log = logging.getLogger("lapilli.extender")
 
 SESSION_NICENESS = 10  # added to the session process's niceness
+_NO_DEVICES: dict[str, PodDevices] = {}  # one object, so a plan without cards is the same plan next time
 
 
 class SessionRequest(NamedTuple):
     """Down the pipe: run a session with the plan's placements (and their vGPU cards) assumed, under this conf,
-    with these pods idle-reclaimable (the leader's idle-GPU monitor keeps that set)."""
+    with these pods idle-reclaimable (the leader's idle-GPU monitor keeps that set). `same_plan` means placements and
+    devices were left out because the plan is the one sent last time."""
 
     placements: dict[str, str]
     conf: SchedulerConf
     idle: frozenset[str] = frozenset()
     devices: dict[str, PodDevices] = {}
+    same_plan: bool = False
 
 
 class SessionReply(NamedTuple):
     """Up the pipe: the outcome (None while not synced); `same_nodes` means its node index was left out because
-    the node set is the one sent last time."""
+    the node set is the one sent last time, `same_room` its nodes' allocatable and idle room, which are the ones sent
+    last time."""
 
     outcome: Outcome | None
     same_nodes: bool
+    same_room: bool = False
+
+
+_NO_ROOM = np.zeros((0, 0))
+
+
+class _LastSent:
+    """What the session process sent last of what rarely changes between sessions, to leave it out next time: the
+    node index (unpickling 5,000 names costs the verbs' process ~0.4 ms per session, and nodes come and go far less
+    often than sessions run) and the nodes' room (two node-by-resource arrays, ~100 KB at 1,000 nodes with vGPU
+    dimensions: in a settled cluster the same every session, and reading them through the pipe kept a thread of
+    the verbs' process busy)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, int] | None = None
+        self.room: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
+
+    def reply(self, outcome: Outcome) -> SessionReply:
+        same_nodes = outcome.node_index == self.nodes
+        same_room = (self.room is not None and np.array_equal(outcome.allocatable, self.room[0])
+                     and np.array_equal(outcome.idle, self.room[1]))
+        # Copies: the session's arrays may be the long-lived snapshot's, changed in place when a node changes.
+        self.nodes, self.room = outcome.node_index, (outcome.allocatable.copy(), outcome.idle.copy())
+        if same_nodes:
+            outcome = dataclasses.replace(outcome, node_index={})
+        if same_room:
+            outcome = dataclasses.replace(outcome, allocatable=_NO_ROOM, idle=_NO_ROOM)
+        return SessionReply(outcome, same_nodes, same_room)
 
 
 def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerConf, pacer: Pacer,
@@ -123,8 +158,7 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
     """Answer (placements, conf) requests with outcomes until the parent closes the pipe. The state keeps
     following the cluster between requests (its reflectors run on this loop).
 
-    The node index goes down the pipe only when the node set changed: unpickling 5,000 names costs the verbs'
-    process ~0.4 ms per session, and nodes come and go far less often than sessions run."""
+    What rarely changes between sessions goes down the pipe only when it changed (`_LastSent`)."""
     # A session is background work and a verb is on kube-scheduler's sequential path: when both want the same
     # core, the verb should get it (sessions at 5,000 nodes keep a core busy for a quarter second at a time).
     with contextlib.suppress(OSError):
@@ -133,14 +167,17 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
     pacer = Pacer()
     parking = watch(state)
     nominations: dict[str, dict[str, str]] = {}
-    sent_nodes: dict[str, int] | None = None
+    sent = _LastSent()
+    plan: tuple[dict[str, str], dict[str, PodDevices]] = ({}, {})
     frozen = False
     while True:
         try:
             request: SessionRequest = await loop.run_in_executor(None, conn.recv)
-            placements, conf, idle, devices = request
-            outcome = None
-            same_nodes = False
+            placements, conf, idle, devices, same_plan = request
+            if same_plan:
+                placements, devices = plan
+            plan = placements, devices
+            reply = SessionReply(None, False)
             if state.synced and not frozen:
                 # The listed cluster is long-lived: keep it out of later full collections (as the verbs' process).
                 gc.freeze()
@@ -151,11 +188,8 @@ async def serve_sessions(state: ClusterState, conn: Connection) -> None:
                 outcome = await asyncio.to_thread(run_over, state, placements, conf, pacer, idle, nominations,
                                                   devices, parking)
                 nominations = outcome.nominations
-                same_nodes = outcome.node_index == sent_nodes
-                sent_nodes = outcome.node_index
-                if same_nodes:
-                    outcome = dataclasses.replace(outcome, node_index={})
-            await loop.run_in_executor(None, conn.send, SessionReply(outcome, same_nodes))
+                reply = sent.reply(outcome)
+            await loop.run_in_executor(None, conn.send, reply)
         except (EOFError, BrokenPipeError, ConnectionResetError):
             return  # the parent is gone (even a SIGKILLed one closes its end of the pipe)
 
@@ -176,6 +210,11 @@ class ProcessRunner:
         self._proc: mp.process.BaseProcess | None = None
         self._lock = asyncio.Lock()
         self._nodes: dict[str, int] = {}  # the node index the child sent last
+        self._room: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] = (_NO_ROOM, _NO_ROOM)  # and the room
+        # The plan's dicts sent last. The plan rebuilds them when it changes and never changes them in place, so
+        # the very same objects again mean the same plan: in a settled cluster it stays put session after session,
+        # and pickling it (~1 ms for 2,000 pods' vGPU cards) held the interpreter lock the verbs wait for.
+        self._plan: tuple[dict[str, str], dict[str, PodDevices]] | None = None
 
     def start(self) -> None:
         ctx = mp.get_context("spawn")
@@ -185,6 +224,8 @@ class ProcessRunner:
         child.close()
         self._conn = parent
         self._nodes = {}
+        self._room = (_NO_ROOM, _NO_ROOM)
+        self._plan = None
 
     async def __call__(self, placements: dict[str, str], conf: SchedulerConf,
                        idle: frozenset[str] = frozenset(),
@@ -195,14 +236,23 @@ class ProcessRunner:
         assert self._conn is not None
         conn = self._conn
         loop = asyncio.get_running_loop()
+        devices = _NO_DEVICES if devices is None else devices
         async with self._lock:
-            await loop.run_in_executor(None, conn.send, SessionRequest(placements, conf, idle, devices or {}))
+            if self._plan is not None and self._plan[0] is placements and self._plan[1] is devices:
+                request = SessionRequest({}, conf, idle, {}, same_plan=True)
+            else:
+                request = SessionRequest(placements, conf, idle, devices)
+            await loop.run_in_executor(None, conn.send, request)
+            self._plan = placements, devices
             reply: SessionReply = await loop.run_in_executor(None, conn.recv)
-            outcome, same_nodes = reply
+        outcome = reply.outcome
         if outcome is not None:
-            if same_nodes:
-                outcome.node_index = self._nodes  # the very same dict: later comparisons are by identity
-            self._nodes = outcome.node_index
+            # What was left out is the very object sent before: later comparisons of it start with identity.
+            if reply.same_nodes:
+                outcome.node_index = self._nodes
+            if reply.same_room:
+                outcome.allocatable, outcome.idle = self._room
+            self._nodes, self._room = outcome.node_index, (outcome.allocatable, outcome.idle)
         return outcome
 
     def stop(self) -> None:

@@ -1,5 +1,5 @@
-"""The session process over a real pipe: outcomes come back whole, and the node index crosses only when the node
-set changed (the verbs' process keeps the same dict object meanwhile)."""
+"""The session process over a real pipe: outcomes come back whole; the node index and the nodes' room cross only when
+they changed (the verbs' process keeps the same objects meanwhile), and the plan only when it changed."""
 
 from __future__ import annotations
 
@@ -57,12 +57,47 @@ async def test_the_node_index_crosses_the_pipe_only_when_nodes_change():
         assert first is not None and second is not None
         assert set(first.node_index) == {"n0", "n1", "n2"}
         assert second.node_index is first.node_index  # unchanged: not sent again, the same dict reused
+        assert second.allocatable is first.allocatable and second.idle is first.idle  # so is the nodes' room
         assert len(second.new_plans["ml/g"][1]) == 2  # the rest of the outcome is whole
         third = await runner({ADD_NODE: "yes"}, conf)
         assert third is not None
         assert set(third.node_index) == {"n0", "n1", "n2", "late1"}
-        assert third.idle.shape[0] == 4
+        assert third.idle.shape[0] == 4 and third.allocatable.shape[0] == 4
         fourth = await runner({}, conf)
         assert fourth is not None and fourth.node_index is third.node_index
+    finally:
+        runner.stop()
+
+
+class _Sent:
+    """The parent's end of the pipe, keeping every request it sends."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.requests = conn, []
+
+    def send(self, obj: Any) -> None:
+        self.requests.append(obj)
+        self.conn.send(obj)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+
+async def test_the_plan_crosses_the_pipe_only_when_it_changes():
+    runner = ProcessRunner(None, target=_child)
+    runner.start()
+    sent = _Sent(runner._conn)
+    runner._conn = sent  # type: ignore[assignment]
+    try:
+        conf = ConfSource(None).conf
+        placements = {"ml/g-0": "n0", "ml/g-1": "n1"}  # the gang is planned: sessions assume it placed
+        for _ in range(2):
+            outcome = await runner(placements, conf)
+            assert outcome is not None and "ml/g" not in outcome.new_plans
+        assert [r.same_plan for r in sent.requests] == [False, True]
+        assert sent.requests[1].placements == {}  # left out: the child kept the one it was sent
+        outcome = await runner({}, conf)  # a new plan (the gang's was dropped): sent, and the gang planned again
+        assert outcome is not None and len(outcome.new_plans["ml/g"][1]) == 2
+        assert sent.requests[2].same_plan is False
     finally:
         runner.stop()
