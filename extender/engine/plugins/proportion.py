@@ -152,12 +152,15 @@ class ProportionPlugin:
                 self.attrs[queue.name] = attr
                 allocated[queue.name], requested[queue.name] = [], []
             held, asked = allocated[queue.name], requested[queue.name]
-            for task in job.tasks.values():
-                if task.status in ALLOCATED_STATUS:
-                    held.append(task.resreq)
-                    asked.append(task.resreq)
-                elif task.status is TaskStatus.PENDING:
-                    asked.append(task.resreq)
+            if job.counts[TaskStatus.PENDING] == len(job.tasks):  # a gang waiting whole: the same rows, in one pass
+                asked += [task.resreq for task in job.tasks.values()]
+            else:
+                for task in job.tasks.values():
+                    if task.status in ALLOCATED_STATUS:
+                        held.append(task.resreq)
+                        asked.append(task.resreq)
+                    elif task.status is TaskStatus.PENDING:
+                        asked.append(task.resreq)
             inqueue = job.inqueue_reservation()
             if inqueue is not None:
                 attr.inqueue += inqueue
