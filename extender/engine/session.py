@@ -479,9 +479,9 @@ class Session(Callbacks):
     def job_fit_error(self, job: Job) -> str:
         """Volcano's `JobInfo.FitError`: a histogram of task statuses, then why pending tasks did not fit."""
         statuses: dict[str, int] = {"minAvailable": job.min_member}
-        for task in job.tasks.values():
-            label = task.status.label()
-            statuses[label] = statuses.get(label, 0) + 1
+        for status in TaskStatus:  # the job's counters are its tasks' statuses counted (the text sorts them)
+            if job.counts[status]:
+                statuses[status.label()] = job.counts[status]
         text = "pod group is not ready, " + ", ".join(sorted(f"{n} {s}" for s, n in statuses.items()))
         if job.job_fit_error:
             return f"{text}; {job.job_fit_error}"
