@@ -160,6 +160,9 @@ class Callbacks:
         self._current: PluginOption | None = None
         self._current_tier = 0
         self._ready_fns: list[JobPredicateFn] = []
+        # `task_key`'s two chains (with and without the replica index), made once for the TaskOrder list they
+        # were made from: allocate asks on every job turn.
+        self._task_keys: tuple[list[OrderFn[Task]], tuple[Callable[[Task], SortKey], ...] | None] | None = None
         self._allocatable_fns: list[QueueTaskFn] = []
 
     def _open_plugins(self, ssn: SessionView) -> None:
@@ -291,13 +294,17 @@ class Callbacks:
     def task_key(self, tasks: list[Task]) -> Callable[[Task], SortKey] | None:
         """A sort key equivalent to `task_order` over `tasks` (see `job_key`). The replica-index tie-break is a
         total order only when all of the tasks have an index or none has; otherwise there is no key."""
-        keys = _plugin_keys(self.task_orders.all())
-        indexed = sum(1 for t in tasks if t.index is not None)
-        if keys is None or 0 < indexed < len(tasks):
+        fns = self.task_orders.all()
+        if self._task_keys is None or self._task_keys[0] is not fns:  # a plugin added one since: make them again
+            keys = _plugin_keys(fns)
+            self._task_keys = (fns, None if keys is None else (
+                _chain_keys(keys, lambda task: (task.index, task.creation, task.uid)),
+                _chain_keys(keys, lambda task: (task.creation, task.uid))))
+        chains = self._task_keys[1]
+        indexed = sum([t.index is not None for t in tasks])
+        if chains is None or 0 < indexed < len(tasks):
             return None
-        if indexed:
-            return _chain_keys(keys, lambda task: (task.index, task.creation, task.uid))
-        return _chain_keys(keys, lambda task: (task.creation, task.uid))
+        return chains[0] if indexed else chains[1]
 
     def job_order(self, left: Job, right: Job) -> int:
         result = _compare(self.job_orders.all(), left, right)

@@ -23,7 +23,7 @@ from extender.engine.actions.hyperallocate import (
 )
 from extender.engine.actions.ordering import PriorityQueue, pop_best
 from extender.engine.actions.registry import register_action
-from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task
+from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task, TaskStatus
 from extender.engine.session import Session
 from extender.engine.statement import Statement
 
@@ -98,7 +98,7 @@ class Allocate:
                 continue
             tasks = pending.get(job.uid)
             if tasks is None:
-                todo = [t for t in job.pending_tasks() if not t.best_effort]
+                todo = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort]
                 tasks = PriorityQueue(ssn.task_order, todo, ssn.task_key(todo))
                 pending[job.uid] = tasks
             stmt = self._from_nomination(ssn, job, tasks) or Statement(ssn)

@@ -43,9 +43,10 @@ class PriorityQueue(Generic[T]):
         # the uid), so two entries never tie and the items themselves are never compared.
         if key is None:
             self._wrap: Callable[[T], _Ranked[T] | tuple[SortKey, T]] = lambda item: _Ranked(item, compare)
+            self._heap: list[_Ranked[T] | tuple[SortKey, T]] = [self._wrap(item) for item in items]
         else:
             self._wrap = lambda item: (key(item), item)
-        self._heap = [self._wrap(item) for item in items]
+            self._heap = [(key(item), item) for item in items]  # `_wrap`, inlined: a heap per job turn
         heapq.heapify(self._heap)
 
     def push(self, item: T) -> None:
