@@ -23,6 +23,8 @@ PIPELINED_STATUS = frozenset({TaskStatus.PIPELINED})
 
 
 def _per_role_ok(job: Job, statuses: frozenset[TaskStatus], best_effort_pending: bool = False) -> bool:
+    if not job.min_task_member:
+        return True  # no role has a minimum (most PodGroups): the check below is `all` of nothing
     # Volcano skips the per-role check when minMember is below the sum of role minima.
     if job.min_member < job.task_min_sum():
         return True
