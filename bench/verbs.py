@@ -1,6 +1,6 @@
 """Extender numbers (issue 4).
 
-    .venv/bin/python bench/verbs.py latency [--nodes 1000 5000] [--requests 2000] [--vgpu [--rounds 3]]
+    .venv/bin/python bench/verbs.py latency [--nodes 1000 5000] [--requests 2000] [--vgpu]
     .venv/bin/python bench/verbs.py throughput [--nodes 500] [--pods 800] [--repeat 1] [--cases 2 3 ...]
 
 latency: the real aiohttp app of the extender runs in a child process over a synthetic cluster (nodes of 8 GPUs,
@@ -19,9 +19,9 @@ request each: a planned gang member (filter answers its planned node), and a sin
 that no session has planned yet (filter passes every offered node for a whole GPU, and checks each node's cards
 for a vGPU ask, through `CardBook`). Each with the service idle, with sessions paced as the service runs them while
 changes keep coming (`SessionLoop.run_forever` poked all the time: a session 0.2 s after the last one ended), and
-with sessions back to back (a stress case: ~40 a second here, ten times the service's rate). Each state runs
-`--rounds` rounds (whole GPUs, then vGPU cards) and pools each side's latencies. Rows give p50/p99 and the
-vGPU/whole-GPU ratio of the pooled p99 (goal: within 1.2×), then each round's own ratio.
+with sessions back to back (a stress case: ~40 a second here, ten times the service's rate). The two servers of a
+state run at once and the requests take turns between them (`--requests` each), so what else the machine does
+falls on both alike. Rows give p50/p99 and the vGPU/whole-GPU ratio of p99 (goal: within 1.2×).
 
 throughput: a dev cluster (real kube-apiserver + kube-scheduler 1.20, simulated nodes) per case; pods are
 created as fast as the API takes them and the clock stops when the last one is bound. Cases: plain
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import multiprocessing as mp
 import re
@@ -44,6 +45,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -258,33 +260,41 @@ def _serve_baseline(port: int, ready: Any) -> None:
     _serve_routes(port, ready, {"/extender/filter": handle, "/extender/prioritize": handle})
 
 
-async def _measure(port: int, nodes: int, verb: str, requests: int, vgpu: bool = False,
-                   kind: str = "gang") -> list[float]:
+def _body(names: list[str], r: int, vgpu: bool, kind: str) -> bytes:
+    """Request `r` of a kind: a planned gang member, or a single pod of an admitted gang of one, not planned."""
     from tests.unit.extender.engine.builders import pod
 
-    names = [f"n{i:05d}" for i in range(nodes)]
     ask = _gpu_ask(vgpu)
-    samples = []
+    if kind == "gang":
+        g = r % max(len(names) // 4, 1)
+        member = pod({"name": f"ml/g{g}-w-{r % 8}", "group": f"g{g}", "req": ask, "limits": ask})
+    else:
+        member = pod({"name": f"ml/s{r % SINGLES}-p", "group": f"s{r % SINGLES}", "req": ask, "limits": ask})
+    return orjson.dumps({"Pod": member, "Nodes": None, "NodeNames": names})
+
+
+async def _measure_turns(targets: list[tuple[int, bool]], nodes: int, verb: str, requests: int,
+                         kind: str = "gang") -> list[list[float]]:
+    """Latencies of `requests` requests to each (port, vGPU asks) of `targets`, one at a time, taking turns, so
+    whatever else the machine does meanwhile falls on each alike; the first 50 of each are a warm-up."""
+    samples: list[list[float]] = [[] for _ in targets]
+    names = [f"n{i:05d}" for i in range(nodes)]
     async with aiohttp.ClientSession() as http:
         for r in range(requests + 50):
-            if kind == "gang":  # a planned member
-                g = r % max(nodes // 4, 1)
-                member = pod({"name": f"ml/g{g}-w-{r % 8}", "group": f"g{g}", "req": ask, "limits": ask})
-            else:  # a single pod of an admitted gang of one, not planned
-                member = pod({"name": f"ml/s{r % SINGLES}-p", "group": f"s{r % SINGLES}", "req": ask, "limits": ask})
-            body = orjson.dumps({"Pod": member, "Nodes": None, "NodeNames": names})
-            start = time.perf_counter()
-            async with http.post(f"http://127.0.0.1:{port}/extender/{verb}", data=body,
-                                 headers={"Content-Type": "application/json"}) as resp:
-                await resp.read()
-            if r >= 50:  # warm-up
-                samples.append(time.perf_counter() - start)
+            for (port, vgpu), out in zip(targets, samples, strict=True):
+                body = _body(names, r, vgpu, kind)
+                start = time.perf_counter()
+                async with http.post(f"http://127.0.0.1:{port}/extender/{verb}", data=body,
+                                     headers={"Content-Type": "application/json"}) as resp:
+                    await resp.read()
+                if r >= 50:
+                    out.append(time.perf_counter() - start)
     return samples
 
 
-def _case_samples(target: Any, args: tuple[Any, ...], port: int, nodes: int, requests: int, vgpu: bool = False,
-                  kinds: tuple[str, ...] = ("gang",)) -> dict[str, dict[str, list[float]]]:
-    """{kind: {verb: latencies in seconds}} of one server."""
+@contextlib.contextmanager
+def _server(target: Any, args: tuple[Any, ...]) -> Iterator[None]:
+    """`target(*args, ready)` in a process of its own, from when it says it is ready until the block ends."""
     ctx = mp.get_context("spawn")
     ready = ctx.Event()
     proc = ctx.Process(target=target, args=(*args, ready))  # not daemonic: it starts a session process
@@ -292,19 +302,17 @@ def _case_samples(target: Any, args: tuple[Any, ...], port: int, nodes: int, req
     try:
         if not ready.wait(600):
             raise RuntimeError("server did not start")
-        return {kind: {verb: asyncio.run(_measure(port, nodes, verb, requests, vgpu, kind))
-                       for verb in ("filter", "prioritize")} for kind in kinds}
+        yield
     finally:
         proc.terminate()
         proc.join()
 
 
-def _run_case(target: Any, args: tuple[Any, ...], port: int, nodes: int, requests: int, vgpu: bool = False,
-              kinds: tuple[str, ...] = ("gang",)) -> dict[str, dict[str, tuple]]:
-    """{kind: {verb: (p50, p99)}} of one server."""
-    samples = _case_samples(target, args, port, nodes, requests, vgpu, kinds)
-    return {kind: {verb: _percentiles(latencies) for verb, latencies in by_verb.items()}
-            for kind, by_verb in samples.items()}
+def _run_case(target: Any, args: tuple[Any, ...], port: int, nodes: int, requests: int) -> dict[str, tuple]:
+    """{verb: (p50, p99)} of one server asked about planned gang members."""
+    with _server(target, args):
+        return {verb: _percentiles(asyncio.run(_measure_turns([(port, False)], nodes, verb, requests))[0])
+                for verb in ("filter", "prioritize")}
 
 
 def latency(nodes_list: list[int], requests: int) -> None:
@@ -319,55 +327,43 @@ def latency(nodes_list: list[int], requests: int) -> None:
             port = args[-1] if target is _serve_baseline else args[1]
             if target is _serve_extender:
                 args = (*args[:3], False)
-            result = _run_case(target, args, port, nodes, requests)["gang"]
+            result = _run_case(target, args, port, nodes, requests)
             f, p = result["filter"], result["prioritize"]
             print(f"{nodes:>6} {label:<28} {f[0]:>8.2f} / {f[1]:>6.2f}   {p[0]:>10.2f} / {p[1]:>6.2f}", flush=True)
 
 
-def latency_vgpu(nodes_list: list[int], requests: int, rounds: int) -> None:
+def latency_vgpu(nodes_list: list[int], requests: int) -> None:
     """Whole GPUs and vGPU cards over the same nodes: idle, with sessions paced as the service runs them, and with
-    sessions back to back; each server is asked about planned gang members and about unplanned single pods.
+    sessions back to back; each pair of servers is asked about planned gang members and about unplanned single
+    pods.
 
-    Each state runs `rounds` rounds, whole GPUs then vGPU cards in each, and pools each side's latencies over the
-    rounds: a p99 of sub-millisecond requests moves by a tenth of a millisecond with whatever else the two cores
-    do meanwhile, and one server after the other would put that drift into the ratio. Each round's own p99 ratio is
-    printed too."""
+    Both servers of a state run at once and the requests take turns between them: a p99 of sub-millisecond requests
+    moves by a tenth of a millisecond with whatever else the two cores do, and one server measured after the other
+    would put that drift into the ratio."""
     print(f"{'nodes':>6} {'case':<44} {'filter p50/p99 ms':>20} {'prioritize p50/p99 ms':>24}")
     kinds, verbs = ("gang", "single"), ("filter", "prioritize")
     for nodes in nodes_list:
-        base = _run_case(_serve_baseline, (18081,), 18081, nodes, requests)["gang"]
+        base = _run_case(_serve_baseline, (18081,), 18081, nodes, requests)
         f, p = base["filter"], base["prioritize"]
         print(f"{nodes:>6} {'baseline (decode + fixed reply)':<44} {f[0]:>8.2f} / {f[1]:>6.2f}   "
               f"{p[0]:>10.2f} / {p[1]:>6.2f}", flush=True)
         for case, state in enumerate((IDLE, PACED, BACK_TO_BACK)):
-            pooled = {vgpu: {kind: {verb: [] for verb in verbs} for kind in kinds} for vgpu in (False, True)}
-            per_round: dict[str, dict[str, list[float]]] = {kind: {verb: [] for verb in verbs} for kind in kinds}
-            for _ in range(rounds):
-                got = {}
-                for vgpu in (False, True):
-                    port = 18082 + 2 * case + vgpu
-                    got[vgpu] = _case_samples(_serve_extender, (nodes, port, state, vgpu), port, nodes, requests,
-                                              vgpu, kinds)
-                    for kind in kinds:
-                        for verb in verbs:
-                            pooled[vgpu][kind][verb].extend(got[vgpu][kind][verb])
+            targets = [(18082 + 2 * case + vgpu, vgpu) for vgpu in (False, True)]
+            with contextlib.ExitStack() as servers:
+                for port, vgpu in targets:
+                    servers.enter_context(_server(_serve_extender, (nodes, port, state, vgpu)))
+                got = {(kind, verb): asyncio.run(_measure_turns(targets, nodes, verb, requests, kind))
+                       for kind in kinds for verb in verbs}
+            for side, gpus in enumerate(("whole GPUs", "vGPU cards")):
                 for kind in kinds:
-                    for verb in verbs:
-                        per_round[kind][verb].append(_percentiles(got[True][kind][verb])[1]
-                                                     / _percentiles(got[False][kind][verb])[1])
-            for vgpu, gpus in ((False, "whole GPUs"), (True, "vGPU cards")):
-                for kind in kinds:
-                    f, p = (_percentiles(pooled[vgpu][kind][verb]) for verb in verbs)
+                    f, p = (_percentiles(got[kind, verb][side]) for verb in verbs)
                     label = f"{gpus}, {state}, {'member' if kind == 'gang' else 'single'}"
                     print(f"{nodes:>6} {label:<44} {f[0]:>8.2f} / {f[1]:>6.2f}   {p[0]:>10.2f} / {p[1]:>6.2f}",
                           flush=True)
             for kind in kinds:
-                ratios = [_percentiles(pooled[True][kind][v])[1] / _percentiles(pooled[False][kind][v])[1]
-                          for v in verbs]
+                ratios = [_percentiles(got[kind, v][1])[1] / _percentiles(got[kind, v][0])[1] for v in verbs]
                 label = f"vGPU/whole p99, {state}, {'member' if kind == 'gang' else 'single'}"
-                rounds_text = "  rounds: " + " | ".join(
-                    ", ".join(f"{r:.2f}" for r in per_round[kind][v]) for v in verbs)
-                print(f"{nodes:>6} {label:<44} {ratios[0]:>17.2f}x   {ratios[1]:>21.2f}x{rounds_text}", flush=True)
+                print(f"{nodes:>6} {label:<44} {ratios[0]:>17.2f}x   {ratios[1]:>21.2f}x", flush=True)
 
 
 # ---- throughput ---------------------------------------------------------------------------------------------
@@ -603,7 +599,6 @@ def main() -> None:
     lat.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
     lat.add_argument("--requests", type=int, default=2000)
     lat.add_argument("--vgpu", action="store_true", help="shared GPU cards next to whole GPUs (issue 18)")
-    lat.add_argument("--rounds", type=int, default=3, help="with --vgpu: rounds per state, latencies pooled")
     thr = sub.add_parser("throughput")
     thr.add_argument("--nodes", type=int, default=500)
     thr.add_argument("--pods", type=int, default=800)
@@ -611,7 +606,7 @@ def main() -> None:
     thr.add_argument("--repeat", type=int, default=1, help="rounds over the cases; medians are reported")
     args = parser.parse_args()
     if args.what == "latency" and args.vgpu:
-        latency_vgpu(args.nodes, args.requests, args.rounds)
+        latency_vgpu(args.nodes, args.requests)
     elif args.what == "latency":
         latency(args.nodes, args.requests)
     else:
