@@ -73,7 +73,8 @@ def _assignment(node: NodeCards, holdings: tuple[Holding, ...], sizes: tuple[int
         type_ = types[0]
         if len(holdings) == 1 and holdings[0].slot is None:  # of one whole card, the most usual
             card, memory, cores, _ = holdings[0]
-            return ((CardUse(node.cards[card].uuid, type_, memory, cores),),)
+            # tuple.__new__: the named tuple's own constructor is a Python call, once per pod placed
+            return ((tuple.__new__(CardUse, (node.cards[card].uuid, type_, memory, cores)),),)
         return (tuple([_use(node, h, type_) for h in holdings]),)
     out: list[tuple[CardUse, ...]] = []
     start = 0
@@ -135,13 +136,17 @@ class Signatures:
     instead by (that number, the changes), which equal nodes filled alike repeat: `moves` remembers where those
     lead, so most numberings hash a few small tuples, not every holding of the node."""
 
-    __slots__ = ("holds", "ids", "moves")
+    __slots__ = ("by_fit", "holds", "ids", "moves")
 
     def __init__(self) -> None:
         self.ids: dict[tuple[object, ...], int] = {}
         self.moves: dict[tuple[int, tuple[tuple[int, int, tuple[Holding, ...]], ...]], int] = {}
         # (kind, holdings, device types, group, rules) -> the one hold placements of that share record
         self.holds: dict[tuple[object, ...], _Hold] = {}
+        # (a fit's id, kind, group, rules) -> (that fit, kept alive while its id is a key; its hold): a memoised fit
+        # recurs for every pod it places, and hashing its holdings and types again for each pod cost a third of
+        # recording the placement
+        self.by_fit: dict[tuple[int, int, str, frozenset[int]], tuple[Fit, _Hold]] = {}
 
 
 @dataclass(slots=True)
@@ -211,13 +216,20 @@ class CardLedger:
     def hold_fit(self, uid: str, fit: Fit, kind: int, group: str = "",
                  rules: frozenset[int] = frozenset()) -> None:
         """Record a fit as the pod's holdings (its assignment on this node's cards: `devices_of`)."""
-        if self.shared is None:
-            self.shared = Signatures()
-        made = self.shared.holds
-        key = (kind, fit.holdings, fit.types, group, rules)
-        hold = made.get(key)
-        if hold is None:
-            hold = made[key] = _Hold(kind, fit.holdings, group, rules, fit.types, fit.sizes)
+        shared = self.shared
+        if shared is None:
+            shared = self.shared = Signatures()
+        quick = (id(fit), kind, group, rules)
+        found = shared.by_fit.get(quick)
+        if found is not None and found[0] is fit:
+            hold = found[1]
+        else:
+            key = (kind, fit.holdings, fit.types, group, rules)
+            made = shared.holds.get(key)
+            if made is None:
+                made = shared.holds[key] = _Hold(kind, fit.holdings, group, rules, fit.types, fit.sizes)
+            hold = made
+            shared.by_fit[quick] = (fit, hold)
         self._put(uid, hold)
         if self._read:
             self._read.pop(uid, None)
@@ -228,7 +240,12 @@ class CardLedger:
         if old is not None:
             self._note(-1, old)
         self.pods[uid] = hold
-        self._note(1, hold)
+        # `_note(1, hold)` inlined: this runs once per placement a session makes
+        if self._base_id >= 0:
+            if len(self._pending) >= PENDING_MAX:
+                self._base_id = -1
+            else:
+                self._pending.append((1, hold.kind, hold.holdings))
 
     def release(self, uid: str) -> PodDevices | None:
         """Forget a pod's holdings (it ended, or a placement was undone)."""

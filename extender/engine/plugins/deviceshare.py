@@ -415,13 +415,19 @@ def _placed(ssn: SessionView, fit: CardFit) -> None:
     # (request's id, holdings' id) -> (that request, those holdings: kept alive while their ids are a key; the
     # vector counted)
     made: dict[tuple[int, int], tuple[npt.NDArray[np.float64], tuple[Holding, ...], npt.NDArray[np.float64]]] = {}
-    last: tuple[npt.NDArray[np.float64], tuple[Holding, ...], npt.NDArray[np.float64]] | None = None
+    # A hold (shared by the pods one memoised fit placed, compared by identity) -> (the request it was last counted
+    # for, the vector counted): one look-up a pod, without making a key.
+    counted_as: dict[object, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
     assignments, row_of, ledgers = ssn.assignments, fit.row_of, fit.ledgers
+    binding, pipelined = TaskStatus.BINDING, TaskStatus.PIPELINED
     for job in ssn.jobs.values():
         for task in job.tasks.values():
+            if task.device_ask is None:
+                continue
             status = task.status
-            placed = status is TaskStatus.BINDING or status is TaskStatus.PIPELINED
-            if task.device_ask is None or not (placed or (counted and IS_ALLOCATED[status])):
+            placed = status is binding or status is pipelined
+            allocated = counted and IS_ALLOCATED[status]
+            if not (placed or allocated):
                 continue
             row = row_of.get(task.node or "")
             ledger = None if row is None else ledgers[row]
@@ -430,21 +436,22 @@ def _placed(ssn: SessionView, fit: CardFit) -> None:
                 continue
             if placed and hold.types:  # placed this session (a hold read from an annotation has no types)
                 assignments[task.uid] = ledger.assignment(hold)
-            if not counted or not IS_ALLOCATED[status]:
+            if not allocated:
                 continue
-            # Holdings tuples are shared between the pods one memoised fit placed (and a job's pods, one after the
-            # other, mostly share the last one's); both stay alive while keyed.
-            if last is None or last[0] is not task.resreq or last[1] is not hold.holdings:
-                key = (id(task.resreq), id(hold.holdings))
-                last = made.get(key)
-                if last is None:
-                    held = task.resreq.copy()  # request vectors are shared between tasks: a new one, shared in turn
+            request = task.resreq
+            found = counted_as.get(hold)
+            if found is None or found[0] is not request:
+                key = (id(request), id(hold.holdings))
+                entry = made.get(key)
+                if entry is None:
+                    held = request.copy()  # request vectors are shared between tasks: a new one, shared in turn
                     if memory is not None:
                         held[memory] = 1000.0 * sum(h.memory for h in hold.holdings)
                     if cores is not None:
                         held[cores] = 1000.0 * sum(h.cores for h in hold.holdings)
-                    last = made[key] = (task.resreq, hold.holdings, held)
-            task.resreq = last[2]
+                    entry = made[key] = (request, hold.holdings, held)
+                found = counted_as[hold] = (request, entry[2])
+            task.resreq = found[1]
 
 
 register_plugin(NAME, parse_arguments, DeviceSharePlugin)
