@@ -240,12 +240,7 @@ class CardLedger:
         if old is not None:
             self._note(-1, old)
         self.pods[uid] = hold
-        # `_note(1, hold)` inlined: this runs once per placement a session makes
-        if self._base_id >= 0:
-            if len(self._pending) >= PENDING_MAX:
-                self._base_id = -1
-            else:
-                self._pending.append((1, hold.kind, hold.holdings))
+        self._note(1, hold)
 
     def release(self, uid: str) -> PodDevices | None:
         """Forget a pod's holdings (it ended, or a placement was undone)."""
