@@ -354,6 +354,12 @@ class Callbacks:
                 return False
         return True
 
+    def ready_vote(self) -> Callable[[Job], bool]:
+        """`job_ready` as a callable, the only JobReady callback itself when there is one (gang's, usually):
+        allocate asks after every placement, and a frame less there is ~1 % of a large session."""
+        fns = self._ready_fns
+        return fns[0] if len(fns) == 1 else self.job_ready
+
     def _vote(self, slot: Slot[JobVoteFn] | Slot[SubJobVoteFn], target: Job | SubJob) -> bool:
         for tier in slot.by_tier(len(self.conf.tiers)):
             permitted = False
@@ -441,6 +447,12 @@ class Callbacks:
                     self.probe.task_refused(queue, task)
                 return False
         return True
+
+    def allocatable_vote(self) -> Callable[[Queue, Task], bool]:
+        """`allocatable` as a callable, the only Allocatable callback itself when there is one and no probe
+        listens (see `ready_vote`)."""
+        fns = self._allocatable_fns
+        return fns[0] if len(fns) == 1 and self.probe is None else self.allocatable
 
     def preemptive(self, queue: Queue, task: Task) -> bool:
         return all(fn(queue, task) for fn in self.preemptives.all())

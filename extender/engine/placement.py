@@ -23,7 +23,7 @@ Why a task fits nowhere is `fiterror.FitErrors`, over these masks.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
@@ -83,6 +83,9 @@ class Placement:
         self._locals: list[NodeLocal] = []
         self._bonuses: list[NodeBonus] = []
         self._log: list[int] = []
+        # `touch(row)` must follow every change of a node row; the log's own `append`, with no Python frame of its
+        # own, as it runs on every placement.
+        self.touch: Callable[[int], None] = self._log.append
         self._classes: dict[tuple[bytes, str, object], _ClassEntry] = {}
         self._static: dict[str, Mask] = {}
         self.scalar_refresh_max = SCALAR_REFRESH_MAX
@@ -108,9 +111,6 @@ class Placement:
     def release(self) -> None:
         """Drop what the placement holds (`Session.release`): it and its fit errors refer to each other."""
         vars(self).clear()
-
-    def touch(self, row: int) -> None:
-        self._log.append(row)
 
     # ---- caches ---------------------------------------------------------------------------------------------
     def static_mask(self, task: Task) -> Mask:

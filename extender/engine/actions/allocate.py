@@ -21,7 +21,7 @@ from extender.engine.actions.hyperallocate import (
     has_topology,
     needs_hypernodes,
 )
-from extender.engine.actions.ordering import PriorityQueue, pop_best
+from extender.engine.actions.ordering import PriorityQueue, best_last, pop_best
 from extender.engine.actions.registry import register_action
 from extender.engine.model import ALLOCATED_STATUS, Job, Queue, Task, TaskStatus
 from extender.engine.session import Session
@@ -77,7 +77,7 @@ class Allocate:
                 jobs[job.queue] = PriorityQueue(ssn.job_order, key=job_key)
                 queues.append(ssn.queues[job.queue])
             jobs[job.queue].push(job)
-        pending: dict[str, PriorityQueue[Task]] = {}
+        pending: dict[str, list[Task]] = {}  # per job: its pending tasks, the next one to place last
         hyper = HyperAllocator(ssn)
         while queues:
             queue = pop_best(queues, ssn.queue_order, queue_key)
@@ -99,8 +99,7 @@ class Allocate:
             tasks = pending.get(job.uid)
             if tasks is None:
                 todo = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort]
-                tasks = PriorityQueue(ssn.task_order, todo, ssn.task_key(todo))
-                pending[job.uid] = tasks
+                tasks = pending[job.uid] = best_last(todo, ssn.task_order, ssn.task_key(todo))
             stmt = self._from_nomination(ssn, job, tasks) or Statement(ssn)
             self._allocate_tasks(ssn, stmt, job, queue, tasks, queue_jobs)
             if ssn.job_ready(job):
@@ -111,26 +110,26 @@ class Allocate:
                 stmt.discard()
 
     @staticmethod
-    def _from_nomination(ssn: Session, job: Job, tasks: PriorityQueue[Task]) -> Statement | None:
+    def _from_nomination(ssn: Session, job: Job, tasks: list[Task]) -> Statement | None:
         """Volcano's flat path honouring a nomination: every pending task onto its nominated node, else nothing
         (and `tasks` as it was)."""
         sub = job.subjobs.get(job.uid) if job.subjobs is not None else None
-        if sub is None or not sub.nominated_hypernode or tasks.empty():
+        if sub is None or not sub.nominated_hypernode or not tasks:
             return None
-        sheet = SubSheet([tasks.pop() for _ in range(len(tasks))])
-        placed = allocate_from_nomination(ssn, job, sub, sheet)
+        waiting = list(tasks)
+        tasks.clear()
+        placed = allocate_from_nomination(ssn, job, sub, SubSheet(waiting[::-1]))
         if placed is None:
-            for task in sheet.tasks:
-                tasks.push(task)
+            tasks.extend(waiting)
         return placed
 
     @staticmethod
     def _allocate_tasks(
-        ssn: Session, stmt: Statement, job: Job, queue: Queue, tasks: PriorityQueue[Task], jobs: PriorityQueue[Job]
+        ssn: Session, stmt: Statement, job: Job, queue: Queue, tasks: list[Task], jobs: PriorityQueue[Job]
     ) -> None:
         failed_roles = {job.tasks[uid].role for uid in job.fit_errors if uid in job.tasks}
-        allocatable, choose, job_ready = ssn.allocatable, ssn.placement.choose, ssn.job_ready  # per task: no lookups
-        while not tasks.empty():
+        allocatable, choose, job_ready = ssn.allocatable_vote(), ssn.placement.choose, ssn.ready_vote()  # per task
+        while tasks:
             task = tasks.pop()
             if not allocatable(queue, task):
                 continue
@@ -148,7 +147,7 @@ class Allocate:
                 stmt.allocate(task, node)
             else:
                 stmt.pipeline(task, node)
-            if job_ready(job) and not tasks.empty():
+            if job_ready(job) and tasks:
                 jobs.push(job)
                 break
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Iterator
+from functools import cmp_to_key
 from typing import Generic, TypeVar
 
 from extender.engine.interface import SortKey
@@ -61,6 +62,14 @@ class PriorityQueue(Generic[T]):
 
     def empty(self) -> bool:
         return not self._heap
+
+
+def best_last(items: Iterable[T], compare: Callable[[T, T], int], key: Callable[[T], SortKey] | None = None) -> list[T]:
+    """`items` ordered so that `list.pop()` takes them in the order a `PriorityQueue` over the same order pops them.
+    For items that do not change while queued and never return: a sort and a pop from the end cost less than a
+    heap's sifts, for allocate's one queue of tasks per job turn. The order is total (it ends in a unique id), so
+    the reversed sort is exactly the heap's pop order reversed."""
+    return sorted(items, key=key if key is not None else cmp_to_key(compare), reverse=True)
 
 
 def pop_best(items: list[T], compare: Callable[[T, T], int], key: Callable[[T], SortKey] | None = None) -> T:

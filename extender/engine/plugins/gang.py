@@ -45,6 +45,13 @@ def task_ready(job: Job) -> bool:
     return _per_role_ok(job, READY_STATUS, best_effort_pending=True)
 
 
+def job_ready(job: Job) -> bool:
+    """JobReady: the gang, each role's minimum and each sub-gang policy's minimum. Allocate asks after every
+    placement, so a job without role minima or sub-gang policies (most) skips their calls here."""
+    return job.is_ready() and (not job.min_task_member or task_ready(job)) and (
+        not job.min_subjobs or _subjobs_meet(job, SubJob.is_ready))
+
+
 def task_pipelined(job: Job) -> bool:
     return _per_role_ok(job, READY_STATUS | PIPELINED_STATUS, best_effort_pending=True)
 
@@ -79,7 +86,7 @@ class GangPlugin:
 
     def on_session_open(self, ssn: SessionView) -> None:
         ssn.add_job_valid(self._valid)
-        ssn.add_job_ready(lambda job: job.is_ready() and task_ready(job) and _subjobs_meet(job, SubJob.is_ready))
+        ssn.add_job_ready(job_ready)
         ssn.add_job_pipelined(lambda job: PERMIT if task_pipelined(job) and _subjobs_meet(job, SubJob.is_pipelined)
                               and job.is_pipelined() else REJECT)
         ssn.add_subjob_ready(SubJob.is_ready)
