@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -92,14 +93,23 @@ class Slot(Generic[F]):
         return bool(self.entries)
 
 
-def _chain_keys(keys: list[Callable[[T], KeyValue]], tail: Callable[[T], SortKey]) -> Callable[[T], SortKey]:
-    """(k1(x), k2(x), …) + tail(x): the plugins' keys in tier order, then the built-in tie-break."""
+def _chain_keys(keys: list[Callable[[T], KeyValue]], *tail: str) -> Callable[[T], SortKey]:
+    """(k1(x), k2(x), …, x.tail…): the plugins' keys in tier order, then the built-in tie-break's attributes.
+    Keys are made for every task and job and for every queue on every turn, so the tie-break is an `attrgetter`
+    (no Python frame of its own) and the usual one to three plugin keys are called without a loop."""
+    rest = attrgetter(*tail)
     if not keys:
-        return tail
+        return rest  # type: ignore[no-any-return]  # several names: attrgetter returns their tuple
     if len(keys) == 1:
         (first,) = keys
-        return lambda item: (first(item), *tail(item))
-    return lambda item: (*[key(item) for key in keys], *tail(item))
+        return lambda item: (first(item), *rest(item))
+    if len(keys) == 2:
+        first, second = keys
+        return lambda item: (first(item), second(item), *rest(item))
+    if len(keys) == 3:
+        first, second, third = keys
+        return lambda item: (first(item), second(item), third(item), *rest(item))
+    return lambda item: (*[key(item) for key in keys], *rest(item))
 
 
 def _plugin_keys(fns: list[OrderFn[T]]) -> list[Callable[[T], KeyValue]] | None:
@@ -284,12 +294,12 @@ class Callbacks:
         """A sort key equivalent to `job_order`, or None when some JobOrder callback is a plain comparator. Keys
         read the job's state when they are computed: use them only while the jobs being ordered do not change."""
         keys = _plugin_keys(self.job_orders.all())
-        return None if keys is None else _chain_keys(keys, lambda job: (job.creation, job.uid))
+        return None if keys is None else _chain_keys(keys, "creation", "uid")
 
     def queue_key(self) -> Callable[[Queue], SortKey] | None:
         """A sort key equivalent to `queue_order` (see `job_key`)."""
         keys = _plugin_keys(self.queue_orders.all())
-        return None if keys is None else _chain_keys(keys, lambda queue: (queue.creation, queue.uid))
+        return None if keys is None else _chain_keys(keys, "creation", "uid")
 
     def task_key(self, tasks: list[Task]) -> Callable[[Task], SortKey] | None:
         """A sort key equivalent to `task_order` over `tasks` (see `job_key`). The replica-index tie-break is a
@@ -298,8 +308,8 @@ class Callbacks:
         if self._task_keys is None or self._task_keys[0] is not fns:  # a plugin added one since: make them again
             keys = _plugin_keys(fns)
             self._task_keys = (fns, None if keys is None else (
-                _chain_keys(keys, lambda task: (task.index, task.creation, task.uid)),
-                _chain_keys(keys, lambda task: (task.creation, task.uid))))
+                _chain_keys(keys, "index", "creation", "uid"),
+                _chain_keys(keys, "creation", "uid")))
         chains = self._task_keys[1]
         indexed = sum([t.index is not None for t in tasks])
         if chains is None or 0 < indexed < len(tasks):

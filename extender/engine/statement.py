@@ -94,15 +94,22 @@ class Statement:
 
     def commit(self) -> None:
         records = self._ssn.records
-        jobs, binds = self._ssn.jobs, records.binds
+        binds = records.binds
+        placed: dict[str, list[Task]] = {}  # by job: each job's tasks bind together (`Job.bind_all`)
         for kind, task, _, _, note in self._steps:
             if kind is StepKind.ALLOCATE:
-                jobs[task.job].bind(task)  # `_bind`, inlined: once per pod allocate binds
                 binds[task.key] = task.node or ""
+                tasks = placed.get(task.job)
+                if tasks is None:
+                    tasks = placed[task.job] = []
+                tasks.append(task)
             elif kind is StepKind.EVICT:
                 records.evictions.append(task.key)
                 if note is not None:
                     records.eviction_notes[task.key] = note
+        jobs = self._ssn.jobs
+        for job, tasks in placed.items():
+            jobs[job].bind_all(tasks)
         self._steps.clear()
 
     def dispatch(self, job: Job) -> None:

@@ -182,12 +182,9 @@ class ProportionPlugin:
         pods = ssn.dims.pods
         attrs = self.attrs
 
-        def share(queue: Queue) -> float:
-            attr = attrs.get(queue.name)
-            return attr.current_share() if attr is not None else 0.0
-
         def queue_order(queue: Queue) -> tuple[int, float]:
-            return -queue.priority, share(queue)  # higher priority, then lower share, first
+            attr = attrs.get(queue.name)  # higher priority, then lower share, first
+            return -queue.priority, attr.current_share() if attr is not None else 0.0
 
         def overused(queue: Queue) -> bool:
             # `less_equal(attr.deserved, attr.allocated)` over Python floats (the same sums and comparisons): asked
