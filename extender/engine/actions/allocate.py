@@ -70,13 +70,12 @@ class Allocate:
     def execute(self, ssn: Session) -> None:
         # Sort keys stand in for the comparators: a queued job does not change while other jobs are placed.
         job_key, queue_key = ssn.job_key(), ssn.queue_key()
-        queues: list[Queue] = []
-        jobs: dict[str, PriorityQueue[Job]] = {}
+        waiting: dict[str, list[Job]] = {}
         for job in candidate_jobs(ssn):
-            if job.queue not in jobs:
-                jobs[job.queue] = PriorityQueue(ssn.job_order, key=job_key)
-                queues.append(ssn.queues[job.queue])
-            jobs[job.queue].push(job)
+            waiting.setdefault(job.queue, []).append(job)
+        queues: list[Queue] = [ssn.queues[name] for name in waiting]
+        # One heapify per queue: keys are unique, so the pops are the same as after pushing one by one.
+        jobs = {name: PriorityQueue(ssn.job_order, queued, job_key) for name, queued in waiting.items()}
         pending: dict[str, list[Task]] = {}  # per job: its pending tasks, the next one to place last
         hyper = HyperAllocator(ssn)
         while queues:

@@ -16,14 +16,16 @@ class Enqueue:
         # Admitting a job changes no job's order, so sort keys can stand in for the comparators.
         job_key, queue_key = ssn.job_key(), ssn.queue_key()
         queues: list[Queue] = []
-        jobs: dict[str, PriorityQueue[Job]] = {}
+        waiting: dict[str, list[Job]] = {}
         for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
-            queue = ssn.queues[job.queue]
-            if queue.name not in jobs:
-                jobs[queue.name] = PriorityQueue(ssn.job_order, key=job_key)
-                queues.append(queue)
+            held = waiting.get(job.queue)
+            if held is None:
+                held = waiting[job.queue] = []
+                queues.append(ssn.queues[job.queue])
             if job.is_pending():
-                jobs[queue.name].push(job)
+                held.append(job)
+        # One heapify per queue: keys are unique, so the pops are the same as after pushing one by one.
+        jobs = {name: PriorityQueue(ssn.job_order, queued, job_key) for name, queued in waiting.items()}
         while queues:
             queue = pop_best(queues, ssn.queue_order, queue_key)
             pending = jobs[queue.name]
