@@ -183,8 +183,12 @@ class ProportionPlugin:
         attrs = self.attrs
 
         def queue_order(queue: Queue) -> tuple[int, float]:
-            attr = attrs.get(queue.name)  # higher priority, then lower share, first
-            return -queue.priority, attr.current_share() if attr is not None else 0.0
+            # Higher priority, then lower share, first. Asked for every queue on every turn: the share kept since
+            # the queue last allocated is read without a call.
+            attr = attrs.get(queue.name)
+            if attr is None:
+                return -queue.priority, 0.0
+            return -queue.priority, attr.current_share() if attr.stale else attr.share
 
         def overused(queue: Queue) -> bool:
             # `less_equal(attr.deserved, attr.allocated)` over Python floats (the same sums and comparisons): asked
@@ -206,6 +210,9 @@ class ProportionPlugin:
         # `fits` for a task, on every placement: `less_equal_on` over just the columns the request asks for
         # (> 0, `pods` left out), with the same float sums, without numpy's per-call overhead on 4-element vectors.
         requested: dict[bytes, list[tuple[int, float]]] = {}
+        # The last request vector asked about and its columns: a gang's tasks share one vector, so most asks are
+        # answered without hashing it.
+        last: list[tuple[Vec, list[tuple[int, float]]]] = []
 
         def allocatable(queue: Queue, task: Task) -> bool:
             if queue.state != "Open":
@@ -213,10 +220,15 @@ class ProportionPlugin:
             attr = attrs.get(queue.name)
             if attr is None:
                 return True
-            key = task.resreq.tobytes()
-            columns = requested.get(key)
-            if columns is None:
-                columns = requested[key] = [(d, float(v)) for d, v in enumerate(task.resreq) if v > 0 and d != pods]
+            if last and last[0][0] is task.resreq:
+                columns = last[0][1]
+            else:
+                key = task.resreq.tobytes()
+                found = requested.get(key)
+                if found is None:
+                    found = requested[key] = [(d, float(v)) for d, v in enumerate(task.resreq) if v > 0 and d != pods]
+                columns = found
+                last[:] = [(task.resreq, columns)]
             allocated, deserved = attr.allocated.tolist(), attr.deserved_list
             for d, want in columns:  # noqa: SIM110 (a generator costs more; this runs per task)
                 if not allocated[d] + want <= deserved[d]:
