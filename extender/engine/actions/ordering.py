@@ -32,36 +32,53 @@ class _Ranked(Generic[T]):
 
 
 class PriorityQueue(Generic[T]):
-    """A heap over a comparator (or its sort key). Orders end in a unique id, so the pop order is total and
+    """A priority queue over a comparator (or its sort key). Orders end in a unique id, so the pop order is total and
     reproducible. A key is computed when the item is pushed: use one only while queued items do not change."""
 
-    __slots__ = ("_heap", "_wrap")
+    __slots__ = ("_compare", "_entries", "_heap", "_key")
 
     def __init__(
         self, compare: Callable[[T, T], int], items: Iterable[T] = (), key: Callable[[T], SortKey] | None = None
     ) -> None:
-        # With a key, entries are (key, item) tuples, which the heap compares in C; keys are unique (they end in
-        # the uid), so two entries never tie and the items themselves are never compared.
+        # With a key, (key, item) entries are kept sorted best last, compared in C: keys are unique tuples (they end
+        # in the uid), so the order is total and the items are never compared; one sort and pops from the end cost
+        # a tenth of a heap's sifts over long keys. A comparator may be intransitive within a plugin's tolerance,
+        # so it keeps the heap, whose pops have always defined its order.
+        self._key = key
+        self._compare = compare
+        self._heap: list[_Ranked[T]] = []
+        self._entries: list[tuple[SortKey, T]] = []
         if key is None:
-            self._wrap: Callable[[T], _Ranked[T] | tuple[SortKey, T]] = lambda item: _Ranked(item, compare)
-            self._heap: list[_Ranked[T] | tuple[SortKey, T]] = [self._wrap(item) for item in items]
+            self._heap = [_Ranked(item, compare) for item in items]
+            heapq.heapify(self._heap)
         else:
-            self._wrap = lambda item: (key(item), item)
-            self._heap = [(key(item), item) for item in items]  # `_wrap`, inlined: a heap per job turn
-        heapq.heapify(self._heap)
+            self._entries = sorted([(key(item), item) for item in items], reverse=True)
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, self._wrap(item))
+        if self._key is None:
+            heapq.heappush(self._heap, _Ranked(item, self._compare))
+            return
+        entry = (self._key(item), item)
+        entries = self._entries
+        low, high = 0, len(entries)
+        while low < high:  # the place that keeps the list sorted best last (`bisect` takes ascending lists only)
+            middle = (low + high) // 2
+            if entry < entries[middle]:
+                low = middle + 1
+            else:
+                high = middle
+        entries.insert(low, entry)
 
     def pop(self) -> T:
-        entry = heapq.heappop(self._heap)
-        return entry[1] if isinstance(entry, tuple) else entry.item
+        if self._key is None:
+            return heapq.heappop(self._heap).item
+        return self._entries.pop()[1]
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._entries) if self._key is not None else len(self._heap)
 
     def empty(self) -> bool:
-        return not self._heap
+        return not (self._entries if self._key is not None else self._heap)
 
 
 def best_last(items: Iterable[T], compare: Callable[[T, T], int], key: Callable[[T], SortKey] | None = None) -> list[T]:
