@@ -77,6 +77,7 @@ class Allocate:
         # One heapify per queue: keys are unique, so the pops are the same as after pushing one by one.
         jobs = {name: PriorityQueue(ssn.job_order, queued, job_key) for name, queued in waiting.items()}
         pending: dict[str, list[Task]] = {}  # per job: its pending tasks, the next one to place last
+        pending_status = TaskStatus.PENDING  # read for every task of every job: a local, not an enum attribute
         hyper = HyperAllocator(ssn)
         while queues:
             queue = pop_best(queues, ssn.queue_order, queue_key)
@@ -97,7 +98,7 @@ class Allocate:
                 continue
             tasks = pending.get(job.uid)
             if tasks is None:
-                todo = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and not t.best_effort]
+                todo = [t for t in job.tasks.values() if t.status is pending_status and not t.best_effort]
                 tasks = pending[job.uid] = best_last(todo, ssn.task_order, ssn.task_key(todo))
             stmt = self._from_nomination(ssn, job, tasks) or Statement(ssn)
             self._allocate_tasks(ssn, stmt, job, queue, tasks, queue_jobs)

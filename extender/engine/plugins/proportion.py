@@ -256,11 +256,16 @@ class ProportionPlugin:
             if job.min_resources is None:
                 return PERMIT
             attr = attrs[queue.name]
-            want = job.min_resources + attr.allocated + attr.inqueue - attr.elastic
-            if less_equal_on(want, attr.real_capability, job.min_resources, pods):
-                return PERMIT
-            job.job_fit_error = "queue resource quota insufficient"
-            return REJECT
+            # minResources + allocated + inqueue − elastic ≤ capability on the dimensions minResources asks for
+            # (`pods` left out): the same additions in the same order over Python floats, once per pending job,
+            # without numpy's per-call cost on a handful of resources.
+            allocated, inqueue = attr.allocated.tolist(), attr.inqueue.tolist()
+            elastic, capability = attr.elastic.tolist(), attr.real_capability.tolist()
+            for d, want in enumerate(job.min_resources.tolist()):
+                if want > 0 and d != pods and not want + allocated[d] + inqueue[d] - elastic[d] <= capability[d]:
+                    job.job_fit_error = "queue resource quota insufficient"
+                    return REJECT
+            return PERMIT
 
         def enqueued(job: Job) -> None:
             if job.min_resources is not None:
