@@ -120,7 +120,7 @@ class Task:
     # The static predicates (selector, affinity, tolerations) depend only on this key.
     predicate_key: str = ""
     devices: PodDeviceFacts | None = None  # extended-resource asks, device annotations and card assignment
-    index: int | None = None  # see replica_index
+    index: int | None = None  # `replica_index` of the name (a session passes its snapshot's `PodRecord.index`)
     # The pod's card asks, read by the deviceshare plugin at session open (None: it asks for no card, or vGPU is off).
     # Tasks with equal asks share one object; placement keeps a class per ask.
     device_ask: DeviceAsk | None = None
@@ -130,8 +130,8 @@ class Task:
     namespace_labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
     terms: PodTerms | None = None
     # Where it may go (`dynamic`) or how nodes score for it (`rescored`) depends on where other pods are (host ports,
-    # pod (anti-)affinity, spread), beyond what its class's cached arrays hold. `dynamic` is set here for host ports;
-    # the plugins that evaluate pod terms set both while the session opens, for the tasks those terms concern.
+    # pod (anti-)affinity, spread), beyond what its class's cached arrays hold. The session sets `dynamic` for a pod
+    # with host ports; the plugins that evaluate pod terms set both while it opens, for the tasks those terms concern.
     dynamic: bool = False
     rescored: bool = False
     # Its GPUs sat idle past the grace period under a queue policy that reclaims them (`Snapshot.idle_reclaimable`):
@@ -142,14 +142,6 @@ class Task:
     job_hypernode: str = ""
     # "<namespace>/<name>", the pod's key in binds and results (a session passes its snapshot's `PodRecord.key`).
     key: str = ""
-
-    def __post_init__(self) -> None:
-        if self.index is None:  # a session passes its snapshot's (`PodRecord.index`)
-            self.index = replica_index(self.name)
-        if self.host_ports:
-            self.dynamic = True
-        if not self.key:
-            self.key = f"{self.namespace}/{self.name}"
 
 
 
@@ -274,8 +266,20 @@ class Job:
     gang_evictable: bool = True  # may lose pods to gangpreempt/gangreclaim (see PodGroupRecord.gang_evictable)
 
     def add_task(self, task: Task) -> None:
+        """A task joins the job, counted in its status (once per pod as a session opens)."""
         self.tasks[task.uid] = task
-        self._count(task, task.status, 1)
+        status = task.status
+        self.counts[status] += 1
+        role = self.role_counts.get(task.role)
+        if role is None:
+            role = self.role_counts[task.role] = _zero_counts()
+        role[status] += 1
+        if IS_READY[status]:
+            self.ready += 1
+        if IS_ALLOCATED[status]:
+            self.allocated += task.resreq
+        elif status is TaskStatus.PENDING and task.best_effort:
+            self.pending_best_effort_count += 1
 
     def add_to_subjob(self, task: Task, subjob: SubJob) -> None:
         subjob.tasks[task.uid] = task
@@ -293,7 +297,8 @@ class Job:
             owner[task.uid] = subjob
 
     def set_status(self, task: Task, status: TaskStatus) -> None:
-        # `_count(old, -1)` then `_count(new, +1)`, unrolled: this runs several times per placement.
+        # The counts of `add_task` moved from the old status to the new, unrolled: this runs several times per
+        # placement.
         old = task.status
         task.status = status
         self.counts[old] -= 1
@@ -342,22 +347,6 @@ class Job:
             counts = self.role_counts[role]
             counts[TaskStatus.ALLOCATED] -= n
             counts[TaskStatus.BINDING] += n
-
-    def _count(self, task: Task, status: TaskStatus, delta: int) -> None:
-        self.counts[status] += delta
-        role = self.role_counts.get(task.role)
-        if role is None:
-            role = self.role_counts[task.role] = _zero_counts()
-        role[status] += delta
-        if IS_READY[status]:
-            self.ready += delta
-        if IS_ALLOCATED[status]:
-            if delta > 0:
-                self.allocated += task.resreq
-            else:
-                self.allocated -= task.resreq
-        elif status is TaskStatus.PENDING and task.best_effort:
-            self.pending_best_effort_count += delta
 
     def count(self, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
         counts = self.counts

@@ -217,13 +217,21 @@ class Session(Callbacks):
         self.pod_terms = False
         # By (namespace, name): two stable sorts on one string each compare faster than one on pairs.
         by_name = sorted(snap.pods.values(), key=attrgetter("name"))
+        # The last pod's request key (shared between equal requests), its vector and whether it is best-effort:
+        # a gang's pods come one after another with one key, so most pods skip both look-ups.
+        last_key: tuple[tuple[str, float], ...] | None = None
+        resreq, empty = self.dims.zeros(), False
         for pod in sorted(by_name, key=attrgetter("namespace")):
             job = jobs.get(pod.group_key) if pod.group_key else None
-            resreq = self._vector(pod.request, pod.request_key)
+            if pod.request_key is not last_key:
+                last_key = pod.request_key
+                resreq = self._vector(pod.request, last_key)
+                found = best_effort.get(id(resreq))
+                if found is None:
+                    found = best_effort[id(resreq)] = all(v < TOLERANCE for k, v in pod.request.items() if k != "pods")
+                empty = found
             if pod.terms is not None:
                 self.pod_terms = True
-            if id(resreq) not in best_effort:
-                best_effort[id(resreq)] = all(v < TOLERANCE for k, v in pod.request.items() if k != "pods")
             # Positional, in field order: keyword arguments double the cost of building 50,000 tasks.
             task = Task(
                 pod.uid,  # uid
@@ -236,7 +244,7 @@ class Session(Callbacks):
                 pod.status,  # status
                 pod.node_name,  # node
                 pod.creation,  # creation
-                best_effort[id(resreq)],  # best_effort
+                empty,  # best_effort
                 pod.preemptable,  # preemptable
                 pod.placement,  # placement
                 pod.priority_class,  # priority_class
@@ -250,7 +258,7 @@ class Session(Callbacks):
                 pod.labels,  # labels
                 namespaces.get(pod.namespace, NO_LABELS),  # namespace_labels
                 pod.terms,  # terms
-                False,  # dynamic
+                bool(pod.host_ports),  # dynamic: where it may go depends on the ports other pods hold
                 False,  # rescored
                 False,  # idle
                 "",  # job_hypernode
