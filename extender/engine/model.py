@@ -145,6 +145,8 @@ class Task:
 
 
 
+# Every status, in definition order: iterating the enum itself runs Python code for each member.
+TASK_STATUSES: Final = tuple(TaskStatus)
 # One counter slot per status value (TaskStatus starts at 1), so a job's counters are a plain list.
 STATUS_SLOTS: Final = max(TaskStatus) + 1
 

@@ -26,6 +26,7 @@ from extender.engine.model import (
     NO_LABELS,
     ON_NODE_STATUS,
     PREEMPTABLE_STATUS,
+    TASK_STATUSES,
     Job,
     Node,
     NodeArrays,
@@ -93,6 +94,7 @@ class Session(Callbacks):
         self.now = now
         self.parked = parked
         self.tried: set[str] = set()  # jobs allocate took a turn on (parking.parkable)
+        self._fit_texts: dict[str, str] | None = None  # `job_fit_error` by job, from close on
         self.records = SessionRecords()
         names: set[str] = set()
         for n in snap.nodes.values():
@@ -485,9 +487,20 @@ class Session(Callbacks):
         self.conditions[job.uid] = (kind, reason, message)
 
     def job_fit_error(self, job: Job) -> str:
-        """Volcano's `JobInfo.FitError`: a histogram of task statuses, then why pending tasks did not fit."""
+        """Volcano's `JobInfo.FitError`: a histogram of task statuses, then why pending tasks did not fit. Once the
+        session closes nothing moves any more, so the text is made once per job (gang's condition and the
+        PodGroup's status both read it)."""
+        closed = self._fit_texts
+        if closed is not None:
+            text = closed.get(job.uid)
+            if text is None:
+                text = closed[job.uid] = self._job_fit_error(job)
+            return text
+        return self._job_fit_error(job)
+
+    def _job_fit_error(self, job: Job) -> str:
         statuses: dict[str, int] = {"minAvailable": job.min_member}
-        for status in TaskStatus:  # the job's counters are its tasks' statuses counted (the text sorts them)
+        for status in TASK_STATUSES:  # the job's counters are its tasks' statuses counted (the text sorts them)
             if job.counts[status]:
                 statuses[status.label()] = job.counts[status]
         text = "pod group is not ready, " + ", ".join(sorted(f"{n} {s}" for s, n in statuses.items()))
@@ -507,6 +520,7 @@ class Session(Callbacks):
         return self._statements(self)
 
     def close(self) -> None:
+        self._fit_texts = {}
         for _, _, plugin in self.plugins:
             plugin.on_session_close(self)
 
