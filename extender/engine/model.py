@@ -458,6 +458,11 @@ class NodeArrays:
     releasing: npt.NDArray[np.float64]
     pipelined: npt.NDArray[np.float64]
     state: npt.NDArray[np.float64]
+    # Each node's row of `state`, `used` and `pipelined` as views made once: a placement reads and adds to them,
+    # and indexing a list costs a fifth of making a numpy view.
+    state_rows: list[npt.NDArray[np.float64]] = field(default_factory=list)
+    used_rows: list[npt.NDArray[np.float64]] = field(default_factory=list)
+    pipelined_rows: list[npt.NDArray[np.float64]] = field(default_factory=list)
 
     @classmethod
     def of(cls, allocatable: npt.NDArray[np.float64]) -> NodeArrays:
@@ -466,7 +471,8 @@ class NodeArrays:
         state = np.zeros((nodes, 4 * dims))
         state[:, :dims] = allocatable
         parts = [state[:, k * dims : (k + 1) * dims] for k in range(4)]
-        return cls(allocatable=parts[0], used=parts[1], releasing=parts[2], pipelined=parts[3], state=state)
+        return cls(allocatable=parts[0], used=parts[1], releasing=parts[2], pipelined=parts[3], state=state,
+                   state_rows=list(state), used_rows=list(parts[1]), pipelined_rows=list(parts[3]))
 
     def idle(self) -> npt.NDArray[np.float64]:
         return self.allocatable - self.used

@@ -142,7 +142,7 @@ class Placement:
     def _store_row(self, task: Task, entry: _ClassEntry, row: int) -> None:
         # The formulas see only the row's numbers, so nodes in the same state (one node pool, the same pods) share
         # one evaluation.
-        state = self.arrays.state[row]
+        state = self.arrays.state_rows[row]
         key: Hashable = state.tobytes()
         local = entry.local
         if local:

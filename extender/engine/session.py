@@ -368,7 +368,8 @@ class Session(Callbacks):
         # `_occupy`, `set_status` and `fire_allocate` inlined: this runs once per placement.
         # `row += resreq` on the row's view adds in place; `used[i] += resreq` would also copy the row back.
         task.node = node.name
-        row = self.arrays.pipelined[node.idx] if status is TaskStatus.PIPELINED else self.arrays.used[node.idx]
+        arrays = self.arrays
+        row = arrays.pipelined_rows[node.idx] if status is TaskStatus.PIPELINED else arrays.used_rows[node.idx]
         row += task.resreq
         self.placement.touch(node.idx)
         node.tasks[task.uid] = task
