@@ -238,7 +238,7 @@ class Job:
     name: str
     queue: str
     min_member: int
-    min_task_member: dict[str, int]
+    min_task_member: Mapping[str, int]  # the snapshot record's own (read-only, so shared rather than copied)
     min_resources: Vec | None
     priority: int
     creation: float
@@ -252,7 +252,7 @@ class Job:
     role_counts: dict[str, list[int]] = field(default_factory=dict)
     ready: int = 0  # tasks in READY_STATUS
     pending_best_effort_count: int = 0
-    annotations: dict[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)  # as min_task_member
     conditions: tuple[Condition, ...] = ()
     # fit errors per task uid, recorded by allocate for the PodGroup condition
     fit_errors: dict[str, Status] = field(default_factory=dict)
@@ -437,8 +437,9 @@ class Queue:
 class Node:
     name: str
     idx: int
-    labels: dict[str, str]
-    taints: list[Taint]
+    # The snapshot record's own (read-only, so shared rather than copied per session)
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
     unschedulable: bool
     tasks: dict[str, Task] = field(default_factory=dict)
     used_ports: set[tuple[str, str, int]] = field(default_factory=set)

@@ -105,6 +105,7 @@ class Session(Callbacks):
         for g in snap.podgroups.values():
             names.update(g.min_resources or {})
         self.dims = Dims(sorted(names))
+        self._vectors: dict[tuple[tuple[str, float], ...], Vec] = {}
         self._build_nodes(snap)
         self._build_queues(snap)
         self._build_jobs(snap)
@@ -122,7 +123,7 @@ class Session(Callbacks):
     def _build_nodes(self, snap: Snapshot) -> None:
         ready = sorted((n for n in snap.nodes.values() if n.ready), key=lambda n: n.name)
         self.nodes: list[Node] = [
-            Node(name=n.name, idx=i, labels=dict(n.labels), taints=list(n.taints), unschedulable=n.unschedulable,
+            Node(name=n.name, idx=i, labels=n.labels, taints=n.taints, unschedulable=n.unschedulable,
                  cards=n.cards.cards)
             for i, n in enumerate(ready)
         ]
@@ -130,7 +131,7 @@ class Session(Callbacks):
         size = (len(self.nodes), self.dims.size)
         alloc = np.zeros(size)
         for i, n in enumerate(ready):
-            alloc[i] = self.dims.vector(n.allocatable)
+            alloc[i] = self._vector(n.allocatable)  # nodes come from a few shapes too
         self.arrays = NodeArrays.of(alloc)
         self.placement = Placement(self.nodes, self.arrays, self.dims)
         self.total: Vec = alloc.sum(axis=0) if len(self.nodes) else self.dims.zeros()
@@ -170,7 +171,7 @@ class Session(Callbacks):
 
     def _vector(self, units: Mapping[str, float], key: tuple[tuple[str, float], ...] | None = None) -> Vec:
         """`dims.vector(units)`, shared between equal resource lists (read-only, so sharing is safe): a snapshot's
-        pods and PodGroups come from a few templates. `key`: `units`' items, when the caller has them already."""
+        nodes, pods and PodGroups come from a few templates. `key`: `units`' items, when the caller has them already."""
         if key is None:
             return self._vector_of(units, tuple(units.items()))
         # Pods' keys are shared tuples (`snapshot._shared_request_key`): found by identity, no tuple hashed. Sound
@@ -188,7 +189,6 @@ class Session(Callbacks):
         return vec
 
     def _build_jobs(self, snap: Snapshot) -> None:
-        self._vectors: dict[tuple[tuple[str, float], ...], Vec] = {}
         self._vectors_by_id: dict[int, Vec] = {}
         self.jobs: dict[str, Job] = {}
         for pg in snap.podgroups.values():
@@ -201,14 +201,14 @@ class Session(Callbacks):
                 name=pg.name,
                 queue=pg.queue,
                 min_member=pg.min_member,
-                min_task_member=dict(pg.min_task_member),
+                min_task_member=pg.min_task_member,
                 min_resources=self._vector(pg.min_resources) if pg.min_resources is not None else None,
                 priority=priority,
                 creation=pg.creation,
                 phase=pg.phase,
                 preemptable=pg.preemptable,
                 allocated=self.dims.zeros(),
-                annotations=dict(pg.annotations),
+                annotations=pg.annotations,
                 conditions=pg.conditions,
                 gang_evictable=pg.gang_evictable,
             )
