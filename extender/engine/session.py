@@ -478,7 +478,9 @@ class Session(Callbacks):
     def job_status(self, job: Job) -> Status:
         """Why a job that is not ready got no place this session: Unschedulable unless every task that found no
         node was refused on every node by what no eviction fixes (then preemption cannot help: unresolvable)."""
-        errors = [job.fit_errors[t.uid] for t in job.tasks.values() if t.uid in job.fit_errors]
+        # From the job's map rather than by walking its tasks (most found no error): only `all` reads them, so the
+        # order does not matter.
+        errors = [e for uid, e in job.fit_errors.items() if uid in job.tasks]
         unresolvable = bool(errors) and all(e.unresolvable for e in errors)
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
         return Status(code, self.job_fit_error(job))
