@@ -243,9 +243,14 @@ def podgroup_result(ssn: Session, job: Job) -> PodGroupResult:
 def queue_results(ssn: Session) -> dict[str, QueueResult]:
     requests: dict[str, list[Vec]] = {name: [] for name in ssn.queues}  # in job and task order
     for job in ssn.jobs.values():
-        if not job.count(ALLOCATED_STATUS):
+        placed = job.count(ALLOCATED_STATUS)
+        if not placed:
             continue
-        requests[job.queue] += [task.resreq for task in job.tasks.values() if task.status in ALLOCATED_STATUS]
+        tasks = job.tasks.values()
+        if placed == len(tasks):  # the usual placed gang: every task counts, no status to test
+            requests[job.queue] += [task.resreq for task in tasks]
+        else:
+            requests[job.queue] += [task.resreq for task in tasks if task.status in ALLOCATED_STATUS]
     allocated = {name: sequential_sum(ssn.dims.zeros(), rows) for name, rows in requests.items()}
     # Volcano propagates a queue's allocation to every ancestor up to root.
     totals = {name: vec.copy() for name, vec in allocated.items()}
