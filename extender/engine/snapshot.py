@@ -158,10 +158,11 @@ class PodGroupRecord:
     # Volcano's IsJobPreemptableForGangEviction: a PodGroup without `volcano.sh/preemptable` may lose its pods to
     # gangpreempt/gangreclaim; one that sets it follows it.
     gang_evictable: bool = True
+    # "<namespace>/<name>", made once with the record (as `PodRecord.key`): every session reads it several times.
+    key: str = field(init=False, compare=False, repr=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
 
 @dataclass(frozen=True, slots=True)
