@@ -30,8 +30,9 @@ created as fast as the API takes them and the clock stops when the last one is b
 kube-scheduler on single pods (no extender configured), single pods through the extender, gangs of 8 through
 the extender (permit cache), single pods without the service's controllers, and single pods through a
 do-nothing extender (same wire and entries: filter echoes the offered nodes, prioritize answers nothing, bind
-POSTs the Binding) with no Lapilli service at all — what the extender protocol alone costs on this machine; and
-single pods through the extender over TLS. The service's extender port is plain HTTP on loopback in every other
+POSTs the Binding) with no Lapilli service at all — what the extender protocol alone costs on this machine;
+single pods through the extender over TLS; and the do-nothing extender answering only the first offered node, the
+protocol's floor for a pod the extender has planned (kube-scheduler then neither scores nor calls prioritize). The service's extender port is plain HTTP on loopback in every other
 case, as the shipped pod runs it (kube-scheduler beside the service).
 """
 
@@ -423,14 +424,22 @@ async def _api_counts(client: Any) -> dict[str, float]:
     return out
 
 
-def serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
-    """A do-nothing extender on aiohttp: the protocol's cost without any scheduling work."""
+# What the do-nothing extender's filter answers: every offered node, or the first one only.
+ECHO_NODES, ONE_NODE = "echo", "one"
+
+
+def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool = False) -> None:
+    """A do-nothing extender on aiohttp: the protocol's cost without any scheduling work. `answer_one`: filter
+    answers the first offered node only, as Lapilli's filter answers a planned pod's node, so kube-scheduler then
+    skips scoring and prioritize (one feasible node) and only filter and bind cross the wire."""
     from lapilli.kube import KubeClient, load_kubeconfig
 
     clients: list[KubeClient] = []
 
     async def filter_(request: web.Request) -> web.Response:
         names = orjson.loads(await request.read())["NodeNames"]
+        if answer_one:
+            names = names[:1]
         return web.Response(body=orjson.dumps({"NodeNames": names, "FailedNodes": {}, "Error": ""}),
                             content_type="application/json")
 
@@ -449,7 +458,7 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any) -> None:
                                 "/extender/gang/bind": bind})
 
 
-def start_null_extender(state_dir: Path) -> tuple[Any, str]:
+def start_null_extender(state_dir: Path, answer_one: bool = False) -> tuple[Any, str]:
     """The do-nothing extender in a process of its own, serving once it has started; (process, its URL). It reads
     the kubeconfig the dev cluster will write in `state_dir` when its bind is first called."""
     from assembly.dev.ports import free_ports
@@ -457,7 +466,7 @@ def start_null_extender(state_dir: Path) -> tuple[Any, str]:
     [port] = free_ports(1)
     ready = mp.get_context("spawn").Event()
     null = mp.get_context("spawn").Process(
-        target=serve_null_extender, args=(port, str(state_dir / "kubeconfig"), ready), daemon=True)
+        target=serve_null_extender, args=(port, str(state_dir / "kubeconfig"), ready, answer_one), daemon=True)
     null.start()
     ready.wait(60)
     return null, f"http://127.0.0.1:{port}/extender"
@@ -465,7 +474,7 @@ def start_null_extender(state_dir: Path) -> tuple[Any, str]:
 
 async def _throughput_case(
     nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = (),
-    null_extender: bool = False, extender_tls: bool = False,
+    null_extender: str = "", extender_tls: bool = False,
 ) -> tuple[float, dict[str, float], dict[str, float]]:
     """Pods bound per second, CPU milliseconds per pod of each process while they were created and bound, and
     kube-apiserver's writes and webhook calls per pod (`_api_counts`) until the last PodGroup says Running, and its
@@ -474,7 +483,7 @@ async def _throughput_case(
     from lapilli.kube.resources import PODGROUPS, PODS
 
     with tempfile.TemporaryDirectory() as tmp:
-        null, url = start_null_extender(Path(tmp)) if null_extender else (None, None)
+        null, url = start_null_extender(Path(tmp), null_extender == ONE_NODE) if null_extender else (None, None)
         spec = ClusterSpec(state_dir=Path(tmp), nodes=nodes, shape=NodeShape(cpu="64", memory="512Gi", gpus=8),
                            extender=extender, kubelet="none", tie_to_parent=True, serve_args=serve_args,
                            extender_url=url, extender_over_tls=extender_tls)
@@ -572,17 +581,20 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
     # service, manifests/), and as the do-nothing extender is served; case 6 is case 2 over TLS with kube-scheduler's
     # client certificate, what an install whose kube-scheduler runs elsewhere pays (and what cases 2-4 measured
     # before 2026-11-26's issue 19 round).
-    cases: list[tuple[str, bool, int, str, tuple[str, ...], bool, bool]] = [
-        ("plain kube-scheduler, single pods", False, 1, "default-scheduler", (), False, False),
-        ("with the extender, single pods", True, 1, "volcano", (), False, False),
-        ("with the extender, gangs of 8", True, 8, "volcano", (), False, False),
+    cases: list[tuple[str, bool, int, str, tuple[str, ...], str, bool]] = [
+        ("plain kube-scheduler, single pods", False, 1, "default-scheduler", (), "", False),
+        ("with the extender, single pods", True, 1, "volcano", (), "", False),
+        ("with the extender, gangs of 8", True, 8, "volcano", (), "", False),
         # Separates the extender's own cost from the PodGroup controller's per-pod writes.
-        ("extender, single pods, no controllers", True, 1, "volcano", ("--disable-controllers",), False, False),
+        ("extender, single pods, no controllers", True, 1, "volcano", ("--disable-controllers",), "", False),
         # The floor for any extender here: the protocol's hops with no scheduling work and no Lapilli service. Its
         # pods name the profile the extender entries serve (the dev cluster gives default-scheduler a kube-scheduler
         # of its own, without extenders, since acf2fee).
-        ("do-nothing extender, single pods", False, 1, "volcano", (), True, False),
-        ("extender over TLS, single pods", True, 1, "volcano", (), False, True),
+        ("do-nothing extender, single pods", False, 1, "volcano", (), ECHO_NODES, False),
+        ("extender over TLS, single pods", True, 1, "volcano", (), "", True),
+        # The floor for a pod the extender has planned (Lapilli's gang members and its planned single pods): filter
+        # answers one node, so kube-scheduler neither scores nor calls prioritize; only filter and bind are paid.
+        ("do-nothing extender, one node answered", False, 1, "volcano", (), ONE_NODE, False),
     ]
     chosen = [case for number, case in enumerate(cases, 1) if not only or number == 1 or number in only]
     # Cases take turns, `repeat` rounds, so a slow minute on this shared machine hits every case alike; the
