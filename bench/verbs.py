@@ -32,8 +32,9 @@ the extender (permit cache), single pods without the service's controllers, and 
 do-nothing extender (same wire and entries: filter echoes the offered nodes, prioritize answers nothing, bind
 POSTs the Binding) with no Lapilli service at all — what the extender protocol alone costs on this machine;
 single pods through the extender over TLS; and the do-nothing extender answering only the first offered node, the
-protocol's floor for a pod the extender has planned (kube-scheduler then neither scores nor calls prioritize). The service's extender port is plain HTTP on loopback in every other
-case, as the shipped pod runs it (kube-scheduler beside the service).
+protocol's floor for a pod the extender has planned (kube-scheduler then neither scores nor calls prioritize).
+The service's extender port is plain HTTP on loopback in every other case, as the shipped pod runs it
+(kube-scheduler beside the service).
 """
 
 from __future__ import annotations
