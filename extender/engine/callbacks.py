@@ -96,19 +96,13 @@ class Slot(Generic[F]):
 def _chain_keys(keys: list[Callable[[T], KeyValue]], *tail: str) -> Callable[[T], SortKey]:
     """(k1(x), k2(x), …, x.tail…): the plugins' keys in tier order, then the built-in tie-break's attributes.
     Keys are made for every task and job and for every queue on every turn, so the tie-break is an `attrgetter`
-    (no Python frame of its own) and the usual one to three plugin keys are called without a loop."""
+    (no Python frame of its own) and a lone plugin key (tasks', queues') is called without a loop."""
     rest = attrgetter(*tail)
     if not keys:
         return rest  # type: ignore[no-any-return]  # several names: attrgetter returns their tuple
     if len(keys) == 1:
         (first,) = keys
         return lambda item: (first(item), *rest(item))
-    if len(keys) == 2:
-        first, second = keys
-        return lambda item: (first(item), second(item), *rest(item))
-    if len(keys) == 3:
-        first, second, third = keys
-        return lambda item: (first(item), second(item), third(item), *rest(item))
     return lambda item: (*[key(item) for key in keys], *rest(item))
 
 
