@@ -144,7 +144,6 @@ class Task:
     key: str = ""
 
 
-
 # Every status, in definition order: iterating the enum itself runs Python code for each member.
 TASK_STATUSES: Final = tuple(TaskStatus)
 # One counter slot per status value (TaskStatus starts at 1), so a job's counters are a plain list.

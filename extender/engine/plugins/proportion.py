@@ -212,23 +212,22 @@ class ProportionPlugin:
         requested: dict[bytes, list[tuple[int, float]]] = {}
         # The last request vector asked about and its columns: a gang's tasks share one vector, so most asks are
         # answered without hashing it.
-        last: list[tuple[Vec, list[tuple[int, float]]]] = []
+        last_request: Vec | None = None
+        columns: list[tuple[int, float]] = []
 
         def allocatable(queue: Queue, task: Task) -> bool:
+            nonlocal last_request, columns
             if queue.state != "Open":
                 return False
             attr = attrs.get(queue.name)
             if attr is None:
                 return True
-            if last and last[0][0] is task.resreq:
-                columns = last[0][1]
-            else:
+            if task.resreq is not last_request:
                 key = task.resreq.tobytes()
                 found = requested.get(key)
                 if found is None:
                     found = requested[key] = [(d, float(v)) for d, v in enumerate(task.resreq) if v > 0 and d != pods]
-                columns = found
-                last[:] = [(task.resreq, columns)]
+                last_request, columns = task.resreq, found
             allocated, deserved = attr.allocated.tolist(), attr.deserved_list
             for d, want in columns:  # noqa: SIM110 (a generator costs more; this runs per task)
                 if not allocated[d] + want <= deserved[d]:
