@@ -1,7 +1,9 @@
 """What each extender verb decides, over the cluster state, the plan and the latest session outcome.
 
-* filter — pods outside any PodGroup pass untouched (a `volcano` pod after its queue's checks: it exists, is Open
-  and has capability left), as do admitted gangs of one; a gang member gets its planned node alone
+* filter — pods outside any PodGroup pass (a `volcano` pod after its queue's checks: it exists, is Open and has
+  capability left), as do admitted gangs of one: a `volcano` pod gets the offered node the conf's node order puts
+  first (`pick`), as a session would place it, and every offered node where that order needs more than the
+  nodes' numbers (pods of other schedulers always); a gang member gets its planned node alone
   (kube-scheduler drops the nodes a reply leaves out, so a 5,000-node answer stays small), or (when
   kube-scheduler did not offer it) another offered node it fits, or — when its gang has no plan — every node
   fails with one short reason (`gang ns/pg: 3/4 pods placeable`) that kube-scheduler shows in the pod's events.
@@ -20,11 +22,12 @@ from typing import Any, Final
 
 import numpy as np
 
+from extender.engine.conf import SchedulerConf
 from extender.engine.plugins.binpack import BinpackArgs, binpack_score, binpack_terms
 from extender.engine.results import resource_units
 from extender.engine.rowmath import VECTOR, MatrixRows
 from extender.engine.status import Code, Status
-from extender.service import placecheck
+from extender.service import pick, placecheck
 from extender.service.bindcheck import Refusal, names_refusal, node_refusal, pod_refusal, room_refusal
 from extender.service.cards import NO_CARDS, CardBook
 from extender.service.loop import SessionLoop
@@ -111,6 +114,10 @@ class Extender:
         # outcome itself is never changed (the next outcome is compared with it): the first move copies its room.
         self._moved_for: Outcome | None = None
         self._moved = np.zeros((0, 0))
+        # Filter's pick for a pod without a plan: the conf's node order, and what in the cluster rules a pick out.
+        self._order_for: SchedulerConf | None = None
+        self._order = pick.NodeOrder((), (), False)
+        self._cluster_terms = pick.ClusterTerms()
         self._inflight: dict[str, str] = {}  # pod key -> node of a single pod's bind on its way to the API server
         # vGPU cards as the verbs see them now (bound pods' assignments, the plan, binds on their way), re-read
         # for a node when a pod on it, the node, or the plan there changes.
@@ -141,13 +148,13 @@ class Extender:
         if gang is None:
             refusal = self._plain_refusal(args.pod)
             if refusal is None:
-                return self._card_filter(args.pod, offered)
+                return self._unplanned(args.pod, offered)
             return filter_refusal(offered, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"pod {key}: {refusal}"))
         node = self.plan.node_for(key)
         if node is not None and node in offered:
             return filter_result([node])
         if node is None and self._admitted_single(gang, args.pod):
-            return self._card_filter(args.pod, offered, self._unpromised(args.pod, offered))
+            return self._unplanned(args.pod, offered, self._unpromised(args.pod, offered))
         if node is not None:
             moved = self._replan(args.pod, key, node, offered)
             if moved is not None:
@@ -165,6 +172,43 @@ class Extender:
         """The card book, following the conf the sessions run."""
         self.book.configure(self.loop.conf.conf)
         return self.book
+
+    def _unplanned(self, pod: Mapping[str, Any], offered: list[str],
+                   refused: dict[str, str] | None = None) -> ExtenderFilterResult:
+        """A pod that passes without a plan: the one node a session would give it (`pick`), else every offered
+        node it may use (`_card_filter`)."""
+        book = self._cards()
+        if not (book.active and book.ask(pod) is not None):
+            node = self._pick(pod, [n for n in offered if n not in refused] if refused else offered)
+            if node is not None:
+                return filter_result([node])
+        return self._card_filter(pod, offered, refused)
+
+    def _pick(self, pod: Mapping[str, Any], offered: list[str]) -> str | None:
+        latest = self.loop.latest
+        if (len(offered) < 2 or latest is None or (pod.get("spec") or {}).get("schedulerName") not in
+                self.scheduler_names or pick.own_terms(pod)):
+            return None
+        conf = self.loop.conf.conf
+        if self._order_for is not conf:
+            self._order_for, self._order = conf, pick.NodeOrder.of(conf)
+        terms, hypernodes = self._cluster_terms.read(latest, self.state.snapshot)
+        req = self._request(pod)
+        if req is None or terms or (hypernodes and self._order.topology):
+            return None
+        node = pick.best_node(self._order, latest, self._room(latest), req, offered)
+        if node is not None:
+            self._take(latest, req, node)
+        return node
+
+    def _take(self, latest: Outcome, req: np.ndarray, node: str, planned: str | None = None) -> None:
+        """Count `req` out of `node`'s room (and back into `planned`'s) until the next outcome."""
+        if self._moved_for is not latest:
+            self._moved_for, self._moved = latest, latest.idle.copy()
+        self._moved[latest.node_index[node]] -= req
+        if planned is not None and planned in latest.node_index:
+            self._moved[latest.node_index[planned]] += req
+        self._tables_for = None  # the room it counted has moved
 
     def _card_filter(self, pod: Mapping[str, Any], offered: list[str],
                      refused: dict[str, str] | None = None) -> ExtenderFilterResult:
@@ -291,12 +335,7 @@ class Extender:
         scores = self._binpack(req, idx)
         scores[~fits] = -1
         best = candidates[int(np.argmax(scores))]
-        if self._moved_for is not latest:
-            self._moved_for, self._moved = latest, latest.idle.copy()
-        self._moved[latest.node_index[best]] -= req
-        if planned in latest.node_index:
-            self._moved[latest.node_index[planned]] += req
-        self._tables_for = None  # the room it counted has moved
+        self._take(latest, req, best, planned)
         self.plan.move(key, best, book.devices(cards[best], best) if best in cards else None)
         return self._replanned(best)
 

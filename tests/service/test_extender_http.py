@@ -220,7 +220,8 @@ async def test_a_volcano_pod_without_a_podgroup_passes_only_after_its_queue_chec
         doc["spec"]["schedulerName"] = scheduler
         return dict(extender.filter(ExtenderArgs.model_validate(_args(doc, ["n0", "n1"]))))
 
-    assert filtered("in-default", None)["NodeNames"] == ["n0", "n1"]
+    # It passes, to the node a session would give it (`pick`): n1, emptier than n0 by ml/used-0.
+    assert filtered("in-default", None)["NodeNames"] == ["n1"]
     shut = filtered("in-shut", "shut")
     assert shut["NodeNames"] == []
     assert set(shut["FailedNodes"].values()) == {"pod ml/in-shut: queue shut is Closed"}

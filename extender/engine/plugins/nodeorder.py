@@ -12,6 +12,7 @@ has no effect: the snapshot holds no images).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -26,6 +27,7 @@ from extender.engine.registry import register_plugin
 from extender.engine.rowmath import NodeRows, Num, Ops
 from lapilli.nodematch import PREFER_NO_SCHEDULE
 from lapilli.resources.units import CPU, GPU, MEMORY
+from lapilli.resources.vector import Vec
 
 # kube-scheduler counts a container without requests as 100m CPU / 200Mi memory when spreading load.
 DEFAULT_MILLI_CPU: Final = 100.0
@@ -58,10 +60,50 @@ def parse_arguments(arguments: Arguments) -> NodeOrderArgs:
     )
 
 
+def request_columns(index: Mapping[str, int], request: Vec) -> list[tuple[int, float]]:
+    """cpu, memory (and GPU when the request asks for it) columns and what the request adds to each."""
+    cpu, memory = index[CPU], index[MEMORY]
+    columns = [(cpu, float(request[cpu]) or DEFAULT_MILLI_CPU), (memory, float(request[memory]) or DEFAULT_MEMORY)]
+    gpu = index.get(GPU)
+    if gpu is not None and request[gpu] > 0:
+        columns.append((gpu, float(request[gpu])))
+    return columns
+
+
+def row_local_score(args: NodeOrderArgs, columns: list[tuple[int, float]], ops: Ops, rows: NodeRows) -> Num:
+    """LeastAllocated, MostAllocated and BalancedAllocation, weighted, for the request `columns` were made for: the
+    one formula, used by the plugin and by filter's pick of a pod that passes without a plan."""
+    least: Num = 0.0  # Σ over cpu and memory
+    most: Num = 0.0
+    fractions: list[Num] = []
+    for n, (col, want) in enumerate(columns):
+        capacity = rows.allocatable[col]
+        requested = rows.used[col] + want
+        positive = capacity > 0
+        safe = ops.where(positive, capacity, 1.0)
+        # LeastAllocated and MostAllocated average cpu and memory only, in integers as upstream does.
+        if n < 2 and (args.least or args.most):
+            usable = positive & (requested <= capacity)
+            if args.least:
+                least = least + ops.where(usable, ops.floor((capacity - requested) * MAX_SCORE / safe), 0.0)
+            if args.most:
+                most = most + ops.where(usable, ops.floor(requested * MAX_SCORE / safe), 0.0)
+        if args.balanced:
+            fractions.append(ops.where(positive, ops.minimum(requested / safe, 1.0), 1.0))
+    total: Num = 0.0
+    if args.least:
+        total = total + args.least * ops.floor(least / 2)
+    if args.most:
+        total = total + args.most * ops.floor(most / 2)
+    if args.balanced:
+        total = total + args.balanced * ops.floor((1.0 - _std(ops, fractions)) * MAX_SCORE)
+    return total
+
+
 class NodeOrderScorer:
     def __init__(self, args: NodeOrderArgs) -> None:
-        self.least, self.most, self.affinity = args.least, args.most, args.affinity
-        self.balanced, self.taint = args.balanced, args.taint
+        self.args = args
+        self.affinity, self.taint = args.affinity, args.taint
         self.pod_affinity, self.spread = args.pod_affinity, args.spread
         self.ssn: SessionView | None = None
         self.parts: list[ScorerPart] = []  # pod affinity and spread, when some pod has such terms
@@ -84,52 +126,18 @@ class NodeOrderScorer:
         self.parts = open_scorers(ssn, self.pod_affinity, self.spread)
 
     def _columns(self, task: Task) -> list[tuple[int, float]]:
-        """cpu, memory (and GPU when the task asks for it) columns and what the task adds to each."""
         if task.resreq is self._last[0]:  # siblings share their request vector
             return self._last[1]
         key = task.resreq.tobytes()
         cached = self._cols.get(key)
         if cached is None:
             assert self.ssn is not None
-            index = self.ssn.dims.index
-            cpu, memory = index[CPU], index[MEMORY]
-            cached = [
-                (cpu, float(task.resreq[cpu]) or DEFAULT_MILLI_CPU),
-                (memory, float(task.resreq[memory]) or DEFAULT_MEMORY),
-            ]
-            gpu = index.get(GPU)
-            if gpu is not None and task.resreq[gpu] > 0:
-                cached.append((gpu, float(task.resreq[gpu])))
-            self._cols[key] = cached
+            cached = self._cols[key] = request_columns(self.ssn.dims.index, task.resreq)
         self._last = (task.resreq, cached)
         return cached
 
     def row_score(self, task: Task, ops: Ops, rows: NodeRows) -> Num:
-        least: Num = 0.0  # Σ over cpu and memory
-        most: Num = 0.0
-        fractions: list[Num] = []
-        for n, (col, want) in enumerate(self._columns(task)):
-            capacity = rows.allocatable[col]
-            requested = rows.used[col] + want
-            positive = capacity > 0
-            safe = ops.where(positive, capacity, 1.0)
-            # LeastAllocated and MostAllocated average cpu and memory only, in integers as upstream does.
-            if n < 2 and (self.least or self.most):
-                usable = positive & (requested <= capacity)
-                if self.least:
-                    least = least + ops.where(usable, ops.floor((capacity - requested) * MAX_SCORE / safe), 0.0)
-                if self.most:
-                    most = most + ops.where(usable, ops.floor(requested * MAX_SCORE / safe), 0.0)
-            if self.balanced:
-                fractions.append(ops.where(positive, ops.minimum(requested / safe, 1.0), 1.0))
-        total: Num = 0.0
-        if self.least:
-            total = total + self.least * ops.floor(least / 2)
-        if self.most:
-            total = total + self.most * ops.floor(most / 2)
-        if self.balanced:
-            total = total + self.balanced * ops.floor((1.0 - _std(ops, fractions)) * MAX_SCORE)
-        return total
+        return row_local_score(self.args, self._columns(task), ops, rows)
 
     def normalizes(self, task: Task) -> bool:
         return bool(self.affinity and task.placement.preferred) or bool(self.taint and self._any_prefer_no_schedule)

@@ -149,10 +149,10 @@ def _matrix_scores(ssn: Session, task: Task) -> np.ndarray:
             least = np.where(usable, np.floor((capacity - requested) * 100 / safe), 0.0)
             most = np.where(usable, np.floor(requested * 100 / safe), 0.0)
             fractions = np.where(capacity > 0, np.minimum(requested / safe, 1.0), 1.0)
-            total += scorer.least * np.floor(least[:, :2].sum(axis=1) / 2) if scorer.least else 0.0
-            total += scorer.most * np.floor(most[:, :2].sum(axis=1) / 2) if scorer.most else 0.0
-            if scorer.balanced:
-                total += scorer.balanced * np.floor((1.0 - fractions.std(axis=1)) * 100)
+            total += scorer.args.least * np.floor(least[:, :2].sum(axis=1) / 2) if scorer.args.least else 0.0
+            total += scorer.args.most * np.floor(most[:, :2].sum(axis=1) / 2) if scorer.args.most else 0.0
+            if scorer.args.balanced:
+                total += scorer.args.balanced * np.floor((1.0 - fractions.std(axis=1)) * 100)
         elif isinstance(scorer, BinpackScorer) and scorer._class(task) is not None:
             terms, factor = scorer._class(task)  # type: ignore[misc]
             cols, request, weights = (list(x) for x in zip(*terms, strict=True))

@@ -1,0 +1,117 @@
+"""The node filter gives a pod that passes without a plan: the one a session would give it, by the conf's node order.
+
+A pod of Volcano's scheduler that needs no plan (no PodGroup yet, or an admitted gang of one) used to pass filter
+with every offered node: kube-scheduler then scored them all with its own plugins and asked prioritize, about as
+much work again as the rest of the pod's scheduling. Volcano places such a pod by its session's node order, so filter
+answers the node that order puts first among the offered ones, and kube-scheduler, left one feasible node, neither
+scores nor asks prioritize. The order is the row-local part of the conf's `nodeorder` (LeastAllocated,
+MostAllocated, BalancedAllocation) and `binpack` plugins, with the arguments the sessions run, over the room the
+latest session left (less filter's moves since): the same formulas as the engine's, ties to the lowest node name,
+as allocate picks. Only nodes with that room are picked, so a plain pod does not take what a plan holds.
+
+Where a session's order would depend on more than a node's own numbers — the pod's preferred node affinity, pod
+(anti-)affinity or spread terms, any pod's inter-pod terms (which score the pods they select), PreferNoSchedule
+taints, HyperNode scores, vGPU cards — or no offered node has the room, there is nothing to pick and the pod passes
+with every offered node, as before: kube-scheduler's own scores, with prioritize's binpack, decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.engine.conf import SchedulerConf
+from extender.engine.plugins import binpack, network_topology, nodeorder
+from extender.engine.rowmath import VECTOR, MatrixRows, Num
+from extender.engine.snapshot import Snapshot
+from extender.service.session import Outcome
+from lapilli.nodematch import PREFER_NO_SCHEDULE
+from lapilli.resources.vector import TOLERANCE
+
+NODE_ORDER_FLAG = "enableNodeOrder"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeOrder:
+    """The row-local node order of a conf: its enabled nodeorder and binpack entries' arguments (None when the
+    conf scores nodes by something filter does not evaluate)."""
+
+    nodeorders: tuple[nodeorder.NodeOrderArgs, ...]
+    binpacks: tuple[binpack.BinpackArgs, ...]
+    topology: bool  # network-topology-aware scores nodes (when the cluster has HyperNodes)
+
+    @classmethod
+    def of(cls, conf: SchedulerConf) -> NodeOrder:
+        orders, packs, topology = [], [], False
+        for tier in conf.tiers:
+            for option in tier.plugins:
+                if not option.enabled(NODE_ORDER_FLAG):
+                    continue
+                if option.name == "nodeorder":
+                    orders.append(nodeorder.parse_arguments(option.arguments))
+                elif option.name == "binpack":
+                    packs.append(binpack.parse_arguments(option.arguments))
+                elif option.name == network_topology.NAME:
+                    topology = True
+        return cls(tuple(orders), tuple(packs), topology)
+
+    def scores(self, request: npt.NDArray[np.float64], index: Mapping[str, int], rows: MatrixRows) -> Num:
+        """The summed row-local scores of the request over `rows`."""
+        total: Num = 0.0
+        if self.nodeorders:
+            columns = nodeorder.request_columns(index, request)
+            for args in self.nodeorders:
+                total = total + nodeorder.row_local_score(args, columns, VECTOR, rows)
+        for pack in self.binpacks:
+            total = total + binpack.binpack_score(VECTOR, rows, binpack.binpack_terms(pack, index, request))
+        return total
+
+
+def own_terms(pod: Mapping[str, Any]) -> bool:
+    """The pod scores nodes by more than their numbers: preferred node affinity, inter-pod terms, spread."""
+    spec = pod.get("spec") or {}
+    affinity = spec.get("affinity") or {}
+    node_affinity = affinity.get("nodeAffinity") or {}
+    return bool(affinity.get("podAffinity") or affinity.get("podAntiAffinity")
+                or node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+                or spec.get("topologySpreadConstraints"))
+
+
+class ClusterTerms:
+    """Whether the cluster holds what scores nodes beyond their numbers for every pod (a pod's inter-pod terms,
+    a PreferNoSchedule taint, HyperNodes), read once per session outcome: a pick is a preference between nodes
+    kube-scheduler has already filtered, so a term that appeared since the outcome only waits for the next one."""
+
+    def __init__(self) -> None:
+        self._for: Outcome | None = None
+        self._answer = (False, False)
+
+    def read(self, latest: Outcome, snap: Snapshot) -> tuple[bool, bool]:
+        """(terms or PreferNoSchedule taints, HyperNodes)."""
+        if self._for is not latest:
+            terms = (any(pod.terms is not None for pod in snap.pods.values())
+                     or any(t.effect == PREFER_NO_SCHEDULE for n in snap.nodes.values() for t in n.taints))
+            self._for, self._answer = latest, (terms, bool(snap.hypernodes))
+        return self._answer
+
+
+def best_node(order: NodeOrder, latest: Outcome, room: npt.NDArray[np.float64], request: npt.NDArray[np.float64],
+              offered: Sequence[str]) -> str | None:
+    """The offered node with room for `request` that `order` scores highest (ties to the lowest node row, the
+    session's name order); None when no offered node the outcome knows has the room."""
+    index = latest.node_index
+    names = [n for n in offered if n in index]
+    rows = np.fromiter((index[n] for n in names), dtype=np.intp, count=len(names))
+    fit = np.flatnonzero(np.all(request < room[rows] + TOLERANCE, axis=1))
+    if len(fit) <= 1:
+        return names[int(fit[0])] if len(fit) else None
+    rows = rows[fit]
+    alloc = latest.allocatable[rows]
+    scores = np.broadcast_to(order.scores(request, latest.dims.index, MatrixRows(alloc, alloc - room[rows])),
+                             len(rows))
+    top = np.flatnonzero(scores == scores.max())
+    return names[int(fit[top[int(np.argmin(rows[top]))]])]
