@@ -185,16 +185,22 @@ class Extender:
         return self._card_filter(pod, offered, refused)
 
     def _pick(self, pod: Mapping[str, Any], offered: list[str]) -> str | None:
+        if len(offered) < 2 or (pod.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
+            return None
+        node = self._first_in_order(pod, offered)
+        self.metrics.picks.labels("picked" if node is not None else "passed").inc()
+        return node
+
+    def _first_in_order(self, pod: Mapping[str, Any], offered: list[str]) -> str | None:
         latest = self.loop.latest
-        if (len(offered) < 2 or latest is None or (pod.get("spec") or {}).get("schedulerName") not in
-                self.scheduler_names or pick.own_terms(pod)):
+        req = self._request(pod)
+        if latest is None or req is None or pick.own_terms(pod):
             return None
         conf = self.loop.conf.conf
         if self._order_for is not conf:
             self._order_for, self._order = conf, pick.NodeOrder.of(conf)
         terms, hypernodes = self._cluster_terms.read(latest, self.state.snapshot)
-        req = self._request(pod)
-        if req is None or terms or (hypernodes and self._order.topology):
+        if terms or (hypernodes and self._order.topology):
             return None
         node = pick.best_node(self._order, latest, self._room(latest), req, offered)
         if node is not None:

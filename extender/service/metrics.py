@@ -100,6 +100,12 @@ class ExtenderMetrics:
             "and ports against the pods bound or planned), or failed (the gang's plan is dropped).", ["result"],
             registry=registry,
         )
+        self.picks = Counter(
+            "lapilli_extender_picks_total", "Volcano pods filter passed without a plan (no PodGroup yet, an admitted "
+            "gang of one), by its answer: picked (the one node the conf's node order puts first) or passed (every "
+            "offered node: the order needs more than the nodes' numbers, or no node has the room).", ["result"],
+            registry=registry,
+        )
         self.permit_timeouts = Counter(
             "lapilli_gang_permit_timeouts_total", "Gangs whose permit timed out at bind.", registry=registry
         )

@@ -38,6 +38,11 @@ async def _extender(docs: list[dict[str, Any]], conf: Path | None) -> Extender:
     return extender
 
 
+def _picks(extender: Extender) -> dict[str, float]:
+    counter = extender.metrics.picks
+    return {result: counter.labels(result)._value.get() for result in ("picked", "passed")}
+
+
 def _filter(extender: Extender, doc: dict[str, Any], offered: list[str]) -> list[str]:
     answer = extender.filter(ExtenderArgs(Pod=doc, Nodes=None, NodeNames=offered))
     assert not answer["Error"], answer
@@ -57,6 +62,7 @@ async def test_picks_between_sessions_count_the_room_they_took(conf, expected):
     extender = await _extender(_nodes(2), conf)
     picks = [_filter(extender, volcano_pod({"name": f"ml/p{i}", "req": CPU2}), ["n0", "n1"])[0] for i in range(4)]
     assert picks == expected
+    assert _picks(extender) == {"picked": 4, "passed": 0}
     # The room is the verbs' only: the outcome the next session compares with is left as it was.
     latest = extender.loop.latest
     assert latest is not None and (latest.idle[:, latest.dims.index["cpu"]] == 8000).all()
@@ -87,6 +93,7 @@ async def test_a_pod_whose_own_terms_score_nodes_gets_every_offered_node(extra):
     extender = await _extender(_nodes(3), BINPACK)
     assert _filter(extender, volcano_pod({"name": "ml/p", "req": CPU2, **extra}), ["n0", "n1", "n2"]) == [
         "n0", "n1", "n2"]
+    assert _picks(extender) == {"picked": 0, "passed": 1}
 
 
 async def test_what_in_the_cluster_scores_every_pod_rules_picks_out():
@@ -105,6 +112,7 @@ async def test_pods_of_other_schedulers_and_lone_offers_pass_as_they_are():
     other = pod({"name": "ml/other", "req": CPU2})  # the default scheduler's pod, through a shared extender
     assert _filter(extender, other, ["n0", "n1", "n2"]) == ["n0", "n1", "n2"]
     assert _filter(extender, volcano_pod({"name": "ml/p", "req": CPU2}), ["n2"]) == ["n2"]
+    assert _picks(extender) == {"picked": 0, "passed": 0}, "neither had a node to choose"
 
 
 async def test_an_admitted_gang_of_one_is_picked_like_a_plain_pod():
