@@ -34,7 +34,9 @@ POSTs the Binding) with no Lapilli service at all — what the extender protocol
 single pods through the extender over TLS; and the do-nothing extender answering only the first offered node, the
 protocol's floor for a pod the extender has planned (kube-scheduler then neither scores nor calls prioritize).
 The service's extender port is plain HTTP on loopback in every other case, as the shipped pod runs it
-(kube-scheduler beside the service).
+(kube-scheduler beside the service). Per case it prints pods/s, CPU ms per pod per process, kube-apiserver's writes
+and reads per pod and, through the service, how its filter answered pods without a plan (one node picked, or every
+node passed: `lapilli_extender_picks_total`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import contextlib
 import gc
 import multiprocessing as mp
 import re
+import ssl
 import statistics
 import sys
 import tempfile
@@ -425,6 +428,19 @@ async def _api_counts(client: Any) -> dict[str, float]:
     return out
 
 
+async def _filter_picks(cluster: Any) -> dict[str, float]:
+    """The service's `lapilli_extender_picks_total` by result: pods without a plan its filter answered with one node
+    (picked) or with every offered node (passed, and kube-scheduler scored them all)."""
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+    url = f"https://127.0.0.1:{cluster.info.ports['lapilli-webhook']}/metrics"
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http, \
+            http.get(url, ssl=insecure) as resp:
+        text = await resp.text()
+    return {match[1]: float(match[2]) for match in re.finditer(
+        r'^lapilli_extender_picks_total\{result="(\w+)"\} (\S+)$', text, re.MULTILINE)}
+
+
 # What the do-nothing extender's filter answers: every offered node, or the first one only.
 ECHO_NODES, ONE_NODE = "echo", "one"
 
@@ -476,10 +492,11 @@ def start_null_extender(state_dir: Path, answer_one: bool = False) -> tuple[Any,
 async def _throughput_case(
     nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = (),
     null_extender: str = "", extender_tls: bool = False,
-) -> tuple[float, dict[str, float], dict[str, float]]:
-    """Pods bound per second, CPU milliseconds per pod of each process while they were created and bound, and
+) -> tuple[float, dict[str, float], dict[str, float], dict[str, float]]:
+    """Pods bound per second, CPU milliseconds per pod of each process while they were created and bound,
     kube-apiserver's writes and webhook calls per pod (`_api_counts`) until the last PodGroup says Running, and its
-    reads (GET, LIST) per pod until the last pod was bound."""
+    reads (GET, LIST) per pod until the last pod was bound; and how the service's filter answered pods without a
+    plan, per pod (`_filter_picks`; empty for other extenders)."""
     from assembly.dev import ClusterSpec, DevCluster, NodeShape
     from lapilli.kube.resources import PODGROUPS, PODS
 
@@ -553,7 +570,9 @@ async def _throughput_case(
                       if not _is_read(what)}
             counts |= {what: (n - counts_before.get(what, 0.0)) / pods for what, n in counts_bound.items()
                        if _is_read(what) and what.split(" ", 1)[1]}
-            return pods / (done - start), cpu, {what: n for what, n in counts.items() if n >= 0.005}
+            picks = await _filter_picks(cluster) if extender and not null_extender else {}
+            return (pods / (done - start), cpu, {what: n for what, n in counts.items() if n >= 0.005},
+                    {result: n / pods for result, n in picks.items()})
         finally:
             await cluster.down()
             if null is not None:
@@ -604,7 +623,7 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
     cpu_per_pod: dict[str, list[float]] = {case[0]: [] for case in chosen}
     for _ in range(repeat):
         for label, extender, gang, scheduler, serve_args, null, tls in chosen:
-            rate, cpu, writes = asyncio.run(
+            rate, cpu, writes, picks = asyncio.run(
                 _throughput_case(nodes, pods, extender, gang, scheduler, serve_args, null, tls))
             rates[label].append(rate)
             cpu_per_pod[label].append(sum(cpu.values()))
@@ -616,6 +635,9 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
                 total = sum(n for what, n in counted.items() if not what.startswith("webhook"))
                 listed = ", ".join(f"{what} {n:.2f}" for what, n in sorted(counted.items(), key=lambda kv: -kv[1]))
                 print(f"{'':<40} {title} {total:.2f}" + (f": {listed}" if listed else ""), flush=True)
+            if picks:
+                answers = ", ".join(f"{result} {n:.2f}" for result, n in sorted(picks.items()))
+                print(f"{'':<40} filter, pods without a plan/pod: {answers}", flush=True)
     medians = {label: statistics.median(values) for label, values in rates.items()}
     base = medians[chosen[0][0]]
     print(f"medians of {repeat} round(s):")
