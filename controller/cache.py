@@ -56,7 +56,9 @@ class Store:
         return [self._objects[k] for k in sorted(keys) if k in self._objects]
 
     def count(self, index: str, value: str) -> int:
-        return sum(1 for k in self._indexes[index].get(value, ()) if k in self._objects)
+        # Every indexed key is in view (`_put` and `_remove` keep both together): the Queue controller counts a
+        # queue's PodGroups on each PodGroup that enters or leaves it, which must not walk them all.
+        return len(self._indexes[index].get(value, ()))
 
     def deleting(self, obj: Mapping[str, Any]) -> bool:
         """Being deleted: it carries a deletionTimestamp, or we deleted it and the watch has not confirmed yet."""

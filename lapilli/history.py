@@ -50,6 +50,12 @@ class History:
     times: list[float] = field(default_factory=list)
     queues: dict[str, QueueSeries] = field(default_factory=dict)
     started: list[Started] = field(default_factory=list)
+    # (key, created) of `started`: a job reported again replaces its entry, and telling whether it is there must
+    # not walk the list (thousands of starts between trims).
+    _reported: set[tuple[str, float]] = field(default_factory=set, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._reported = {(s.key, s.created) for s in self.started}
 
     def sample(self, at: float, amounts: Mapping[str, tuple[float, float | None]]) -> None:
         """One sample: queue -> (allocated, deserved) at `at`."""
@@ -63,7 +69,11 @@ class History:
             series.deserved.append(None if deserved is None else round(deserved, 3))
 
     def add_started(self, job: Started) -> None:
-        self.started = [s for s in self.started if s.key != job.key or s.created != job.created] + [job]
+        reported = (job.key, job.created)
+        if reported in self._reported:
+            self.started = [s for s in self.started if (s.key, s.created) != reported]
+        self._reported.add(reported)
+        self.started.append(job)
 
     def trim(self, now: float, window_s: float = DAY_S) -> None:
         """Keep the last `window_s` of samples and of starts; drop queues with nothing left."""
@@ -76,6 +86,7 @@ class History:
                 del self.queues[name]
         kept = [s for s in self.started if s.started >= now - window_s]
         self.started = sorted(kept, key=lambda s: (s.started, s.key))[-MAX_STARTED:]
+        self._reported = {(s.key, s.created) for s in self.started}
 
     def to_json(self) -> str:
         return json.dumps({

@@ -1,3 +1,5 @@
+import random
+
 from controller.cache import Store
 from controller.context import job_index
 from tests.unit.controller.builders import pod
@@ -23,7 +25,31 @@ def test_a_namesake_created_after_the_deletion_is_seen():
     assert store.get("ml/j") == job("u2", "13")
 
 
+def _grouped(name: str, group: str, uid: str, rv: int) -> dict:
+    return {"metadata": {"name": name, "namespace": "ml", "uid": uid, "resourceVersion": str(rv)},
+            "spec": {"queue": group}}
 
+
+def test_an_index_count_is_what_the_index_lists_through_every_kind_of_write():
+    """`count` reads the index's size: every key it holds must be in view whatever the writes, stale events,
+    tombstones and namesakes do."""
+    rng = random.Random(7)
+    store = Store({"queue": lambda obj: obj["spec"]["queue"]})
+    for step in range(3000):
+        name, group, uid = f"pg{rng.randrange(12)}", rng.choice("ab"), f"u{rng.randrange(20)}"
+        obj = _grouped(name, group, uid, rv=step if rng.random() < 0.8 else max(step - 50, 0))
+        kind = rng.randrange(5)
+        if kind == 0:
+            store.wrote(obj)
+        elif kind == 1:
+            store.deleted(obj, linger=rng.random() < 0.5)
+        else:
+            store.observe(("ADDED", "MODIFIED", "DELETED")[kind - 2], obj)
+        for queue in "ab":
+            listed = store.by_index("queue", queue)
+            assert store.count("queue", queue) == len(listed), step
+            assert all(o["spec"]["queue"] == queue for o in listed), step
+    assert sum(store.count("queue", q) for q in "ab") == len(store)
 
 
 def test_store_newest_wins_and_deletions_we_made():

@@ -27,3 +27,18 @@ def test_samples_align_queues_that_come_and_go_and_a_day_is_kept() -> None:
 def test_a_record_that_is_not_one_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
         History.from_json(text)
+
+
+def test_a_job_reported_again_replaces_its_entry_and_others_are_appended() -> None:
+    history = History(started=[Started("ml/x", "a", 10.0, 20.0)])
+    history.add_started(Started("ml/y", "a", 11.0, 21.0))
+    history.add_started(Started("ml/x", "a", 10.0, 25.0))  # the same run reported again (a new term's pending)
+    history.add_started(Started("ml/x", "a", 30.0, 40.0))  # a later run under the same name
+    assert [(s.key, s.created, s.started) for s in history.started] == [
+        ("ml/y", 11.0, 21.0), ("ml/x", 10.0, 25.0), ("ml/x", 30.0, 40.0)]
+    back = History.from_json(history.to_json())
+    back.add_started(Started("ml/y", "a", 11.0, 22.0))
+    assert [(s.key, s.started) for s in back.started] == [("ml/x", 25.0), ("ml/x", 40.0), ("ml/y", 22.0)]
+    back.trim(DAY_S + 30.0)  # ml/x of 25 s and ml/y of 22 s fall out of the day
+    back.add_started(Started("ml/x", "a", 10.0, DAY_S + 31.0))
+    assert [(s.key, s.created) for s in back.started] == [("ml/x", 30.0), ("ml/x", 10.0)]
