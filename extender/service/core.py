@@ -117,7 +117,8 @@ class Extender:
         # Filter's pick for a pod without a plan: the conf's node order, and what in the cluster rules a pick out.
         self._order_for: SchedulerConf | None = None
         self._order = pick.NodeOrder((), (), False)
-        self._cluster_terms = pick.ClusterTerms()
+        self._cluster_terms = pick.ClusterTerms(state.snapshot)
+        state.listeners.append(self._cluster_terms.observe)
         self._inflight: dict[str, str] = {}  # pod key -> node of a single pod's bind on its way to the API server
         # vGPU cards as the verbs see them now (bound pods' assignments, the plan, binds on their way), re-read
         # for a node when a pod on it, the node, or the plan there changes.
@@ -199,8 +200,7 @@ class Extender:
         conf = self.loop.conf.conf
         if self._order_for is not conf:
             self._order_for, self._order = conf, pick.NodeOrder.of(conf)
-        terms, hypernodes = self._cluster_terms.read(latest, self.state.snapshot)
-        if terms or (hypernodes and self._order.topology):
+        if self._cluster_terms.present() or (self._order.topology and self.state.snapshot.hypernodes):
             return None
         node = pick.best_node(self._order, latest, self._room(latest), req, offered)
         if node is not None:

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from extender.engine.conf import SchedulerConf
 from extender.engine.plugins import binpack, network_topology, nodeorder
 from extender.engine.rowmath import VECTOR, MatrixRows, Num
-from extender.engine.snapshot import Snapshot
+from extender.engine.snapshot import NodeRecord, PodRecord, Snapshot
 from extender.service.session import Outcome
 from lapilli.nodematch import PREFER_NO_SCHEDULE
 from lapilli.resources.vector import TOLERANCE
@@ -82,21 +82,30 @@ def own_terms(pod: Mapping[str, Any]) -> bool:
 
 
 class ClusterTerms:
-    """Whether the cluster holds what scores nodes beyond their numbers for every pod (a pod's inter-pod terms,
-    a PreferNoSchedule taint, HyperNodes), read once per session outcome: a pick is a preference between nodes
-    kube-scheduler has already filtered, so a term that appeared since the outcome only waits for the next one."""
+    """What in the cluster scores nodes beyond their numbers for every pod, counted event by event (a
+    `ClusterState` record listener): pods with inter-pod terms, which score the pods they select, and nodes with a
+    PreferNoSchedule taint."""
 
-    def __init__(self) -> None:
-        self._for: Outcome | None = None
-        self._answer = (False, False)
+    def __init__(self, snap: Snapshot) -> None:
+        self.termed = sum(_termed(pod) for pod in snap.pods.values())
+        self.prefer_not = sum(_prefers_not(node) for node in snap.nodes.values())
 
-    def read(self, latest: Outcome, snap: Snapshot) -> tuple[bool, bool]:
-        """(terms or PreferNoSchedule taints, HyperNodes)."""
-        if self._for is not latest:
-            terms = (any(pod.terms is not None for pod in snap.pods.values())
-                     or any(t.effect == PREFER_NO_SCHEDULE for n in snap.nodes.values() for t in n.taints))
-            self._for, self._answer = latest, (terms, bool(snap.hypernodes))
-        return self._answer
+    def observe(self, kind: str, old: object | None, new: object | None, snap: Snapshot, /) -> None:
+        if kind == "Pod":
+            self.termed += _termed(new) - _termed(old)
+        elif kind == "Node":
+            self.prefer_not += _prefers_not(new) - _prefers_not(old)
+
+    def present(self) -> bool:
+        return self.termed > 0 or self.prefer_not > 0
+
+
+def _termed(record: object | None) -> int:
+    return int(isinstance(record, PodRecord) and record.terms is not None)
+
+
+def _prefers_not(record: object | None) -> int:
+    return int(isinstance(record, NodeRecord) and any(t.effect == PREFER_NO_SCHEDULE for t in record.taints))
 
 
 def best_node(order: NodeOrder, latest: Outcome, room: npt.NDArray[np.float64], request: npt.NDArray[np.float64],

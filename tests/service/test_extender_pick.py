@@ -12,7 +12,7 @@ import pytest
 
 from extender.service.core import Extender
 from extender.service.wire import ExtenderArgs
-from tests.service.extender_state import make_extender, volcano_pod
+from tests.service.extender_state import feed, make_extender, volcano_pod
 from tests.unit.extender.engine.builders import node, pod, podgroup, queue
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -105,6 +105,24 @@ async def test_what_in_the_cluster_scores_every_pod_rules_picks_out():
     tainted = [*_nodes(2), node({"name": "n2", "alloc": {"cpu": "8", "memory": "16Gi"}, "taints": prefer_not})]
     extender = await _extender(tainted, BINPACK)
     assert _filter(extender, volcano_pod({"name": "ml/p", "req": CPU2}), ["n0", "n1"]) == ["n0", "n1"]
+
+
+async def test_the_clusters_terms_are_followed_event_by_event_not_per_session():
+    # No session runs in between: a plain pod's arrival does not ask for one.
+    extender = await _extender(_nodes(3), BINPACK)
+    every = ["n0", "n1", "n2"]
+    assert len(_filter(extender, volcano_pod({"name": "ml/p0", "req": CPU2}), every)) == 1
+    termed = _bound("web", "n0", {"cpu": "1"})
+    termed["spec"]["affinity"] = ANTI
+    feed(extender.state, termed)
+    assert _filter(extender, volcano_pod({"name": "ml/p1", "req": CPU2}), every) == every
+    extender.state.apply("DELETED", termed)
+    assert len(_filter(extender, volcano_pod({"name": "ml/p2", "req": CPU2}), every)) == 1
+    feed(extender.state, node({"name": "n2", "alloc": {"cpu": "8", "memory": "16Gi"},
+                               "taints": [{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]}))
+    assert _filter(extender, volcano_pod({"name": "ml/p3", "req": CPU2}), every) == every
+    feed(extender.state, node({"name": "n2", "alloc": {"cpu": "8", "memory": "16Gi"}}))
+    assert len(_filter(extender, volcano_pod({"name": "ml/p4", "req": CPU2}), every)) == 1
 
 
 async def test_pods_of_other_schedulers_and_lone_offers_pass_as_they_are():
