@@ -37,8 +37,8 @@ NODE_ORDER_FLAG = "enableNodeOrder"
 
 @dataclass(frozen=True, slots=True)
 class NodeOrder:
-    """The row-local node order of a conf: its enabled nodeorder and binpack entries' arguments (None when the
-    conf scores nodes by something filter does not evaluate)."""
+    """The row-local node order of a conf: its enabled nodeorder and binpack entries' arguments, and whether it
+    also scores by HyperNodes (which filter does not evaluate)."""
 
     nodeorders: tuple[nodeorder.NodeOrderArgs, ...]
     binpacks: tuple[binpack.BinpackArgs, ...]
