@@ -194,13 +194,13 @@ class Extender:
 
     def _first_in_order(self, pod: Mapping[str, Any], offered: list[str]) -> str | None:
         latest = self.loop.latest
-        req = self._request(pod)
-        if latest is None or req is None or pick.own_terms(pod):
+        if latest is None or pick.own_terms(pod) or self._cluster_terms.present():
             return None
         conf = self.loop.conf.conf
         if self._order_for is not conf:
             self._order_for, self._order = conf, pick.NodeOrder.of(conf)
-        if self._cluster_terms.present() or (self._order.topology and self.state.snapshot.hypernodes):
+        req = self._request(pod)
+        if req is None or (self._order.topology and self.state.snapshot.hypernodes):
             return None
         node = pick.best_node(self._order, latest, self._room(latest), req, offered)
         if node is not None:
