@@ -39,8 +39,9 @@ async def _extender(docs: list[dict[str, Any]], conf: Path | None) -> Extender:
 
 
 def _picks(extender: Extender) -> dict[str, float]:
-    counter = extender.metrics.picks
-    return {result: counter.labels(result)._value.get() for result in ("picked", "passed")}
+    counted = {s.labels["result"]: s.value for metric in extender.metrics.picks.collect() for s in metric.samples
+               if s.name == "lapilli_extender_picks_total"}
+    return {result: counted.get(result, 0.0) for result in ("picked", "passed")}
 
 
 def _filter(extender: Extender, doc: dict[str, Any], offered: list[str]) -> list[str]:
