@@ -47,7 +47,6 @@ import contextlib
 import gc
 import multiprocessing as mp
 import re
-import ssl
 import statistics
 import sys
 import tempfile
@@ -431,14 +430,11 @@ async def _api_counts(client: Any) -> dict[str, float]:
 async def _filter_picks(cluster: Any) -> dict[str, float]:
     """The service's `lapilli_extender_picks_total` by result: pods without a plan its filter answered with one node
     (picked) or with every offered node (passed, and kube-scheduler scored them all)."""
-    insecure = ssl.create_default_context()
-    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
-    url = f"https://127.0.0.1:{cluster.info.ports['lapilli-webhook']}/metrics"
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http, \
-            http.get(url, ssl=insecure) as resp:
-        text = await resp.text()
-    return {match[1]: float(match[2]) for match in re.finditer(
-        r'^lapilli_extender_picks_total\{result="(\w+)"\} (\S+)$', text, re.MULTILINE)}
+    from tests.e2e.metrics import service_metric
+
+    counted = {result: await service_metric(cluster, "lapilli_extender_picks_total", {"result": result})
+               for result in ("picked", "passed")}
+    return {result: n for result, n in counted.items() if n is not None}
 
 
 # What the do-nothing extender's filter answers: every offered node, or the first one only.
