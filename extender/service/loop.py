@@ -12,6 +12,7 @@ import contextlib
 import logging
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,10 @@ class ConfSource:
         return self._file.refresh() if self._file is not None else self._default
 
 
+def new_term_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
 class SessionLoop:
     def __init__(
         self,
@@ -106,6 +111,8 @@ class SessionLoop:
         self._leading = False  # a term (this process synced and holding the Lease) is under way
         self._term_began: float | None = None  # when the term began, until its first session's outcome
         self._planned = False  # this term has had a session outcome
+        # Tells this term's touches (`_touch`) from every earlier one's, whichever process or replica wrote those.
+        self._term_id = new_term_id()
         # A failed session waits period_s doubling to MAX_FAILURE_BACKOFF_S before the next one.
         self._retries: RateLimiter[str] = RateLimiter(period_s, MAX_FAILURE_BACKOFF_S)
         self._wake = asyncio.Event()
@@ -166,6 +173,7 @@ class SessionLoop:
             self._reported.clear()  # a new term tells again what it leaves out
             self._exported.clear()  # and exports its counts again (a follower exports none)
             self._term_began = time.monotonic()
+            self._term_id = new_term_id()
             self.requeue_pending()
         return True
 
@@ -381,7 +389,11 @@ class SessionLoop:
 
     async def _touch(self, key: str) -> None:
         namespace, name = key.split("/", 1)
-        patch = {"metadata": {"annotations": {PLANNED_ANNOTATION: str(self.plan.version)}}}
+        # A value the pod has never held: a patch that changes nothing is no event, and kube-scheduler would keep the
+        # pod aside. Plan versions restart with each process, so a restarted leader's first plan would write the
+        # version its predecessor last wrote (seen: two members of a gang parked at bind when the service died kept
+        # aside after the restart, until its permit timed out).
+        patch = {"metadata": {"annotations": {PLANNED_ANNOTATION: f"{self._term_id}.{self.plan.version}"}}}
         async with self._write:
             try:
                 await self.client.patch(PODS, name, patch, namespace)

@@ -72,3 +72,24 @@ async def test_a_member_refused_at_bind_for_want_of_a_plan_is_touched_once_its_g
     assert "not planned" in answer.error
     await extender.loop.run_once()
     assert _touched(client) == ["ml/g-0"]  # the member refused; the other never came
+
+
+async def test_a_restarted_leader_touches_with_a_value_its_predecessor_never_wrote():
+    """A touch that writes the value the pod already holds is no event: kube-scheduler keeps the pod aside. Each
+    process starts its plan versions afresh, so a restarted leader's first plan has the number its predecessor's
+    had (seen: two of a parked gang's members kept aside after a restart, until the permit timed out)."""
+    docs = [node({"name": "n1", "alloc": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "4"}}),
+            queue({"name": "default"}), podgroup({"name": "ml/g", "min": 2, "phase": "Inqueue"}),
+            *[volcano_pod({"name": f"ml/g-{i}", "group": "g", "req": GPU}) for i in range(2)]]
+    written: list[dict[str, str]] = []
+    for _process in range(2):
+        client = RecordingClient()
+        extender = make_extender(docs, client)
+        assert extender.loop.term()  # a term begins: every unbound member waits to be touched
+        await extender.loop.run_once()
+        written.append({f"{ns}/{name}": body["metadata"]["annotations"][PLANNED_ANNOTATION]
+                        for (verb, (_kind, ns, name)), (_v, _k, body) in zip(client.calls, client.bodies, strict=True)
+                        if verb == "patch" and PLANNED_ANNOTATION in body["metadata"]["annotations"]})
+    first, second = written
+    assert set(first) == set(second) == {"ml/g-0", "ml/g-1"}
+    assert all(first[pod] != second[pod] for pod in first)
