@@ -13,7 +13,7 @@ from webhook.review import AdmissionRequest
 def validate_queue(request: AdmissionRequest, ctx: AdmissionContext) -> Outcome:
     """`/queues/validate`."""
     if request.operation == "DELETE":
-        message, forbidden = delete_error(request.name, ctx)
+        message, forbidden = delete_error(request.name, ctx, request.old_object)
         return deny(message, forbidden=forbidden) if message else allow()
     if request.operation not in ("CREATE", "UPDATE"):
         return allow()

@@ -133,11 +133,13 @@ def allocated_pods(queue: Mapping[str, Any]) -> int:
         return 0
 
 
-def delete_error(name: str, ctx: AdmissionContext) -> tuple[str, bool]:
-    """`validateQueueDeleting`: (message, forbidden)."""
+def delete_error(name: str, ctx: AdmissionContext, stored: Mapping[str, Any] | None = None) -> tuple[str, bool]:
+    """`validateQueueDeleting`: (message, forbidden). `stored` is the Queue kube-apiserver is deleting (the review's
+    `oldObject`): it proves the queue exists when the cache has not seen it yet — a queue created a moment before,
+    which Volcano's lister would call not found."""
     if name in (DEFAULT_QUEUE, ROOT_QUEUE):
         return f"`{name}` queue can not be deleted", True
-    queue = ctx.queues.get(name)
+    queue = ctx.queues.get(name) or stored
     if queue is None:
         return not_found(name), False
     if ctx.settings.queue_allocated_pods_check and (pods := allocated_pods(queue)) > 0:
