@@ -55,6 +55,9 @@ class History:
     _reported: set[tuple[str, float]] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self._reindex()
+
+    def _reindex(self) -> None:
         self._reported = {(s.key, s.created) for s in self.started}
 
     def sample(self, at: float, amounts: Mapping[str, tuple[float, float | None]]) -> None:
@@ -86,7 +89,7 @@ class History:
                 del self.queues[name]
         kept = [s for s in self.started if s.started >= now - window_s]
         self.started = sorted(kept, key=lambda s: (s.started, s.key))[-MAX_STARTED:]
-        self._reported = {(s.key, s.created) for s in self.started}
+        self._reindex()
 
     def to_json(self) -> str:
         return json.dumps({
