@@ -27,10 +27,16 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 GPU = {"cpu": "1", "nvidia.com/gpu": "1"}
 
 
+def _touches(client: RecordingClient) -> list[tuple[str, str]]:
+    """(pod, value written) of each patch with the planned annotation, in order."""
+    return [(f"{ns}/{name}", body["metadata"]["annotations"][PLANNED_ANNOTATION])
+            for (verb, (_kind, ns, name)), (_v, _k, body) in zip(client.calls, client.bodies, strict=True)
+            if verb == "patch" and PLANNED_ANNOTATION in body["metadata"]["annotations"]]
+
+
 def _touched(client: RecordingClient) -> list[str]:
     """The pods patched with the planned annotation, in order."""
-    return [f"{ns}/{name}" for (verb, (_kind, ns, name)), (_v, _k, body) in zip(client.calls, client.bodies, strict=True)
-            if verb == "patch" and PLANNED_ANNOTATION in body["metadata"]["annotations"]]
+    return [pod for pod, _value in _touches(client)]
 
 
 async def test_a_gang_whose_permit_timed_out_is_touched_whole_once_it_is_planned_again(tmp_path: Path):
@@ -87,9 +93,7 @@ async def test_a_restarted_leader_touches_with_a_value_its_predecessor_never_wro
         extender = make_extender(docs, client)
         assert extender.loop.term()  # a term begins: every unbound member waits to be touched
         await extender.loop.run_once()
-        written.append({f"{ns}/{name}": body["metadata"]["annotations"][PLANNED_ANNOTATION]
-                        for (verb, (_kind, ns, name)), (_v, _k, body) in zip(client.calls, client.bodies, strict=True)
-                        if verb == "patch" and PLANNED_ANNOTATION in body["metadata"]["annotations"]})
+        written.append(dict(_touches(client)))
     first, second = written
     assert set(first) == set(second) == {"ml/g-0", "ml/g-1"}
     assert all(first[pod] != second[pod] for pod in first)
