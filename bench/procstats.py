@@ -84,3 +84,12 @@ def peak_rss_by_role(root: int | None = None) -> dict[str, float]:
         if role:
             out[role] = max(out.get(role, 0.0), peak_rss_mib(pid))
     return out
+
+
+def tcp_connections_opened() -> int:
+    """Connections this machine's TCP stack has accepted so far (`PassiveOpens` in /proc/net/snmp), every process
+    together: read before and after a quiet window and subtract. A client that keeps too few idle connections to
+    an HTTP server opens new ones under concurrency, and each costs both sides a handshake and new buffers."""
+    lines = [line.split() for line in Path("/proc/net/snmp").read_text().splitlines() if line.startswith("Tcp:")]
+    header, values = lines[0], lines[1]
+    return int(values[header.index("PassiveOpens")])

@@ -35,8 +35,9 @@ single pods through the extender over TLS; and the do-nothing extender answering
 protocol's floor for a pod the extender has planned (kube-scheduler then neither scores nor calls prioritize).
 The service's extender port is plain HTTP on loopback in every other case, as the shipped pod runs it
 (kube-scheduler beside the service). Per case it prints pods/s, CPU ms per pod per process, kube-apiserver's writes
-and reads per pod and, through the service, how its filter answered pods without a plan (one node picked, or every
-node passed: `lapilli_extender_picks_total`).
+and reads per pod, the TCP connections the machine accepted per pod (kube-scheduler 1.20's extender client keeps
+two idle connections, so overlapping calls open new ones) and, through the service, how its filter answered pods
+without a plan (one node picked, or every node passed: `lapilli_extender_picks_total`) and its calls per verb.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +66,7 @@ from aiohttp import web
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from bench.procstats import cpu_by_role  # noqa: E402
+from bench.procstats import cpu_by_role, tcp_connections_opened  # noqa: E402
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float]:
@@ -429,11 +431,15 @@ async def _api_counts(client: Any) -> dict[str, float]:
 
 async def _filter_picks(cluster: Any) -> dict[str, float]:
     """The service's `lapilli_extender_picks_total` by result: pods without a plan its filter answered with one node
-    (picked) or with every offered node (passed, and kube-scheduler scored them all)."""
+    (picked) or with every offered node (passed, and kube-scheduler scored them all); and its calls per verb."""
     from tests.e2e.metrics import service_metric
 
     counted = {result: await service_metric(cluster, "lapilli_extender_picks_total", {"result": result})
                for result in ("picked", "passed")}
+    # Calls per verb: a filter count above one a pod is kube-scheduler asking again for pods it set aside.
+    counted |= {f"{verb} calls": await service_metric(cluster, "lapilli_extender_request_duration_seconds_count",
+                                                      {"verb": verb})
+                for verb in ("filter", "prioritize", "bind")}
     return {result: n for result, n in counted.items() if n is not None}
 
 
@@ -485,14 +491,25 @@ def start_null_extender(state_dir: Path, answer_one: bool = False) -> tuple[Any,
     return null, f"http://127.0.0.1:{port}/extender"
 
 
+@dataclass(frozen=True)
+class CaseResult:
+    """One throughput case's run. Per pod: `cpu`, CPU milliseconds of each process while the pods were created and
+    bound; `requests`, kube-apiserver's writes and webhook calls (`_api_counts`) until the last PodGroup says
+    Running, and its reads (GET, LIST) until the last pod was bound; `service`, how the service's filter answered
+    pods without a plan and its calls per verb (`_filter_picks`; empty for other extenders); `connections`, TCP
+    connections the machine accepted while the pods were created and bound."""
+
+    pods_per_s: float
+    cpu: dict[str, float]
+    requests: dict[str, float]
+    service: dict[str, float]
+    connections: float
+
+
 async def _throughput_case(
     nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = (),
     null_extender: str = "", extender_tls: bool = False,
-) -> tuple[float, dict[str, float], dict[str, float], dict[str, float]]:
-    """Pods bound per second, CPU milliseconds per pod of each process while they were created and bound,
-    kube-apiserver's writes and webhook calls per pod (`_api_counts`) until the last PodGroup says Running, and its
-    reads (GET, LIST) per pod until the last pod was bound; and how the service's filter answered pods without a
-    plan, per pod (`_filter_picks`; empty for other extenders)."""
+) -> CaseResult:
     from assembly.dev import ClusterSpec, DevCluster, NodeShape
     from lapilli.kube.resources import PODGROUPS, PODS
 
@@ -535,7 +552,7 @@ async def _throughput_case(
 
             watcher = asyncio.create_task(count_bound())
             counts_before = await _api_counts(client)
-            cpu_before = cpu_by_role()
+            cpu_before, opened_before = cpu_by_role(), tcp_connections_opened()
             start = time.perf_counter()
             docs = []
             for i in range(pods):
@@ -554,6 +571,7 @@ async def _throughput_case(
             finally:
                 watcher.cancel()
             cpu = {name: 1000 * (used - cpu_before.get(name, 0.0)) / pods for name, used in cpu_by_role().items()}
+            opened = (tcp_connections_opened() - opened_before) / pods
             # Reads are taken while the pods were created and bound: the wait below polls PodGroups itself.
             counts_bound = await _api_counts(client)
             # The writes that follow a bind (a pod's PodGroup made and its status Running) land after the clock
@@ -567,8 +585,8 @@ async def _throughput_case(
             counts |= {what: (n - counts_before.get(what, 0.0)) / pods for what, n in counts_bound.items()
                        if _is_read(what) and what.split(" ", 1)[1]}
             picks = await _filter_picks(cluster) if extender and not null_extender else {}
-            return (pods / (done - start), cpu, {what: n for what, n in counts.items() if n >= 0.005},
-                    {result: n / pods for result, n in picks.items()})
+            return CaseResult(pods / (done - start), cpu, {what: n for what, n in counts.items() if n >= 0.005},
+                              {result: n / pods for result, n in picks.items()}, opened)
         finally:
             await cluster.down()
             if null is not None:
@@ -619,21 +637,22 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
     cpu_per_pod: dict[str, list[float]] = {case[0]: [] for case in chosen}
     for _ in range(repeat):
         for label, extender, gang, scheduler, serve_args, null, tls in chosen:
-            rate, cpu, writes, picks = asyncio.run(
-                _throughput_case(nodes, pods, extender, gang, scheduler, serve_args, null, tls))
-            rates[label].append(rate)
-            cpu_per_pod[label].append(sum(cpu.values()))
-            spent = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(cpu.items(), key=lambda kv: -kv[1]))
-            print(f"{label:<40} {rate:8.1f} pods/s   CPU ms/pod {sum(cpu.values()):.1f}: {spent}", flush=True)
-            reads = {what: n for what, n in writes.items() if _is_read(what)}
-            writes = {what: n for what, n in writes.items() if what not in reads}
+            result = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler, serve_args, null, tls))
+            rates[label].append(result.pods_per_s)
+            cpu_per_pod[label].append(sum(result.cpu.values()))
+            spent = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(result.cpu.items(), key=lambda kv: -kv[1]))
+            print(f"{label:<40} {result.pods_per_s:8.1f} pods/s   CPU ms/pod {sum(result.cpu.values()):.1f}: "
+                  f"{spent}", flush=True)
+            reads = {what: n for what, n in result.requests.items() if _is_read(what)}
+            writes = {what: n for what, n in result.requests.items() if what not in reads}
             for title, counted in (("API writes/pod", writes), ("API reads/pod", reads)):
                 total = sum(n for what, n in counted.items() if not what.startswith("webhook"))
                 listed = ", ".join(f"{what} {n:.2f}" for what, n in sorted(counted.items(), key=lambda kv: -kv[1]))
                 print(f"{'':<40} {title} {total:.2f}" + (f": {listed}" if listed else ""), flush=True)
-            if picks:
-                answers = ", ".join(f"{result} {n:.2f}" for result, n in sorted(picks.items()))
-                print(f"{'':<40} filter, pods without a plan/pod: {answers}", flush=True)
+            if result.service:
+                answers = ", ".join(f"{what} {n:.2f}" for what, n in sorted(result.service.items()))
+                print(f"{'':<40} filter answers and verb calls/pod: {answers}", flush=True)
+            print(f"{'':<40} TCP connections accepted/pod: {result.connections:.2f}", flush=True)
     medians = {label: statistics.median(values) for label, values in rates.items()}
     base = medians[chosen[0][0]]
     print(f"medians of {repeat} round(s):")
