@@ -117,6 +117,7 @@ class Extender:
         # Filter's pick for a pod without a plan: the conf's node order, and what in the cluster rules a pick out.
         self._order_for: SchedulerConf | None = None
         self._order = pick.NodeOrder((), (), False)
+        self._picks = pick.PickTables()
         self._cluster_terms = pick.ClusterTerms(state.snapshot)
         state.listeners.append(self._cluster_terms.observe)
         self._inflight: dict[str, str] = {}  # pod key -> node of a single pod's bind on its way to the API server
@@ -202,7 +203,7 @@ class Extender:
         req = self._request(pod)
         if req is None or (self._order.topology and self.state.snapshot.hypernodes):
             return None
-        node = pick.best_node(self._order, latest, self._room(latest), req, offered)
+        node = self._picks.best(self._order, latest, self._room(latest), req, offered)
         if node is not None:
             self._take(latest, req, node)
         return node
@@ -211,9 +212,13 @@ class Extender:
         """Count `req` out of `node`'s room (and back into `planned`'s) until the next outcome."""
         if self._moved_for is not latest:
             self._moved_for, self._moved = latest, latest.idle.copy()
-        self._moved[latest.node_index[node]] -= req
+        row = latest.node_index[node]
+        self._moved[row] -= req
+        self._picks.moved(latest, self._moved, row)
         if planned is not None and planned in latest.node_index:
-            self._moved[latest.node_index[planned]] += req
+            row = latest.node_index[planned]
+            self._moved[row] += req
+            self._picks.moved(latest, self._moved, row)
         self._tables_for = None  # the room it counted has moved
 
     def _card_filter(self, pod: Mapping[str, Any], offered: list[str],

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from extender.engine.conf import SchedulerConf
 from extender.engine.plugins import binpack, network_topology, nodeorder
-from extender.engine.rowmath import VECTOR, MatrixRows, Num
+from extender.engine.rowmath import SCALAR, VECTOR, MatrixRows, NodeRows, Num, Ops, ScalarRow
 from extender.engine.snapshot import NodeRecord, PodRecord, Snapshot
 from extender.service.session import Outcome
 from lapilli.nodematch import PREFER_NO_SCHEDULE
@@ -59,15 +59,17 @@ class NodeOrder:
                     topology = True
         return cls(tuple(orders), tuple(packs), topology)
 
-    def scores(self, request: npt.NDArray[np.float64], index: Mapping[str, int], rows: MatrixRows) -> Num:
-        """The summed row-local scores of the request over `rows`."""
+    def scores(self, request: npt.NDArray[np.float64], index: Mapping[str, int], rows: NodeRows,
+               ops: Ops = VECTOR) -> Num:
+        """The summed row-local scores of the request over `rows` (numpy columns, or one row in Python floats with
+        `SCALAR`: the same operations in the same order, so the same numbers)."""
         total: Num = 0.0
         if self.nodeorders:
             columns = nodeorder.request_columns(index, request)
             for args in self.nodeorders:
-                total = total + nodeorder.row_local_score(args, columns, VECTOR, rows)
+                total = total + nodeorder.row_local_score(args, columns, ops, rows)
         for pack in self.binpacks:
-            total = total + binpack.binpack_score(VECTOR, rows, binpack.binpack_terms(pack, index, request))
+            total = total + binpack.binpack_score(ops, rows, binpack.binpack_terms(pack, index, request))
         return total
 
 
@@ -108,19 +110,68 @@ def _prefers_not(record: object | None) -> int:
     return int(isinstance(record, NodeRecord) and any(t.effect == PREFER_NO_SCHEDULE for t in record.taints))
 
 
-def best_node(order: NodeOrder, latest: Outcome, room: npt.NDArray[np.float64], request: npt.NDArray[np.float64],
-              offered: Sequence[str]) -> str | None:
-    """The offered node with room for `request` that `order` scores highest (ties to the lowest node row, the
-    session's name order); None when no offered node the outcome knows has the room."""
-    index = latest.node_index
-    names = [n for n in offered if n in index]
-    rows = np.fromiter((index[n] for n in names), dtype=np.intp, count=len(names))
-    fit = np.flatnonzero(np.all(request < room[rows] + TOLERANCE, axis=1))
-    if len(fit) <= 1:
-        return names[int(fit[0])] if len(fit) else None
-    rows = rows[fit]
-    alloc = latest.allocatable[rows]
-    scores = np.broadcast_to(order.scores(request, latest.dims.index, MatrixRows(alloc, alloc - room[rows])),
-                             len(rows))
-    top = np.flatnonzero(scores == scores.max())
-    return names[int(fit[top[int(np.argmin(rows[top]))]])]
+class PickTables:
+    """The order's score of every node row for each request asked since the last session outcome, over the room the
+    verbs see: −∞ where the request does not fit. A pick is then a look-up over the offered rows instead of the
+    order's formulas over them (kube-scheduler asks for one pod after another, and the pods of a workload ask for
+    the same resources), and a pick that takes room changes one row of each table."""
+
+    def __init__(self) -> None:
+        self._for: tuple[Outcome, NodeOrder] | None = None
+        self._tables: dict[bytes, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
+        self._names: list[str] = []
+
+    def best(self, order: NodeOrder, latest: Outcome, room: npt.NDArray[np.float64],
+             request: npt.NDArray[np.float64], offered: Sequence[str]) -> str | None:
+        """The offered node with room for `request` that `order` scores highest (ties to the lowest node row, the
+        session's name order); None when no offered node the outcome knows has the room. `room` is the outcome's
+        rows as the verbs see them, and changes only through `moved` until the next outcome."""
+        if self._for is None or self._for[0] is not latest or self._for[1] is not order:
+            self._for, self._tables = (latest, order), {}
+            self._names = [""] * len(latest.node_index)
+            for node, row in latest.node_index.items():
+                self._names[row] = node
+        key = request.tobytes()
+        entry = self._tables.get(key)
+        if entry is None:
+            entry = self._tables[key] = (request, _scores(order, latest, room, request))
+        rows = _rows(latest.node_index, offered)
+        if not len(rows):
+            return None
+        scores = entry[1][rows]
+        top = scores.max()
+        if top == -np.inf:
+            return None
+        return self._names[int(rows[scores == top].min())]
+
+    def moved(self, latest: Outcome, room: npt.NDArray[np.float64], row: int) -> None:
+        """Row `row` of `room` changed (a pick or a re-plan took or gave back room there): every table's score of
+        it again, in Python floats."""
+        if self._for is None or self._for[0] is not latest:
+            return
+        order = self._for[1]
+        alloc = latest.allocatable[row]
+        values = [*alloc.tolist(), *(alloc - room[row]).tolist(), *[0.0] * (2 * len(alloc))]
+        free = room[row].tolist()
+        for request, scores in self._tables.values():
+            fits = all(want < left + TOLERANCE for want, left in zip(request.tolist(), free, strict=True))
+            scores[row] = (float(order.scores(request, latest.dims.index, ScalarRow(values, len(alloc)), SCALAR))
+                           if fits else -np.inf)
+
+
+def _scores(order: NodeOrder, latest: Outcome, room: npt.NDArray[np.float64],
+            request: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    alloc = latest.allocatable
+    scores = np.array(np.broadcast_to(order.scores(request, latest.dims.index, MatrixRows(alloc, alloc - room)),
+                                      len(room)), dtype=np.float64)
+    scores[~np.all(request < room + TOLERANCE, axis=1)] = -np.inf
+    return scores
+
+
+def _rows(index: Mapping[str, int], offered: Sequence[str]) -> npt.NDArray[np.intp]:
+    """The rows of the offered nodes the outcome knows (kube-scheduler offers its own node list, which may hold a
+    node newer than the last session)."""
+    try:
+        return np.fromiter(map(index.__getitem__, offered), dtype=np.intp, count=len(offered))
+    except KeyError:
+        return np.fromiter((index[n] for n in offered if n in index), dtype=np.intp)
