@@ -33,6 +33,9 @@ from lapilli.nodematch import PREFER_NO_SCHEDULE
 from lapilli.resources.vector import TOLERANCE
 
 NODE_ORDER_FLAG = "enableNodeOrder"
+# Request classes whose scores filter keeps between two session outcomes (a workload's pods share one; a flood of
+# distinct requests must not make every pick re-score hundreds of tables).
+MAX_PICK_TABLES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +137,8 @@ class PickTables:
         key = request.tobytes()
         entry = self._tables.get(key)
         if entry is None:
+            if len(self._tables) >= MAX_PICK_TABLES:  # each is re-scored on every pick: keep the latest few
+                del self._tables[next(iter(self._tables))]
             entry = self._tables[key] = (request, _scores(order, latest, room, request))
         rows = _rows(latest.node_index, offered)
         if not len(rows):
@@ -151,12 +156,11 @@ class PickTables:
             return
         order = self._for[1]
         alloc = latest.allocatable[row]
-        values = [*alloc.tolist(), *(alloc - room[row]).tolist(), *[0.0] * (2 * len(alloc))]
+        node = ScalarRow([*alloc.tolist(), *(alloc - room[row]).tolist(), *[0.0] * (2 * len(alloc))], len(alloc))
         free = room[row].tolist()
         for request, scores in self._tables.values():
             fits = all(want < left + TOLERANCE for want, left in zip(request.tolist(), free, strict=True))
-            scores[row] = (float(order.scores(request, latest.dims.index, ScalarRow(values, len(alloc)), SCALAR))
-                           if fits else -np.inf)
+            scores[row] = float(order.scores(request, latest.dims.index, node, SCALAR)) if fits else -np.inf
 
 
 def _scores(order: NodeOrder, latest: Outcome, room: npt.NDArray[np.float64],

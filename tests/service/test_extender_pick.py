@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from extender.engine.rowmath import MatrixRows
+from extender.service import pick
 from extender.service.core import Extender
-from extender.service.pick import NodeOrder
 from extender.service.wire import ExtenderArgs
 from lapilli.resources.vector import TOLERANCE
 from tests.service.extender_state import feed, make_extender, volcano_pod
@@ -185,7 +185,7 @@ def _fresh_pick(extender: Extender, request: Any, offered: list[str]) -> str | N
     if not fit.any():
         return None
     alloc = latest.allocatable[rows]
-    order = NodeOrder.of(extender.loop.conf.conf)
+    order = pick.NodeOrder.of(extender.loop.conf.conf)
     scores = np.broadcast_to(order.scores(request, latest.dims.index, MatrixRows(alloc, alloc - room)), len(rows))
     scores = np.where(fit, scores, -np.inf)
     top = rows[scores == scores.max()]
@@ -194,10 +194,13 @@ def _fresh_pick(extender: Extender, request: Any, offered: list[str]) -> str | N
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("conf", [None, SHIPPED, BINPACK], ids=["default-conf", "shipped-conf", "binpack-conf"])
-async def test_picks_kept_in_tables_match_picks_computed_afresh(seed, conf):
+@pytest.mark.parametrize("kept", [pick.MAX_PICK_TABLES, 2], ids=["tables-kept", "tables-dropped"])
+async def test_picks_kept_in_tables_match_picks_computed_afresh(seed, conf, kept, monkeypatch):
     """Filter keeps the order's scores per request between sessions and re-scores only the row a pick (or a
     re-plan's move, which also gives room back) changed: every answer over a run of picks of three request
-    classes, offered in shuffled subsets, is the one computed afresh over the room at that moment."""
+    classes, offered in shuffled subsets, is the one computed afresh over the room at that moment; also when
+    fewer tables are kept than classes asked (the oldest is dropped and built again when asked)."""
+    monkeypatch.setattr(pick, "MAX_PICK_TABLES", kept)
     rng = random.Random(seed)
     docs: list[dict[str, Any]] = []
     for i in range(12):
