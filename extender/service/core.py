@@ -34,7 +34,7 @@ from extender.service.loop import SessionLoop
 from extender.service.metrics import ExtenderMetrics
 from extender.service.permit import PermitCache
 from extender.service.plan import Plan
-from extender.service.session import UNRESOLVED, WAITING, Outcome
+from extender.service.session import UNRESOLVED, WAITING, Outcome, row_names
 from extender.service.state import ClusterState
 from extender.service.wire import (
     ExtenderArgs,
@@ -418,9 +418,7 @@ class Extender:
             before = self._tables_for
             if before is None or not _same_room(before, self._room(before), latest):
                 self._tables = {}
-                self._names = [""] * len(latest.node_index)
-                for node, row in latest.node_index.items():
-                    self._names[row] = node
+                self._names = row_names(latest)
             self._tables_for = latest
         key = request.tobytes()
         cached = self._tables.get(key)

@@ -28,7 +28,7 @@ from extender.engine.conf import SchedulerConf
 from extender.engine.plugins import binpack, network_topology, nodeorder
 from extender.engine.rowmath import SCALAR, VECTOR, MatrixRows, NodeRows, Num, Ops, ScalarRow
 from extender.engine.snapshot import NodeRecord, PodRecord, Snapshot
-from extender.service.session import Outcome
+from extender.service.session import Outcome, row_names
 from lapilli.nodematch import PREFER_NO_SCHEDULE
 from lapilli.resources.vector import TOLERANCE
 
@@ -131,9 +131,7 @@ class PickTables:
         rows as the verbs see them, and changes only through `moved` until the next outcome."""
         if self._for is None or self._for[0] is not latest or self._for[1] is not order:
             self._for, self._tables = (latest, order), {}
-            self._names = [""] * len(latest.node_index)
-            for node, row in latest.node_index.items():
-                self._names[row] = node
+            self._names = row_names(latest)
         key = request.tobytes()
         entry = self._tables.get(key)
         if entry is None:

@@ -99,6 +99,14 @@ class Outcome:
     promised: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
 
 
+def row_names(outcome: Outcome) -> list[str]:
+    """Each node row's name: the inverse of `outcome.node_index`, for answers that pick rows by number."""
+    names = [""] * len(outcome.node_index)
+    for node, row in outcome.node_index.items():
+        names[row] = node
+    return names
+
+
 UNRESOLVED: Final = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 # A gang no session has judged yet: kube-scheduler's preemption would not place it either.
 WAITING: Final = Status(UNRESOLVED, "waiting for a scheduling session")
