@@ -429,7 +429,7 @@ async def _api_counts(client: Any) -> dict[str, float]:
     return out
 
 
-async def _filter_picks(cluster: Any) -> dict[str, float]:
+async def _service_counts(cluster: Any) -> dict[str, float]:
     """The service's `lapilli_extender_picks_total` by result: pods without a plan its filter answered with one node
     (picked) or with every offered node (passed, and kube-scheduler scored them all); and its calls per verb."""
     from tests.e2e.metrics import service_metric
@@ -496,7 +496,7 @@ class CaseResult:
     """One throughput case's run. Per pod: `cpu`, CPU milliseconds of each process while the pods were created and
     bound; `requests`, kube-apiserver's writes and webhook calls (`_api_counts`) until the last PodGroup says
     Running, and its reads (GET, LIST) until the last pod was bound; `service`, how the service's filter answered
-    pods without a plan and its calls per verb (`_filter_picks`; empty for other extenders); `connections`, TCP
+    pods without a plan and its calls per verb (`_service_counts`; empty for other extenders); `connections`, TCP
     connections the machine accepted while the pods were created and bound."""
 
     pods_per_s: float
@@ -584,9 +584,9 @@ async def _throughput_case(
                       if not _is_read(what)}
             counts |= {what: (n - counts_before.get(what, 0.0)) / pods for what, n in counts_bound.items()
                        if _is_read(what) and what.split(" ", 1)[1]}
-            picks = await _filter_picks(cluster) if extender and not null_extender else {}
+            service = await _service_counts(cluster) if extender and not null_extender else {}
             return CaseResult(pods / (done - start), cpu, {what: n for what, n in counts.items() if n >= 0.005},
-                              {result: n / pods for result, n in picks.items()}, opened)
+                              {what: n / pods for what, n in service.items()}, opened)
         finally:
             await cluster.down()
             if null is not None:
