@@ -8,8 +8,11 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from prometheus_client import CollectorRegistry
 
+from extender.engine.rowmath import MatrixRows
+from extender.service import pick
 from extender.service.core import Extender
 from extender.service.loop import ConfSource, SessionLoop
 from extender.service.metrics import ExtenderMetrics
@@ -17,6 +20,7 @@ from extender.service.permit import PermitCache
 from extender.service.plan import Plan
 from extender.service.state import ClusterState
 from lapilli.meta import key_of
+from lapilli.resources.vector import TOLERANCE
 from tests.unit.extender.engine.builders import pod
 
 
@@ -106,3 +110,24 @@ def volcano_pod(spec: dict[str, Any]) -> dict[str, Any]:
     doc = pod(spec)
     doc["spec"]["schedulerName"] = "volcano"
     return doc
+
+
+def fresh_pick(extender: Extender, request: Any, offered: list[str], order: pick.NodeOrder | None = None) -> str | None:
+    """The pick computed afresh over the room the verbs see now: the order's formulas over the offered rows the
+    request fits, the highest score, ties to the lowest row (what filter's pick computed on every call before it
+    kept its tables: the tests' reference and bench/pick.py's baseline). `order`: the conf's, read afresh unless
+    given."""
+    latest = extender.loop.latest
+    assert latest is not None
+    names = [n for n in offered if n in latest.node_index]
+    rows = np.array([latest.node_index[n] for n in names], dtype=np.intp)
+    room = extender._room(latest)[rows]
+    fit = np.all(request < room + TOLERANCE, axis=1)
+    if not fit.any():
+        return None
+    alloc = latest.allocatable[rows]
+    order = order if order is not None else pick.NodeOrder.of(extender.loop.conf.conf)
+    scores = np.broadcast_to(order.scores(request, latest.dims.index, MatrixRows(alloc, alloc - room)), len(rows))
+    scores = np.where(fit, scores, -np.inf)
+    top = rows[scores == scores.max()]
+    return names[int(np.flatnonzero(rows == top.min())[0])]

@@ -8,15 +8,12 @@ import random
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from extender.engine.rowmath import MatrixRows
 from extender.service import pick
 from extender.service.core import Extender
 from extender.service.wire import ExtenderArgs
-from lapilli.resources.vector import TOLERANCE
-from tests.service.extender_state import feed, make_extender, volcano_pod
+from tests.service.extender_state import feed, fresh_pick, make_extender, volcano_pod
 from tests.unit.extender.engine.builders import node, pod, podgroup, queue
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -173,25 +170,6 @@ async def test_the_pick_is_where_a_session_places_the_same_pod(seed, conf):
     assert picked == [session.plan.node_for("ml/one-0")]
 
 
-def _fresh_pick(extender: Extender, request: Any, offered: list[str]) -> str | None:
-    """The pick computed afresh over the room the verbs see now: the order's formulas over the offered rows the
-    request fits, the highest score, ties to the lowest row."""
-    latest = extender.loop.latest
-    assert latest is not None
-    names = [n for n in offered if n in latest.node_index]
-    rows = np.array([latest.node_index[n] for n in names], dtype=np.intp)
-    room = extender._room(latest)[rows]
-    fit = np.all(request < room + TOLERANCE, axis=1)
-    if not fit.any():
-        return None
-    alloc = latest.allocatable[rows]
-    order = pick.NodeOrder.of(extender.loop.conf.conf)
-    scores = np.broadcast_to(order.scores(request, latest.dims.index, MatrixRows(alloc, alloc - room)), len(rows))
-    scores = np.where(fit, scores, -np.inf)
-    top = rows[scores == scores.max()]
-    return names[int(np.flatnonzero(rows == top.min())[0])]
-
-
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("conf", [None, SHIPPED, BINPACK], ids=["default-conf", "shipped-conf", "binpack-conf"])
 @pytest.mark.parametrize("kept", [pick.MAX_PICK_TABLES, 2], ids=["tables-kept", "tables-dropped"])
@@ -217,7 +195,7 @@ async def test_picks_kept_in_tables_match_picks_computed_afresh(seed, conf, kept
         doc = volcano_pod({"name": f"ml/p{step}", "req": ask})
         offered = rng.sample(names, rng.randrange(2, 13))
         request = extender._request(doc)
-        expected = _fresh_pick(extender, request, offered)
+        expected = fresh_pick(extender, request, offered)
         assert _filter(extender, doc, offered) == ([expected] if expected is not None else offered), step
         picked += expected is not None
         if rng.random() < 0.2:  # a re-plan moves a pod: room taken on one node, given back on another
