@@ -37,7 +37,9 @@ The service's extender port is plain HTTP on loopback in every other case, as th
 (kube-scheduler beside the service). Per case it prints pods/s, CPU ms per pod per process, kube-apiserver's writes
 and reads per pod, the TCP connections the machine accepted per pod (kube-scheduler 1.20's extender client keeps
 two idle connections, so overlapping calls open new ones) and, through the service, how its filter answered pods
-without a plan (one node picked, or every node passed: `lapilli_extender_picks_total`) and its calls per verb.
+without a plan (one node picked, or every node passed: `lapilli_extender_picks_total`) and its calls per verb,
+and the case's timeline: when the last create was answered and when the first, 10 %, 50 %, 90 % and last pods were
+seen bound (a case slow to start and one slow throughout read alike in pods/s).
 """
 
 from __future__ import annotations
@@ -504,6 +506,12 @@ class CaseResult:
     requests: dict[str, float]
     service: dict[str, float]
     connections: float
+    bound_at: list[float]  # seconds from the first create at which each pod was first seen bound, in order
+    created_s: float  # seconds from the first create to the last create's answer
+
+    def at(self, share: float) -> float:
+        """When `share` of the pods were bound (seconds from the first create)."""
+        return self.bound_at[max(0, min(len(self.bound_at), round(share * len(self.bound_at))) - 1)]
 
 
 async def _throughput_case(
@@ -540,12 +548,16 @@ async def _throughput_case(
             listed = await client.list(PODS, "bench")
             everyone_bound: asyncio.Future[float] = asyncio.get_running_loop().create_future()
 
+            bound_at: list[float] = []
+
             async def count_bound() -> None:
                 bound: set[str] = set()
                 async for event in client.watch(PODS, "bench", resource_version=listed.resource_version,
                                                 timeout_seconds=600, allow_bookmarks=False):
-                    if (event.object.get("spec") or {}).get("nodeName"):
-                        bound.add(event.object["metadata"]["name"])
+                    name = event.object["metadata"]["name"]
+                    if (event.object.get("spec") or {}).get("nodeName") and name not in bound:
+                        bound.add(name)
+                        bound_at.append(time.perf_counter() - start)
                         if len(bound) >= pods:
                             everyone_bound.set_result(time.perf_counter())
                             return
@@ -564,6 +576,7 @@ async def _throughput_case(
                                  "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1"},
                                                "limits": {"nvidia.com/gpu": "1"}}}]}})
             await asyncio.gather(*(create(PODS, d) for d in docs))
+            created = time.perf_counter() - start
             try:
                 done = await asyncio.wait_for(asyncio.shield(everyone_bound), timeout=600)
             except TimeoutError:
@@ -586,7 +599,7 @@ async def _throughput_case(
                        if _is_read(what) and what.split(" ", 1)[1]}
             service = await _service_counts(cluster) if extender and not null_extender else {}
             return CaseResult(pods / (done - start), cpu, {what: n for what, n in counts.items() if n >= 0.005},
-                              {what: n / pods for what, n in service.items()}, opened)
+                              {what: n / pods for what, n in service.items()}, opened, bound_at, created)
         finally:
             await cluster.down()
             if null is not None:
@@ -653,6 +666,10 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
                 answers = ", ".join(f"{what} {n:.2f}" for what, n in sorted(result.service.items()))
                 print(f"{'':<40} filter answers and verb calls/pod: {answers}", flush=True)
             print(f"{'':<40} TCP connections accepted/pod: {result.connections:.2f}", flush=True)
+            # Creates and binds overlap: where the bound curve follows the creates, the case waited for its pods.
+            print(f"{'':<40} all created at {result.created_s:.2f} s; bound: first at {result.bound_at[0]:.2f} s, "
+                  + ", ".join(f"{share:.0%} at {result.at(share):.2f} s" for share in (0.1, 0.5, 0.9, 1.0)),
+                  flush=True)
     medians = {label: statistics.median(values) for label, values in rates.items()}
     base = medians[chosen[0][0]]
     print(f"medians of {repeat} round(s):")
