@@ -2,7 +2,9 @@
 overlaid) in a worker thread, then turn the outcome into new gang plans, evictions, status writes and PodGroup
 events.
 
-The verbs never wait for a session: they read `latest` (swapped whole) and the plan.
+The verbs never wait for a session: they read `latest` (swapped whole) and the plan. Nor does the next session
+wait for the last one's writes: its plans reach the verbs at once, and the writes go in the background, one
+outcome's after the other's (`_apply`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from lapilli.kube.events import EventRecorder
 from lapilli.kube.resources import PODGROUPS, PODS, QUEUES
 from lapilli.meta import uid_of
 from lapilli.reload import ReloadingFile
+from lapilli.tasks import cancel_and_wait
 
 log = logging.getLogger("lapilli.extender")
 
@@ -118,6 +121,8 @@ class SessionLoop:
         self._wake = asyncio.Event()
         self._recent_evictions: dict[str, float] = {}
         self._write = asyncio.Semaphore(WRITE_CONCURRENCY)
+        # The last outcome's writes (evictions, statuses, touches, events), while they go on beside the next session.
+        self._applying: asyncio.Task[None] | None = None
         self.recorder = EventRecorder(client, EVENT_SOURCE, remembered=REMEMBERED_EVENTS)
         self._reported: dict[str, str] = {}  # ignored object -> the reason this term's Event gave
         # The ignored-object counts last exported: nine labelled gauge sets a session cost ~0.1 ms of the event loop
@@ -136,6 +141,13 @@ class SessionLoop:
 
     async def run_forever(self) -> None:
         sys.setswitchinterval(SWITCH_INTERVAL_S)
+        try:
+            await self._sessions()
+        finally:
+            if self._applying is not None:
+                await cancel_and_wait(self._applying)
+
+    async def _sessions(self) -> None:
         while True:
             # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancel that lands as the wait ends,
             # and this loop would then never stop.
@@ -146,11 +158,21 @@ class SessionLoop:
             if not self.term():
                 continue
             try:
-                await self.run_once()
+                outcome = await self.decide()
+                # The writes of one outcome land before the next one's: a status is never overtaken by an older
+                # one, and an eviction already under way is not sent twice. Waiting here, after the session, lets
+                # the two overlap; at a burst's start the first outcome's writes (a status for every PodGroup)
+                # used to hold the next session, and kube-scheduler met the new gangs' pods with no plan.
+                if self._applying is not None:
+                    applying, self._applying = self._applying, None
+                    await applying
+                if outcome is not None:
+                    self._applying = asyncio.create_task(self.apply(outcome), name="session-writes")
             except Exception:
                 delay = self._retries.when(_SESSION)
                 self.metrics.session_failures.inc()
-                log.exception("scheduling session failed (%d in a row); retrying in %.0fs", self.failures, delay)
+                log.exception("scheduling session, or the last one's writes, failed (%d in a row); retrying in %.0fs",
+                              self.failures, delay)
                 # A failing session is not retried at the event rate: each retry may respawn the session
                 # process, and with it a full relist of the cluster.
                 await asyncio.sleep(delay)
@@ -194,6 +216,15 @@ class SessionLoop:
         return self.failures < FAILING_AFTER
 
     async def run_once(self) -> Outcome | None:
+        """One session and all its writes."""
+        outcome = await self.decide()
+        if outcome is not None:
+            await self.apply(outcome)
+        return outcome
+
+    async def decide(self) -> Outcome | None:
+        """One session: its plans adopted and its outcome the one the verbs read (None: the session's view of the
+        cluster is not synced yet)."""
         self.report_ignored()
         now = time.monotonic()
         for gang in self.plan.expire(now):
@@ -211,11 +242,14 @@ class SessionLoop:
         self._adopt(outcome, now)
         self.latest = outcome
         self._planned = True
+        return outcome
+
+    async def apply(self, outcome: Outcome) -> None:
+        """An outcome's writes: evictions, status writes, touches of the pods its plans let come back, events."""
         await asyncio.gather(self._evict(outcome), self._write_status(outcome), self._requeue())
         # After the statuses, as Volcano's UpdateJobStatus does: whoever reads an event finds the condition it
         # reports already stored.
         self._record_events(outcome)
-        return outcome
 
     def report_ignored(self) -> None:
         """Objects the cluster state leaves out (it cannot read them) vanish from scheduling silently unless told:
