@@ -4,7 +4,7 @@ events.
 
 The verbs never wait for a session: they read `latest` (swapped whole) and the plan. Nor does the next session
 wait for the last one's writes: its plans reach the verbs at once, and the writes go in the background, one
-outcome's after the other's (`_apply`).
+outcome's after the other's (`apply`).
 """
 
 from __future__ import annotations
