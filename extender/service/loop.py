@@ -162,7 +162,9 @@ class SessionLoop:
                 # The writes of one outcome land before the next one's: a status is never overtaken by an older
                 # one, and an eviction already under way is not sent twice. Waiting here, after the session, lets
                 # the two overlap; at a burst's start the first outcome's writes (a status for every PodGroup)
-                # used to hold the next session, and kube-scheduler met the new gangs' pods with no plan.
+                # used to hold the next session, and kube-scheduler met the new gangs' pods with no plan. When the
+                # last writes failed, this outcome's are not sent either: later sessions find its touches and
+                # evictions due again, and its statuses once the pacer stops holding them as sent (10 s).
                 if self._applying is not None:
                     applying, self._applying = self._applying, None
                     await applying
