@@ -32,7 +32,9 @@ the extender (permit cache), single pods without the service's controllers, and 
 do-nothing extender (same wire and entries: filter echoes the offered nodes, prioritize answers nothing, bind
 POSTs the Binding) with no Lapilli service at all — what the extender protocol alone costs on this machine;
 single pods through the extender over TLS; and the do-nothing extender answering only the first offered node, the
-protocol's floor for a pod the extender has planned (kube-scheduler then neither scores nor calls prioritize).
+protocol's floor for a pod the extender has planned (kube-scheduler then neither scores nor calls prioritize);
+and that extender again for gangs of 8, keeping every pod and PodGroup in memory through a watch: the floor for any
+scheduler that must know a gang's members.
 The service's extender port is plain HTTP on loopback in every other case, as the shipped pod runs it
 (kube-scheduler beside the service). Per case it prints pods/s, CPU ms per pod per process, kube-apiserver's writes
 and reads per pod, the TCP connections the machine accepted per pod (kube-scheduler 1.20's extender client keeps
@@ -48,6 +50,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import logging
 import multiprocessing as mp
 import re
 import statistics
@@ -244,8 +247,9 @@ def _serve_extender(nodes: int, port: int, sessions: str, vgpu: bool, ready: Any
     asyncio.run(main())
 
 
-def _serve_routes(port: int, ready: Any, routes: dict[str, Any]) -> None:
-    """A bare aiohttp app with these POST handlers on 127.0.0.1:`port`, until the process is ended."""
+def _serve_routes(port: int, ready: Any, routes: dict[str, Any], beside: Any = None) -> None:
+    """A bare aiohttp app with these POST handlers on 127.0.0.1:`port`, until the process is ended; `beside`, a
+    coroutine function run alongside once the app serves."""
 
     async def main() -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -255,6 +259,8 @@ def _serve_routes(port: int, ready: Any, routes: dict[str, Any]) -> None:
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port).start()
         ready.set()
+        if beside is not None:
+            await beside()
         await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -445,17 +451,37 @@ async def _service_counts(cluster: Any) -> dict[str, float]:
     return {result: n for result, n in counted.items() if n is not None}
 
 
-# What the do-nothing extender's filter answers: every offered node, or the first one only.
-ECHO_NODES, ONE_NODE = "echo", "one"
+# What the do-nothing extender's filter answers: every offered node, or the first one only; WATCHING answers the
+# first one and keeps a watch of pods and PodGroups too.
+ECHO_NODES, ONE_NODE, WATCHING = "echo", "one", "one-watching"
 
 
-def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool = False) -> None:
+def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool = False,
+                        watching: bool = False) -> None:
     """A do-nothing extender on aiohttp: the protocol's cost without any scheduling work. `answer_one`: filter
     answers the first offered node only, as Lapilli's filter answers a planned pod's node, so kube-scheduler then
-    skips scoring and prioritize (one feasible node) and only filter and bind cross the wire."""
+    skips scoring and prioritize (one feasible node) and only filter and bind cross the wire. `watching`: it also
+    keeps every pod and PodGroup of the cluster in memory through Lapilli's reflector (list, then watch, each event
+    decoded into a store) and does nothing else with them: the least a scheduler that knows which pods form a gang
+    pays on top of the protocol (Lapilli pays it twice, in the service and in its session process)."""
+    from lapilli.cluster.reflector import Reflector
     from lapilli.kube import KubeClient, load_kubeconfig
+    from lapilli.kube.resources import PODGROUPS, PODS
 
     clients: list[KubeClient] = []
+    reflectors: list[Reflector] = []  # held here: the event loop keeps only weak references to their tasks
+
+    async def watch() -> None:
+        # The kubeconfig comes before the CRDs (a 404 retried) and the case ends by stopping the API server (a cut
+        # watch retried): neither is news here.
+        logging.getLogger("lapilli").setLevel(logging.ERROR)
+        path = Path(kubeconfig)
+        while not path.exists():  # written once the cluster is up, after this server started
+            await asyncio.sleep(0.1)
+        client = KubeClient(load_kubeconfig(path))
+        reflectors.extend((Reflector(client, PODS), Reflector(client, PODGROUPS)))
+        for reflector in reflectors:
+            reflector.start()
 
     async def filter_(request: web.Request) -> web.Response:
         names = orjson.loads(await request.read())["NodeNames"]
@@ -476,18 +502,19 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
         return web.Response(body=b'{"Error":""}', content_type="application/json")
 
     _serve_routes(port, ready, {"/extender/filter": filter_, "/extender/prioritize": prioritize,
-                                "/extender/gang/bind": bind})
+                                "/extender/gang/bind": bind}, watch if watching else None)
 
 
-def start_null_extender(state_dir: Path, answer_one: bool = False) -> tuple[Any, str]:
+def start_null_extender(state_dir: Path, answer: str = ECHO_NODES) -> tuple[Any, str]:
     """The do-nothing extender in a process of its own, serving once it has started; (process, its URL). It reads
-    the kubeconfig the dev cluster will write in `state_dir` when its bind is first called."""
+    the kubeconfig the dev cluster will write in `state_dir` when its bind is first called (or, `WATCHING`, as soon
+    as the file is there)."""
     from assembly.dev.ports import free_ports
 
     [port] = free_ports(1)
     ready = mp.get_context("spawn").Event()
-    null = mp.get_context("spawn").Process(
-        target=serve_null_extender, args=(port, str(state_dir / "kubeconfig"), ready, answer_one), daemon=True)
+    args = (port, str(state_dir / "kubeconfig"), ready, answer != ECHO_NODES, answer == WATCHING)
+    null = mp.get_context("spawn").Process(target=serve_null_extender, args=args, daemon=True)
     null.start()
     ready.wait(60)
     return null, f"http://127.0.0.1:{port}/extender"
@@ -522,7 +549,7 @@ async def _throughput_case(
     from lapilli.kube.resources import PODGROUPS, PODS
 
     with tempfile.TemporaryDirectory() as tmp:
-        null, url = start_null_extender(Path(tmp), null_extender == ONE_NODE) if null_extender else (None, None)
+        null, url = start_null_extender(Path(tmp), null_extender) if null_extender else (None, None)
         spec = ClusterSpec(state_dir=Path(tmp), nodes=nodes, shape=NodeShape(cpu="64", memory="512Gi", gpus=8),
                            extender=extender, kubelet="none", tie_to_parent=True, serve_args=serve_args,
                            extender_url=url, extender_over_tls=extender_tls)
@@ -642,6 +669,9 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
         # The floor for a pod the extender has planned (Lapilli's gang members and its planned single pods): filter
         # answers one node, so kube-scheduler neither scores nor calls prioritize; only filter and bind are paid.
         ("do-nothing extender, one node answered", False, 1, "volcano", (), ONE_NODE, False),
+        # Case 7 for gangs of 8 (their PodGroups made, members annotated) with a watch of every pod and PodGroup
+        # kept in memory: the floor for any scheduler that must know a gang's members to plan it.
+        ("do-nothing, one node, watching, gangs of 8", False, 8, "volcano", (), WATCHING, False),
     ]
     chosen = [case for number, case in enumerate(cases, 1) if not only or number == 1 or number in only]
     # Cases take turns, `repeat` rounds, so a slow minute on this shared machine hits every case alike; the
