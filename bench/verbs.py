@@ -439,11 +439,16 @@ async def _api_counts(client: Any) -> dict[str, float]:
 
 async def _service_counts(cluster: Any) -> dict[str, float]:
     """The service's `lapilli_extender_picks_total` by result: pods without a plan its filter answered with one node
-    (picked) or with every offered node (passed, and kube-scheduler scored them all); and its calls per verb."""
+    (picked) or with every offered node (passed, and kube-scheduler scored them all); its re-plans of planned pods
+    (`lapilli_extender_replans_total`); and its calls per verb."""
     from tests.e2e.metrics import service_metric
 
     counted = {result: await service_metric(cluster, "lapilli_extender_picks_total", {"result": result})
                for result in ("picked", "passed")}
+    # Planned pods kube-scheduler did not offer their planned node: filter moved them, or found no node.
+    counted |= {f"replans {result}": await service_metric(cluster, "lapilli_extender_replans_total",
+                                                          {"result": result})
+                for result in ("moved", "failed")}
     # Calls per verb: a filter count above one a pod is kube-scheduler asking again for pods it set aside.
     counted |= {f"{verb} calls": await service_metric(cluster, "lapilli_extender_request_duration_seconds_count",
                                                       {"verb": verb})

@@ -7,6 +7,7 @@ import gc
 import ipaddress
 import logging
 import ssl
+import time
 from pathlib import Path
 
 from aiohttp import web
@@ -20,6 +21,7 @@ from extender.service.http import make_app
 from extender.service.idle.loop import IdleLoop
 from extender.service.loop import ConfSource, SessionLoop
 from extender.service.metrics import ExtenderMetrics
+from extender.service.parking import holds_room
 from extender.service.permit import PermitCache
 from extender.service.plan import Plan
 from extender.service.runner import ProcessRunner
@@ -114,7 +116,10 @@ class ExtenderComponent:
         return snap
 
     def _settled(self, pod_key: str) -> None:
-        self.plan.forget_pod(pod_key)
+        """The watch says the API server now decides where the pod is: bound (assumed a while longer for the
+        sessions, `Plan.forget_pod`), or ended or gone."""
+        pod = self.state.snapshot.pods.get(pod_key)
+        self.plan.forget_pod(pod_key, pod.node_name if pod is not None and holds_room(pod) else None, time.monotonic())
 
     def _changed(self) -> None:
         self.loop.poke()

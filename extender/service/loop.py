@@ -231,8 +231,8 @@ class SessionLoop:
         now = time.monotonic()
         for gang in self.plan.expire(now):
             log.info("gang %s: plan expired before it bound; re-planning", gang)
-        outcome = await self.runner(self.plan.placements(), self.conf.refresh(), self.idle(),
-                                    self.plan.planned_devices())
+        placements, devices = self.plan.assumed()
+        outcome = await self.runner(placements, self.conf.refresh(), self.idle(), devices)
         if outcome is None:
             return None  # the session's own view of the cluster is not synced yet
         self.metrics.session_seconds.observe(outcome.seconds)

@@ -40,7 +40,8 @@ from extender.engine.snapshot import PodGroupRecord, PodRecord, Snapshot
 SCHEDULER_CONDITIONS = frozenset({"Unschedulable", "Scheduled"})
 
 
-def _holds_room(pod: PodRecord | None) -> bool:
+def holds_room(pod: PodRecord | None) -> bool:
+    """A pod bound to a node and not ended: its requests count on that node."""
     return pod is not None and bool(pod.node_name) and pod.phase not in ("Succeeded", "Failed")
 
 
@@ -111,7 +112,7 @@ class Parking:
     def _pod(self, old: PodRecord | None, new: PodRecord | None) -> None:
         for gang in {_gang(old), _gang(new)} - {""}:
             self.unpark(gang)
-        held_before, held_after = _holds_room(old), _holds_room(new)
+        held_before, held_after = holds_room(old), holds_room(new)
         if held_before:
             assert old is not None
             if not held_after or new is None or (new.node_name, new.request, new.deleting) != (

@@ -4,6 +4,12 @@ A planned pod is shown to later sessions as already placed on its node (an *assu
 own cache), so the next session neither re-plans it nor gives its room away while kube-scheduler is still walking
 the gang through filter and bind. A gang's entries go when its pods are bound (the cluster state reports each pod that
 gets a node, ends or goes away), when its permit times out, or when the plan grows older than its time-to-live.
+
+A pod that got its node stays assumed there for the sessions a while longer (`assumed`, `SETTLING_S`): the session
+process keeps its own copy of the cluster, which hears of a bind after the service (the Binding's answer, or the
+service's own watch) has. Until it does, a session that no longer assumed the pod would see the pod's room free and
+plan another gang into it, and kube-scheduler, which has the pod there, would not offer that node to the new gang's
+members. A session whose copy already shows the pod bound leaves the entry out (`overlay`).
 """
 
 from __future__ import annotations
@@ -11,9 +17,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from extender.engine.snapshot import Snapshot
 from lapilli.devices.assign import PodDevices
+
+# How long a bound pod stays assumed on its node for the sessions after the service heard of the bind: longer than
+# the session process's own watch trails the service's on a busy machine. Waiting longer costs only a larger
+# placement map (a session whose copy shows the pod bound leaves its entry out).
+SETTLING_S: Final = 10.0
 
 
 @dataclass(slots=True)
@@ -38,6 +50,10 @@ class Plan:
     _placements_version: int = -1
     _devices: dict[str, PodDevices] = field(default_factory=dict)
     _devices_on: dict[str, list[tuple[str, PodDevices]]] = field(default_factory=dict)
+    # Planned pods since bound: pod key -> (node, when the service heard of it, its planned cards), for `assumed`.
+    _settling: dict[str, tuple[str, float, PodDevices | None]] = field(default_factory=dict)
+    _assumed: tuple[dict[str, str], dict[str, PodDevices]] = field(default_factory=lambda: ({}, {}))
+    _assumed_version: int = -1
 
     def node_for(self, pod_key: str) -> str | None:
         gang = self.gang_of_pod.get(pod_key)
@@ -89,17 +105,23 @@ class Plan:
             self.version += 1
             self._touched(gang.nodes.values())
 
-    def forget_pod(self, pod_key: str) -> None:
-        """A planned pod got bound (or went away): the API server now says where it is."""
+    def forget_pod(self, pod_key: str, bound_on: str | None = None, now: float = 0.0) -> None:
+        """A planned pod got its node (`bound_on`, heard of at `now`), or ended or went away (None): the API server
+        now says where it is. A bound pod stays assumed there for the sessions until `SETTLING_S` after `now`; one
+        that ended or went away holds no room, and a pod made again under its name is a new one."""
         gang = self.gang_of_pod.pop(pod_key, None)
         if gang is not None and gang in self.gangs:
             node = self.gangs[gang].nodes.pop(pod_key, None)
-            self.gangs[gang].devices.pop(pod_key, None)
+            devices = self.gangs[gang].devices.pop(pod_key, None)
             if not self.gangs[gang].nodes:
                 del self.gangs[gang]
             self.version += 1
             if node is not None:
+                if bound_on is not None:
+                    self._settling[pod_key] = (bound_on, now, devices if bound_on == node else None)
                 self._touched((node,))
+        elif bound_on is None and self._settling.pop(pod_key, None) is not None:
+            self.version += 1
 
     def _touched(self, nodes: Iterable[str]) -> None:
         if self.on_node is not None:
@@ -107,9 +129,16 @@ class Plan:
                 self.on_node(node)
 
     def expire(self, now: float) -> list[str]:
+        """Drop the gangs planned longer than the time-to-live ago (their keys) and stop assuming the pods bound
+        longer than `SETTLING_S` ago."""
         old = [k for k, g in self.gangs.items() if now - g.created > self.ttl_s]
         for key in old:
             self.drop(key)
+        settled = [k for k, (_, at, _) in self._settling.items() if now - at > SETTLING_S]
+        for key in settled:
+            del self._settling[key]
+        if settled:
+            self.version += 1
         return old
 
     def placements(self) -> dict[str, str]:
@@ -123,6 +152,22 @@ class Plan:
                 self._devices_on.setdefault(self._placements[pod], []).append((pod, devices))
             self._placements_version = self.version
         return self._placements
+
+    def assumed(self) -> tuple[dict[str, str], dict[str, PodDevices]]:
+        """What a session must assume (pod key -> node, and pod key -> vGPU cards): every planned pod, and every
+        pod bound from the plan less than `SETTLING_S` ago (see the module docstring); rebuilt only when either
+        changed, so an unchanged plan is the same two objects."""
+        if self._assumed_version != self.version:
+            placements, devices = self.placements(), self.planned_devices()
+            if self._settling:
+                placements, devices = dict(placements), dict(devices)
+            for pod, (node, _, cards) in self._settling.items():
+                if pod not in placements:
+                    placements[pod] = node
+                    if cards is not None:
+                        devices[pod] = cards
+            self._assumed, self._assumed_version = (placements, devices), self.version
+        return self._assumed
 
     def planned_devices(self) -> dict[str, PodDevices]:
         """pod key -> planned vGPU cards, for every planned pod given cards (rebuilt with `placements`)."""
