@@ -95,6 +95,10 @@ def run_over(state: ClusterState, placements: dict[str, str], conf: SchedulerCon
     same state sent. `nominations`: the HyperNodes gang eviction nominated in earlier sessions and allocate has not
     redeemed (the last outcome's), which stay where sessions run: they never cross the pipe. Gangs parked by
     `parking` (which must observe `state`: `watch`) are left out."""
+    # The plan keeps a pod it placed a while after the bind (`Plan.assumed`), for a copy that has not heard of it: one
+    # this copy shows bound is where it is, neither assumed again nor a gang still on its way through bind.
+    pods = state.snapshot.pods
+    placements = {pod: node for pod, node in placements.items() if (p := pods.get(pod)) is None or not p.node_name}
     inputs = (idle, nominations or {}, devices or {})
     quiet = parking is not None and parking.quiet(conf, placements, inputs)
     snap = overlay(state.copy(), placements, devices)  # even a quiet session reads it off the event loop: a copy

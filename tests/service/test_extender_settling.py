@@ -13,7 +13,7 @@ import pytest
 
 from extender.service.plan import SETTLING_S, Plan
 from lapilli.devices.assign import PodDevices
-from tests.service.extender_state import feed, make_extender, volcano_pod
+from tests.service.extender_state import RecordingClient, feed, make_extender, volcano_pod
 from tests.unit.extender.engine.builders import node, podgroup, queue
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
@@ -63,6 +63,24 @@ async def test_a_bound_pod_the_sessions_copy_shows_counts_once():
     outcome = await loop.run_once()
     assert outcome is not None and outcome.new_plans["ml/b"].nodes == {f"ml/b-{i}": "n0" for i in range(4)}, (
         "the other four GPUs are free: a bound pod is not counted again where it is assumed")
+
+
+@ASYNC
+async def test_a_gang_the_sessions_copy_shows_bound_is_not_one_on_its_way_through_bind():
+    """Its status is written as for any bound gang (Running, and an eviction's condition), not held back as for a
+    gang kube-scheduler is still walking through bind, though the plan still lists its pods for other copies."""
+    fresh = podgroup({"name": "ml/a", "min": 2})
+    fresh["status"] = {}
+    client = RecordingClient()
+    extender = make_extender([*_cluster(4), fresh, *_gang("a", 2)[1:]], client)
+    await extender.loop.run_once()
+    for i in range(2):
+        assert await extender.bind_now("ml", f"a-{i}", "n0", f"ml-a-{i}") == ""
+        feed(extender.state, volcano_pod({"name": f"ml/a-{i}", "group": "a", "req": GPU, "node": "n0"}))
+    assert set(extender.plan.assumed()[0]) == {"ml/a-0", "ml/a-1"}
+    await extender.loop.run_once()
+    writes = [body["status"] for verb, kind, body in client.bodies if verb == "patch_status" and kind == "PodGroup"]
+    assert [w["phase"] for w in writes] == ["Running"]
 
 
 def test_assumed_until_settled_then_gone_and_never_for_a_pod_that_went_away():
