@@ -483,8 +483,9 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
         path = Path(kubeconfig)
         while not path.exists():  # written once the cluster is up, after this server started
             await asyncio.sleep(0.1)
-        client = KubeClient(load_kubeconfig(path))
-        reflectors.extend((Reflector(client, PODS), Reflector(client, PODGROUPS)))
+        if not clients:  # the one client bind uses too
+            clients.append(KubeClient(load_kubeconfig(path)))
+        reflectors.extend((Reflector(clients[0], PODS), Reflector(clients[0], PODGROUPS)))
         for reflector in reflectors:
             reflector.start()
 
