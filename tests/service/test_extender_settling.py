@@ -1,7 +1,7 @@
 """A planned pod the service has bound stays assumed on its node for the sessions until their own copy of the
 cluster shows it there (`Plan.assumed`, `SETTLING_S`). The session process hears of a bind after the service does;
 a session that stopped assuming the pod at once saw its room free, planned another gang into it, and kube-scheduler
-(which has the pod there) did not offer that node: filter re-planned 0.11-0.16 of the gang pods of a 3,000-pod
+(which has the pod there) did not offer that node: filter re-planned 0.06-0.16 of the gang pods of a 3,000-pod
 burst (bench/README)."""
 
 from __future__ import annotations
