@@ -457,24 +457,70 @@ async def _service_counts(cluster: Any) -> dict[str, float]:
 
 
 # What the do-nothing extender's filter answers: every offered node, or the first one only; WATCHING answers the
-# first one and keeps a watch of pods and PodGroups too.
-ECHO_NODES, ONE_NODE, WATCHING = "echo", "one", "one-watching"
+# first one and keeps a watch of pods and PodGroups too; WRITING also writes what Volcano writes per gang.
+ECHO_NODES, ONE_NODE, WATCHING, WRITING = "echo", "one", "one-watching", "one-watching-writing"
 
 
 def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool = False,
-                        watching: bool = False) -> None:
+                        watching: bool = False, writing: bool = False) -> None:
     """A do-nothing extender on aiohttp: the protocol's cost without any scheduling work. `answer_one`: filter
     answers the first offered node only, as Lapilli's filter answers a planned pod's node, so kube-scheduler then
     skips scoring and prioritize (one feasible node) and only filter and bind cross the wire. `watching`: it also
     keeps every pod and PodGroup of the cluster in memory through Lapilli's reflector (list, then watch, each event
     decoded into a store) and does nothing else with them: the least a scheduler that knows which pods form a gang
-    pays on top of the protocol (Lapilli pays it twice, in the service and in its session process)."""
-    from lapilli.cluster.reflector import Reflector
+    pays on top of the protocol (Lapilli pays it twice, in the service and in its session process). `writing`
+    (with `watching`): it also makes the writes Volcano's semantics ask of every gang and that Lapilli makes
+    (bench/README, "The floor with Volcano's writes"): once a PodGroup's first member is seen, its status Inqueue
+    and its Unschedulable Event (the gang is not whole yet), then, once minMember members are bound, its status
+    Running and its Scheduled Event; each in the background, as Lapilli's session loop writes them, never in the
+    verb's path."""
+    from lapilli.cluster.reflector import Event, Reflector
     from lapilli.kube import KubeClient, load_kubeconfig
+    from lapilli.kube.events import EventRecorder
     from lapilli.kube.resources import PODGROUPS, PODS
 
     clients: list[KubeClient] = []
     reflectors: list[Reflector] = []  # held here: the event loop keeps only weak references to their tasks
+    recorders: list[EventRecorder] = []
+    writes: set[asyncio.Task[Any]] = set()
+    bound: dict[str, int] = {}  # PodGroup key -> members bound
+
+    def write_status(key: str, status: dict[str, Any], reason: str, message: str) -> None:
+        meta = reflectors[1].store[key]["metadata"]
+        task = asyncio.get_running_loop().create_task(
+            clients[0].patch_status(PODGROUPS, meta["name"], {"status": status}, meta["namespace"]))
+        writes.add(task)
+        task.add_done_callback(writes.discard)
+        ref = {"apiVersion": PODGROUPS.api_version, "kind": PODGROUPS.kind,
+               "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]}}
+        recorders[0].record(ref, "Warning" if reason == "Unschedulable" else "Normal", reason, message)
+
+    def group_of(pod: dict[str, Any]) -> str | None:
+        group = ((pod.get("metadata") or {}).get("annotations") or {}).get("scheduling.k8s.io/group-name")
+        key = f"{pod['metadata']['namespace']}/{group}"
+        return key if group is not None and key in reflectors[1].store else None
+
+    def member_seen(event: Event) -> None:
+        # Lapilli's sessions enqueue a PodGroup once its first member is there (the bench makes every PodGroup
+        # before the clock starts, and their pods after): its writes fall in the timed window, so these do too.
+        key = group_of(event.obj) if event.type == "ADDED" else None
+        if key is not None and key not in bound:
+            bound[key] = 0
+            need = reflectors[1].store[key]["spec"]["minMember"]
+            write_status(key, {"phase": "Inqueue"}, "Unschedulable",
+                         f"1/1 tasks in gang unschedulable: pod group is not ready, {need} minAvailable")
+
+    def member_bound(namespace: str, name: str) -> None:
+        pod = reflectors[0].store.get(f"{namespace}/{name}")
+        key = group_of(pod) if pod is not None else None
+        if key is None:
+            return
+        bound[key] = bound.get(key, 0) + 1
+        if bound[key] == reflectors[1].store[key]["spec"]["minMember"]:
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            scheduled = {"type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
+                         "transitionID": "bench", "lastTransitionTime": now}
+            write_status(key, {"phase": "Running", "conditions": [scheduled]}, "Scheduled", "pod group is ready")
 
     async def watch() -> None:
         # The kubeconfig comes before the CRDs (a 404 retried) and the case ends by stopping the API server (a cut
@@ -485,7 +531,9 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
             await asyncio.sleep(0.1)
         if not clients:  # the one client bind uses too
             clients.append(KubeClient(load_kubeconfig(path)))
-        reflectors.extend((Reflector(clients[0], PODS), Reflector(clients[0], PODGROUPS)))
+        reflectors.extend((Reflector(clients[0], PODS, handlers=[member_seen] if writing else []),
+                           Reflector(clients[0], PODGROUPS)))
+        recorders.append(EventRecorder(clients[0], "volcano"))
         for reflector in reflectors:
             reflector.start()
 
@@ -505,6 +553,8 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
         if not clients:  # the kubeconfig exists once the cluster is up, after this server started
             clients.append(KubeClient(load_kubeconfig(kubeconfig)))
         await clients[0].bind(args["PodNamespace"], args["PodName"], args["Node"], uid=args["PodUID"])
+        if writing:
+            member_bound(args["PodNamespace"], args["PodName"])
         return web.Response(body=b'{"Error":""}', content_type="application/json")
 
     _serve_routes(port, ready, {"/extender/filter": filter_, "/extender/prioritize": prioritize,
@@ -519,7 +569,8 @@ def start_null_extender(state_dir: Path, answer: str = ECHO_NODES) -> tuple[Any,
 
     [port] = free_ports(1)
     ready = mp.get_context("spawn").Event()
-    args = (port, str(state_dir / "kubeconfig"), ready, answer != ECHO_NODES, answer == WATCHING)
+    args = (port, str(state_dir / "kubeconfig"), ready, answer != ECHO_NODES, answer in (WATCHING, WRITING),
+            answer == WRITING)
     null = mp.get_context("spawn").Process(target=serve_null_extender, args=args, daemon=True)
     null.start()
     ready.wait(60)
@@ -622,7 +673,8 @@ async def _throughput_case(
             counts_bound = await _api_counts(client)
             # The writes that follow a bind (a pod's PodGroup made and its status Running) land after the clock
             # stops: the counters are read once every PodGroup of the case says Running (or after WRITES_SETTLE_S).
-            if extender and not null_extender and "--disable-controllers" not in serve_args:
+            if ((extender and not null_extender and "--disable-controllers" not in serve_args)
+                    or null_extender == WRITING):
                 await _podgroups_running(client, pods // gang)
             await asyncio.sleep(WRITES_QUIET_S)
             counts_after = await _api_counts(client)
@@ -678,6 +730,10 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
         # Case 7 for gangs of 8 (their PodGroups made, members annotated) with a watch of every pod and PodGroup
         # kept in memory: the floor for any scheduler that must know a gang's members to plan it.
         ("do-nothing, one node, watching, gangs of 8", False, 8, "volcano", (), WATCHING, False),
+        # Case 8 with the PodGroup writes and Events Volcano's semantics ask of each gang (Inqueue, then Running once
+        # its members are bound; an Unschedulable and a Scheduled Event): the floor for a scheduler that must also
+        # keep Volcano's observable behaviour, as issue 19 asks.
+        ("do-nothing, watching, Volcano's writes, gangs of 8", False, 8, "volcano", (), WRITING, False),
     ]
     chosen = [case for number, case in enumerate(cases, 1) if not only or number == 1 or number in only]
     # Cases take turns, `repeat` rounds, so a slow minute on this shared machine hits every case alike; the
