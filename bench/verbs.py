@@ -34,7 +34,9 @@ POSTs the Binding) with no Lapilli service at all — what the extender protocol
 single pods through the extender over TLS; and the do-nothing extender answering only the first offered node, the
 protocol's floor for a pod the extender has planned (kube-scheduler then neither scores nor calls prioritize);
 and that extender again for gangs of 8, keeping every pod and PodGroup in memory through a watch: the floor for any
-scheduler that must know a gang's members.
+scheduler that must know a gang's members; and that one once more, also writing each gang's PodGroup status and
+Events as Volcano's semantics ask (Inqueue and an Unschedulable Event, then Running and a Scheduled Event): the floor
+for a scheduler that keeps Volcano's observable behaviour.
 The service's extender port is plain HTTP on loopback in every other case, as the shipped pod runs it
 (kube-scheduler beside the service). Per case it prints pods/s, CPU ms per pod per process, kube-apiserver's writes
 and reads per pod, the TCP connections the machine accepted per pod (kube-scheduler 1.20's extender client keeps
