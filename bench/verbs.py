@@ -36,7 +36,8 @@ protocol's floor for a pod the extender has planned (kube-scheduler then neither
 and that extender again for gangs of 8, keeping every pod and PodGroup in memory through a watch: the floor for any
 scheduler that must know a gang's members; and that one once more, also writing each gang's PodGroup status and
 Events as Volcano's semantics ask (Inqueue and an Unschedulable Event, then Running and a Scheduled Event): the floor
-for a scheduler that keeps Volcano's observable behaviour.
+for a scheduler that keeps Volcano's observable behaviour; and the same for single pods, each given its PodGroup as
+Volcano's PodGroup controller does (the floor for case 2, less the PodGroup's two admission webhook calls).
 The service's extender port is plain HTTP on loopback in every other case, as the shipped pod runs it
 (kube-scheduler beside the service). Per case it prints pods/s, CPU ms per pod per process, kube-apiserver's writes
 and reads per pod, the TCP connections the machine accepted per pod (kube-scheduler 1.20's extender client keeps
@@ -472,10 +473,12 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
     decoded into a store) and does nothing else with them: the least a scheduler that knows which pods form a gang
     pays on top of the protocol (Lapilli pays it twice, in the service and in its session process). `writing`
     (with `watching`): it also makes the writes Volcano's semantics ask of every gang and that Lapilli makes
-    (bench/README, "The floor with Volcano's writes"): once a PodGroup's first member is seen, its status Inqueue
+    (bench/README, "Floors that keep Volcano's writes"): once a PodGroup's first member is seen, its status Inqueue
     and its Unschedulable Event (the gang is not whole yet), then, once minMember members are bound, its status
-    Running and its Scheduled Event; each in the background, as Lapilli's session loop writes them, never in the
-    verb's path."""
+    Running and its Scheduled Event; a pod that names no PodGroup gets one of its own as Volcano's PodGroup
+    controller makes it (`podgroup-<uid>`, one member), then, once bound, the same Running status and Event. Each in
+    the background, as Lapilli's controllers and session loop write them, never in the verb's path. Volcano's
+    admission webhooks for the PodGroup are not called (this extender serves none): a floor below the real one."""
     from lapilli.cluster.reflector import Event, Reflector
     from lapilli.kube import KubeClient, load_kubeconfig
     from lapilli.kube.events import EventRecorder
@@ -486,9 +489,10 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
     recorders: list[EventRecorder] = []
     writes: set[asyncio.Task[Any]] = set()
     bound: dict[str, int] = {}  # PodGroup key -> members bound
+    singles: dict[str, dict[str, Any]] = {}  # pod key -> the metadata of the PodGroup made for it
+    early: set[str] = set()  # single pods bound before their PodGroup was made
 
-    def write_status(key: str, status: dict[str, Any], reason: str, message: str) -> None:
-        meta = reflectors[1].store[key]["metadata"]
+    def write_status(meta: dict[str, Any], status: dict[str, Any], reason: str, message: str) -> None:
         task = asyncio.get_running_loop().create_task(
             clients[0].patch_status(PODGROUPS, meta["name"], {"status": status}, meta["namespace"]))
         writes.add(task)
@@ -497,32 +501,62 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
                "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]}}
         recorders[0].record(ref, "Warning" if reason == "Unschedulable" else "Normal", reason, message)
 
+    def group_name(pod: dict[str, Any]) -> str | None:
+        return ((pod.get("metadata") or {}).get("annotations") or {}).get("scheduling.k8s.io/group-name")
+
     def group_of(pod: dict[str, Any]) -> str | None:
-        group = ((pod.get("metadata") or {}).get("annotations") or {}).get("scheduling.k8s.io/group-name")
-        key = f"{pod['metadata']['namespace']}/{group}"
-        return key if group is not None and key in reflectors[1].store else None
+        key = f"{pod['metadata']['namespace']}/{group_name(pod)}"
+        return key if group_name(pod) is not None and key in reflectors[1].store else None
+
+    async def make_podgroup(pod: dict[str, Any]) -> None:
+        # Volcano's PodGroup controller: a pod of its scheduler that names no PodGroup gets `podgroup-<uid>`,
+        # owned by the pod, of one member.
+        meta = pod["metadata"]
+        podgroup = {"apiVersion": PODGROUPS.api_version, "kind": PODGROUPS.kind, "metadata": {
+            "name": f"podgroup-{meta['uid']}", "namespace": meta["namespace"], "ownerReferences": [{
+                "apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"], "controller": True}]},
+            "spec": {"minMember": 1}}
+        created = await clients[0].create(PODGROUPS, podgroup, meta["namespace"])
+        key = f"{meta['namespace']}/{meta['name']}"
+        singles[key] = created["metadata"]
+        if key in early:  # bound before its PodGroup was made
+            early.discard(key)
+            running(singles.pop(key))
 
     def member_seen(event: Event) -> None:
-        # Lapilli's sessions enqueue a PodGroup once its first member is there (the bench makes every PodGroup
-        # before the clock starts, and their pods after): its writes fall in the timed window, so these do too.
-        key = group_of(event.obj) if event.type == "ADDED" else None
-        if key is not None and key not in bound:
+        if event.type != "ADDED":
+            return
+        key = group_of(event.obj)
+        if group_name(event.obj) is None:
+            task = asyncio.get_running_loop().create_task(make_podgroup(event.obj))
+            writes.add(task)
+            task.add_done_callback(writes.discard)
+        elif key is not None and key not in bound:
+            # Lapilli's sessions enqueue a PodGroup once its first member is there (the bench makes every PodGroup
+            # before the clock starts, and their pods after): its writes fall in the timed window, so these do too.
             bound[key] = 0
             need = reflectors[1].store[key]["spec"]["minMember"]
-            write_status(key, {"phase": "Inqueue"}, "Unschedulable",
+            write_status(reflectors[1].store[key]["metadata"], {"phase": "Inqueue"}, "Unschedulable",
                          f"1/1 tasks in gang unschedulable: pod group is not ready, {need} minAvailable")
 
     def member_bound(namespace: str, name: str) -> None:
         pod = reflectors[0].store.get(f"{namespace}/{name}")
         key = group_of(pod) if pod is not None else None
-        if key is None:
+        if key is not None:
+            bound[key] = bound.get(key, 0) + 1
+            if bound[key] != reflectors[1].store[key]["spec"]["minMember"]:
+                return
+            meta = reflectors[1].store[key]["metadata"]
+        elif (meta := singles.pop(f"{namespace}/{name}", None)) is None:
+            early.add(f"{namespace}/{name}")
             return
-        bound[key] = bound.get(key, 0) + 1
-        if bound[key] == reflectors[1].store[key]["spec"]["minMember"]:
-            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            scheduled = {"type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
-                         "transitionID": "bench", "lastTransitionTime": now}
-            write_status(key, {"phase": "Running", "conditions": [scheduled]}, "Scheduled", "pod group is ready")
+        running(meta)
+
+    def running(meta: dict[str, Any]) -> None:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        scheduled = {"type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
+                     "transitionID": "bench", "lastTransitionTime": now}
+        write_status(meta, {"phase": "Running", "conditions": [scheduled]}, "Scheduled", "pod group is ready")
 
     async def watch() -> None:
         # The kubeconfig comes before the CRDs (a 404 retried) and the case ends by stopping the API server (a cut
@@ -736,6 +770,9 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
         # its members are bound; an Unschedulable and a Scheduled Event): the floor for a scheduler that must also
         # keep Volcano's observable behaviour, as issue 19 asks.
         ("do-nothing, watching, Volcano's writes, gangs of 8", False, 8, "volcano", (), WRITING, False),
+        # Case 7 with the watch and Volcano's writes for a pod of no PodGroup (its PodGroup made, then its status
+        # Running and a Scheduled Event once bound): the floor for case 2, less the PodGroup's two webhook calls.
+        ("do-nothing, watching, Volcano's writes, single pods", False, 1, "volcano", (), WRITING, False),
     ]
     chosen = [case for number, case in enumerate(cases, 1) if not only or number == 1 or number in only]
     # Cases take turns, `repeat` rounds, so a slow minute on this shared machine hits every case alike; the
