@@ -488,15 +488,25 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
     reflectors: list[Reflector] = []  # held here: the event loop keeps only weak references to their tasks
     recorders: list[EventRecorder] = []
     writes: set[asyncio.Task[Any]] = set()
+    gate = asyncio.Semaphore(16)
     bound: dict[str, int] = {}  # PodGroup key -> members bound
     singles: dict[str, dict[str, Any]] = {}  # pod key -> the metadata of the PodGroup made for it
     early: set[str] = set()  # single pods bound before their PodGroup was made
 
-    def write_status(meta: dict[str, Any], status: dict[str, Any], reason: str, message: str) -> None:
-        task = asyncio.get_running_loop().create_task(
-            clients[0].patch_status(PODGROUPS, meta["name"], {"status": status}, meta["namespace"]))
+    def in_background(write: Any) -> None:
+        task = asyncio.get_running_loop().create_task(write)
         writes.add(task)
         task.add_done_callback(writes.discard)
+
+    async def paced(write: Any) -> None:
+        # As few at once as Lapilli's writers take (its session loop's 16): left unbounded, a burst of them held
+        # the client's connections and bind's Bindings queued behind them (the first runs of case 10 read below
+        # case 2, binds trailing creates by 8 s).
+        async with gate:
+            await write
+
+    def write_status(meta: dict[str, Any], status: dict[str, Any], reason: str, message: str) -> None:
+        in_background(paced(clients[0].patch_status(PODGROUPS, meta["name"], {"status": status}, meta["namespace"])))
         ref = {"apiVersion": PODGROUPS.api_version, "kind": PODGROUPS.kind,
                "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]}}
         recorders[0].record(ref, "Warning" if reason == "Unschedulable" else "Normal", reason, message)
@@ -516,7 +526,8 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
             "name": f"podgroup-{meta['uid']}", "namespace": meta["namespace"], "ownerReferences": [{
                 "apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"], "controller": True}]},
             "spec": {"minMember": 1}}
-        created = await clients[0].create(PODGROUPS, podgroup, meta["namespace"])
+        async with gate:
+            created = await clients[0].create(PODGROUPS, podgroup, meta["namespace"])
         key = f"{meta['namespace']}/{meta['name']}"
         singles[key] = created["metadata"]
         if key in early:  # bound before its PodGroup was made
@@ -528,9 +539,7 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
             return
         key = group_of(event.obj)
         if group_name(event.obj) is None:
-            task = asyncio.get_running_loop().create_task(make_podgroup(event.obj))
-            writes.add(task)
-            task.add_done_callback(writes.discard)
+            in_background(make_podgroup(event.obj))
         elif key is not None and key not in bound:
             # Lapilli's sessions enqueue a PodGroup once its first member is there (the bench makes every PodGroup
             # before the clock starts, and their pods after): its writes fall in the timed window, so these do too.
