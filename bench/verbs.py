@@ -460,7 +460,7 @@ async def _service_counts(cluster: Any) -> dict[str, float]:
 
 
 # What the do-nothing extender's filter answers: every offered node, or the first one only; WATCHING answers the
-# first one and keeps a watch of pods and PodGroups too; WRITING also writes what Volcano writes per gang.
+# first one and keeps a watch of pods and PodGroups too; WRITING also writes what Volcano writes per PodGroup.
 ECHO_NODES, ONE_NODE, WATCHING, WRITING = "echo", "one", "one-watching", "one-watching-writing"
 
 
@@ -499,9 +499,9 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
         task.add_done_callback(writes.discard)
 
     async def paced(write: Any) -> None:
-        # As few at once as Lapilli's writers take (its session loop's 16): left unbounded, a burst of them held
-        # the client's connections and bind's Bindings queued behind them (the first runs of case 10 read below
-        # case 2, binds trailing creates by 8 s).
+        # As few at once as Lapilli's writers take (its session loop's 16): left unbounded, a burst of them took
+        # the client's connections and bind's Bindings queued behind them (the first runs of case 10 read no
+        # faster than case 2 itself: bench/README, "Floors that keep Volcano's writes").
         async with gate:
             await write
 
