@@ -569,7 +569,8 @@ class Extender:
             return "" if current == node else f"pod {namespace}/{name} is already bound to {current}"
         except REQUEST_ERRORS as exc:
             return f"binding {namespace}/{name} to {node}: {_failure(exc)}"
-        self.plan.forget_pod(f"{namespace}/{name}", node, time.monotonic())
+        cards = held.devices if held is not None and held.node == node else None
+        self.plan.bound(f"{namespace}/{name}", node, time.monotonic(), cards)
         return ""
 
     # ---- preempt --------------------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ A pod that got its node stays assumed there for the sessions a while longer (`as
 process keeps its own copy of the cluster, which hears of a bind after the service (the Binding's answer, or the
 service's own watch) has. Until it does, a session that no longer assumed the pod would see the pod's room free and
 plan another gang into it, and kube-scheduler, which has the pod there, would not offer that node to the new gang's
-members. A session whose copy already shows the pod bound leaves the entry out (`overlay`).
+members. A session whose copy already shows the pod bound leaves the entry out (`overlay`). The same holds for a pod
+the service bound with no plan (filter picked its node, `bound`): its room is no freer for a session that has not
+heard of it.
 """
 
 from __future__ import annotations
@@ -121,6 +123,16 @@ class Plan:
                     self._settling[pod_key] = (bound_on, now, devices if bound_on == node else None)
                 self._touched((node,))
         elif bound_on is None and self._settling.pop(pod_key, None) is not None:
+            self.version += 1
+
+    def bound(self, pod_key: str, node: str, now: float, devices: PodDevices | None = None) -> None:
+        """The service bound the pod to `node`, its Binding answered at `now`: a planned pod leaves the plan
+        (`forget_pod`); one bound with no plan (filter picked its node) holding `devices` there is assumed for the
+        sessions the same while they may not have heard of it."""
+        if pod_key in self.gang_of_pod:
+            self.forget_pod(pod_key, node, now)
+        else:
+            self._settling[pod_key] = (node, now, devices)
             self.version += 1
 
     def _touched(self, nodes: Iterable[str]) -> None:

@@ -2,7 +2,7 @@
 cluster shows it there (`Plan.assumed`, `SETTLING_S`). The session process hears of a bind after the service does;
 a session that stopped assuming the pod at once saw its room free, planned another gang into it, and kube-scheduler
 (which has the pod there) did not offer that node: filter re-planned 0.06-0.16 of the gang pods of a 3,000-pod
-burst (bench/README)."""
+burst (bench/README). A pod bound with no plan (filter picked its node) is held the same way (`Plan.bound`)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,31 @@ async def test_a_gang_bound_before_the_sessions_copy_shows_it_keeps_its_room():
     assert outcome is not None and "ml/a" not in outcome.new_plans, "gang a is where it was bound, not planned again"
     assert "ml/b" not in outcome.new_plans, "n0's four GPUs are gang a's"
     assert outcome.reasons["ml/b"].message.endswith("pods placeable")
+
+
+@ASYNC
+async def test_a_single_pod_bound_with_no_plan_keeps_its_room_too():
+    """Filter picks a node for a pod of one member and the service binds it with no plan: the sessions' copy hears
+    of that bind as late as of a gang's, and must not give the room to a gang meanwhile (the filter of that gang's
+    members would then find its planned node not offered, and move them)."""
+    single = [podgroup({"name": "ml/s", "min": 1, "phase": "Inqueue"}),
+              volcano_pod({"name": "ml/s-0", "group": "s", "req": {"cpu": "1", "nvidia.com/gpu": "2"}})]
+    extender = make_extender([*_cluster(4), *single])
+    await extender.loop.run_once()
+    extender.plan.drop("ml/s")  # as a pod filter picked a node for, unplanned
+    assert await extender.bind_now("ml", "s-0", "n0", "ml-s-0") == ""
+    assert extender.plan.assumed()[0] == {"ml/s-0": "n0"}
+    for doc in _gang("b", 4):
+        feed(extender.state, doc)
+    outcome = await extender.loop.run_once()
+    assert outcome is not None and "ml/b" not in outcome.new_plans, "two of n0's four GPUs are the single pod's"
+    feed(extender.state, volcano_pod({"name": "ml/s-0", "group": "s", "req": {"cpu": "1", "nvidia.com/gpu": "2"},
+                                      "node": "n0"}))
+    for doc in _gang("c", 2):
+        feed(extender.state, doc)
+    outcome = await extender.loop.run_once()
+    assert outcome is not None and outcome.new_plans["ml/c"].nodes == {"ml/c-0": "n0", "ml/c-1": "n0"}, (
+        "once the copy shows it bound, the pod is counted once: the other two GPUs are free")
 
 
 @ASYNC
@@ -102,4 +127,10 @@ def test_assumed_until_settled_then_gone_and_never_for_a_pod_that_went_away():
     plan.expire(now + SETTLING_S / 2)
     assert plan.assumed()[0] == {"ml/b-0": "n1"}, "where it was bound, not where it was planned"
     plan.expire(now + SETTLING_S + 1)
+    assert plan.assumed() == ({}, {})
+    plan.bound("ml/c-0", "n2", now, cards)  # bound with no plan: assumed the same, with its cards
+    assert plan.gangs == {} and plan.assumed() == ({"ml/c-0": "n2"}, {"ml/c-0": cards})
+    plan.forget_pod("ml/c-0", "n2", now)  # the watch hears of that bind: nothing changes
+    assert plan.assumed() == ({"ml/c-0": "n2"}, {"ml/c-0": cards})
+    plan.forget_pod("ml/c-0")
     assert plan.assumed() == ({}, {})
