@@ -37,7 +37,9 @@ and that extender again for gangs of 8, keeping every pod and PodGroup in memory
 scheduler that must know a gang's members; and that one once more, also writing each gang's PodGroup status and
 Events as Volcano's semantics ask (Inqueue and an Unschedulable Event, then Running and a Scheduled Event): the floor
 for a scheduler that keeps Volcano's observable behaviour; and the same for single pods, each given its PodGroup as
-Volcano's PodGroup controller does (the floor for case 2, less the PodGroup's two admission webhook calls).
+Volcano's PodGroup controller does (the floor for case 2, less the PodGroup's two admission webhook calls); and,
+through the extender, gangs of 8 and single pods in one burst (every other group of 8 pods a gang), as a shared
+cluster has them.
 The service's extender port is plain HTTP on loopback in every other case, as the shipped pod runs it
 (kube-scheduler beside the service). Per case it prints pods/s, CPU ms per pod per process, kube-apiserver's writes
 and reads per pod, the TCP connections the machine accepted per pod (kube-scheduler 1.20's extender client keeps
@@ -645,7 +647,7 @@ class CaseResult:
 
 async def _throughput_case(
     nodes: int, pods: int, extender: bool, gang: int, scheduler: str, serve_args: tuple[str, ...] = (),
-    null_extender: str = "", extender_tls: bool = False,
+    null_extender: str = "", extender_tls: bool = False, mixed: bool = False,
 ) -> CaseResult:
     from assembly.dev import ClusterSpec, DevCluster, NodeShape
     from lapilli.kube.resources import PODGROUPS, PODS
@@ -668,9 +670,11 @@ async def _throughput_case(
                 async with sem:
                     await client.create(res, obj, "bench")
 
+            # `mixed`: the odd groups of `gang` pods are single pods instead.
+            gangs = [g for g in range(pods // gang) if not (mixed and g % 2)] if gang > 1 else []
             groups = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                        "metadata": {"name": f"g{g}", "namespace": "bench"}, "spec": {"minMember": gang}}
-                      for g in range(pods // gang)] if gang > 1 else []
+                      for g in gangs]
             await asyncio.gather(*(create(PODGROUPS, g) for g in groups))
             # Bound pods are counted from a watch opened before the first create: polling with LISTs would load
             # kube-apiserver in proportion to how long a case runs, penalising the slower case twice.
@@ -697,7 +701,8 @@ async def _throughput_case(
             start = time.perf_counter()
             docs = []
             for i in range(pods):
-                annotations = {"scheduling.k8s.io/group-name": f"g{i // gang}"} if gang > 1 else {}
+                member = gang > 1 and not (mixed and (i // gang) % 2)
+                annotations = {"scheduling.k8s.io/group-name": f"g{i // gang}"} if member else {}
                 docs.append({"apiVersion": "v1", "kind": "Pod",
                              "metadata": {"name": f"p{i}", "namespace": "bench", "annotations": annotations},
                              "spec": {"schedulerName": scheduler, "containers": [{
@@ -720,7 +725,8 @@ async def _throughput_case(
             # stops: the counters are read once every PodGroup of the case says Running (or after WRITES_SETTLE_S).
             if ((extender and not null_extender and "--disable-controllers" not in serve_args)
                     or null_extender == WRITING):
-                await _podgroups_running(client, pods // gang)
+                singles = pods - gang * len(gangs) if gang > 1 else pods  # each given a PodGroup of its own
+                await _podgroups_running(client, len(gangs) + singles)
             await asyncio.sleep(WRITES_QUIET_S)
             counts_after = await _api_counts(client)
             counts = {what: (n - counts_before.get(what, 0.0)) / pods for what, n in counts_after.items()
@@ -758,30 +764,33 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
     # service, manifests/), and as the do-nothing extender is served; case 6 is case 2 over TLS with kube-scheduler's
     # client certificate, what an install whose kube-scheduler runs elsewhere pays (and what cases 2-4 measured
     # before 2026-11-26's issue 19 round).
-    cases: list[tuple[str, bool, int, str, tuple[str, ...], str, bool]] = [
-        ("plain kube-scheduler, single pods", False, 1, "default-scheduler", (), "", False),
-        ("with the extender, single pods", True, 1, "volcano", (), "", False),
-        ("with the extender, gangs of 8", True, 8, "volcano", (), "", False),
+    cases: list[tuple[str, bool, int, str, tuple[str, ...], str, bool, bool]] = [
+        ("plain kube-scheduler, single pods", False, 1, "default-scheduler", (), "", False, False),
+        ("with the extender, single pods", True, 1, "volcano", (), "", False, False),
+        ("with the extender, gangs of 8", True, 8, "volcano", (), "", False, False),
         # Separates the extender's own cost from the PodGroup controller's per-pod writes.
-        ("extender, single pods, no controllers", True, 1, "volcano", ("--disable-controllers",), "", False),
+        ("extender, single pods, no controllers", True, 1, "volcano", ("--disable-controllers",), "", False, False),
         # The floor for any extender here: the protocol's hops with no scheduling work and no Lapilli service. Its
         # pods name the profile the extender entries serve (the dev cluster gives default-scheduler a kube-scheduler
         # of its own, without extenders, since acf2fee).
-        ("do-nothing extender, single pods", False, 1, "volcano", (), ECHO_NODES, False),
-        ("extender over TLS, single pods", True, 1, "volcano", (), "", True),
+        ("do-nothing extender, single pods", False, 1, "volcano", (), ECHO_NODES, False, False),
+        ("extender over TLS, single pods", True, 1, "volcano", (), "", True, False),
         # The floor for a pod the extender has planned (Lapilli's gang members and its planned single pods): filter
         # answers one node, so kube-scheduler neither scores nor calls prioritize; only filter and bind are paid.
-        ("do-nothing extender, one node answered", False, 1, "volcano", (), ONE_NODE, False),
+        ("do-nothing extender, one node answered", False, 1, "volcano", (), ONE_NODE, False, False),
         # Case 7 for gangs of 8 (their PodGroups made, members annotated) with a watch of every pod and PodGroup
         # kept in memory: the floor for any scheduler that must know a gang's members to plan it.
-        ("do-nothing, one node, watching, gangs of 8", False, 8, "volcano", (), WATCHING, False),
+        ("do-nothing, one node, watching, gangs of 8", False, 8, "volcano", (), WATCHING, False, False),
         # Case 8 with the PodGroup writes and Events Volcano's semantics ask of each gang (Inqueue, then Running once
         # its members are bound; an Unschedulable and a Scheduled Event): the floor for a scheduler that must also
         # keep Volcano's observable behaviour, as issue 19 asks.
-        ("do-nothing, watching, Volcano's writes, gangs of 8", False, 8, "volcano", (), WRITING, False),
+        ("do-nothing, watching, Volcano's writes, gangs of 8", False, 8, "volcano", (), WRITING, False, False),
         # Case 7 with the watch and Volcano's writes for a pod of no PodGroup (its PodGroup made, then its status
         # Running and a Scheduled Event once bound): the floor for case 2, less the PodGroup's two webhook calls.
-        ("do-nothing, watching, Volcano's writes, single pods", False, 1, "volcano", (), WRITING, False),
+        ("do-nothing, watching, Volcano's writes, single pods", False, 1, "volcano", (), WRITING, False, False),
+        # A cluster shared by both kinds, as a lab's is: every other group of 8 pods a gang, the rest single pods,
+        # created together. What the sessions plan and what filter places without a plan take room from each other.
+        ("with the extender, gangs of 8 and single pods", True, 8, "volcano", (), "", False, True),
     ]
     chosen = [case for number, case in enumerate(cases, 1) if not only or number == 1 or number in only]
     # Cases take turns, `repeat` rounds, so a slow minute on this shared machine hits every case alike; the
@@ -789,8 +798,9 @@ def throughput(nodes: int, pods: int, only: list[int] | None = None, repeat: int
     rates: dict[str, list[float]] = {case[0]: [] for case in chosen}
     cpu_per_pod: dict[str, list[float]] = {case[0]: [] for case in chosen}
     for _ in range(repeat):
-        for label, extender, gang, scheduler, serve_args, null, tls in chosen:
-            result = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler, serve_args, null, tls))
+        for label, extender, gang, scheduler, serve_args, null, tls, mixed in chosen:
+            result = asyncio.run(_throughput_case(nodes, pods, extender, gang, scheduler, serve_args, null, tls,
+                                                  mixed))
             rates[label].append(result.pods_per_s)
             cpu_per_pod[label].append(sum(result.cpu.values()))
             spent = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(result.cpu.items(), key=lambda kv: -kv[1]))
