@@ -481,10 +481,14 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
     controller makes it (`podgroup-<uid>`, one member), then, once bound, the same Running status and Event. Each in
     the background, as Lapilli's controllers and session loop write them, never in the verb's path. Volcano's
     admission webhooks for the PodGroup are not called (this extender serves none): a floor below the real one."""
+    from lapilli.api.constants import GROUP_NAME_ANNOTATION
     from lapilli.cluster.reflector import Event, Reflector
     from lapilli.kube import KubeClient, load_kubeconfig
     from lapilli.kube.events import EventRecorder
     from lapilli.kube.resources import PODGROUPS, PODS
+    from lapilli.meta import annotations_of, key_of, name_of, namespace_of, uid_of
+    from lapilli.plainpods import podgroup_name_for
+    from lapilli.times import rfc3339
 
     clients: list[KubeClient] = []
     reflectors: list[Reflector] = []  # held here: the event loop keeps only weak references to their tasks
@@ -513,24 +517,21 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
                "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]}}
         recorders[0].record(ref, "Warning" if reason == "Unschedulable" else "Normal", reason, message)
 
-    def group_name(pod: dict[str, Any]) -> str | None:
-        return ((pod.get("metadata") or {}).get("annotations") or {}).get("scheduling.k8s.io/group-name")
-
     def group_of(pod: dict[str, Any]) -> str | None:
-        key = f"{pod['metadata']['namespace']}/{group_name(pod)}"
-        return key if group_name(pod) is not None and key in reflectors[1].store else None
+        """The key of the PodGroup the pod names, once this watch has it."""
+        key = f"{namespace_of(pod)}/{annotations_of(pod).get(GROUP_NAME_ANNOTATION)}"
+        return key if GROUP_NAME_ANNOTATION in annotations_of(pod) and key in reflectors[1].store else None
 
     async def make_podgroup(pod: dict[str, Any]) -> None:
         # Volcano's PodGroup controller: a pod of its scheduler that names no PodGroup gets `podgroup-<uid>`,
         # owned by the pod, of one member.
-        meta = pod["metadata"]
         podgroup = {"apiVersion": PODGROUPS.api_version, "kind": PODGROUPS.kind, "metadata": {
-            "name": f"podgroup-{meta['uid']}", "namespace": meta["namespace"], "ownerReferences": [{
-                "apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"], "controller": True}]},
+            "name": podgroup_name_for(pod), "namespace": namespace_of(pod), "ownerReferences": [{
+                "apiVersion": "v1", "kind": "Pod", "name": name_of(pod), "uid": uid_of(pod), "controller": True}]},
             "spec": {"minMember": 1}}
         async with gate:
-            created = await clients[0].create(PODGROUPS, podgroup, meta["namespace"])
-        key = f"{meta['namespace']}/{meta['name']}"
+            created = await clients[0].create(PODGROUPS, podgroup, namespace_of(pod))
+        key = key_of(pod)
         singles[key] = created["metadata"]
         if key in early:  # bound before its PodGroup was made
             early.discard(key)
@@ -539,10 +540,9 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
     def member_seen(event: Event) -> None:
         if event.type != "ADDED":
             return
-        key = group_of(event.obj)
-        if group_name(event.obj) is None:
+        if GROUP_NAME_ANNOTATION not in annotations_of(event.obj):
             in_background(make_podgroup(event.obj))
-        elif key is not None and key not in bound:
+        elif (key := group_of(event.obj)) is not None and key not in bound:
             # Lapilli's sessions enqueue a PodGroup once its first member is there (the bench makes every PodGroup
             # before the clock starts, and their pods after): its writes fall in the timed window, so these do too.
             bound[key] = 0
@@ -564,9 +564,8 @@ def serve_null_extender(port: int, kubeconfig: str, ready: Any, answer_one: bool
         running(meta)
 
     def running(meta: dict[str, Any]) -> None:
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         scheduled = {"type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
-                     "transitionID": "bench", "lastTransitionTime": now}
+                     "transitionID": "bench", "lastTransitionTime": rfc3339(time.time())}
         write_status(meta, {"phase": "Running", "conditions": [scheduled]}, "Scheduled", "pod group is ready")
 
     async def watch() -> None:
