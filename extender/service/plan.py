@@ -52,7 +52,7 @@ class Plan:
     _placements_version: int = -1
     _devices: dict[str, PodDevices] = field(default_factory=dict)
     _devices_on: dict[str, list[tuple[str, PodDevices]]] = field(default_factory=dict)
-    # Planned pods since bound: pod key -> (node, when the service heard of it, its planned cards), for `assumed`.
+    # Pods since bound, planned or not: pod key -> (node, when the service heard of it, its cards there), for `assumed`.
     _settling: dict[str, tuple[str, float, PodDevices | None]] = field(default_factory=dict)
     _assumed: tuple[dict[str, str], dict[str, PodDevices]] = field(default_factory=lambda: ({}, {}))
     _assumed_version: int = -1
@@ -167,8 +167,8 @@ class Plan:
 
     def assumed(self) -> tuple[dict[str, str], dict[str, PodDevices]]:
         """What a session must assume (pod key -> node, and pod key -> vGPU cards): every planned pod, and every
-        pod bound from the plan less than `SETTLING_S` ago (see the module docstring); rebuilt only when either
-        changed, so an unchanged plan is the same two objects."""
+        pod bound less than `SETTLING_S` ago, from the plan or by the service with none (see the module docstring);
+        rebuilt only when either changed, so an unchanged plan is the same two objects."""
         if self._assumed_version != self.version:
             placements, devices = self.placements(), self.planned_devices()
             if self._settling:
