@@ -54,8 +54,11 @@ class Plan:
     _devices_on: dict[str, list[tuple[str, PodDevices]]] = field(default_factory=dict)
     # Pods since bound, planned or not: pod key -> (node, when the service heard of it, its cards there), for `assumed`.
     _settling: dict[str, tuple[str, float, PodDevices | None]] = field(default_factory=dict)
+    # Counts changes of `_settling` alone: they are not the plan's (`version`), so the verbs' caches of the plan
+    # (`placements`, `devices_on`) stay valid through the binds of a burst of single pods.
+    _settling_changes: int = 0
     _assumed: tuple[dict[str, str], dict[str, PodDevices]] = field(default_factory=lambda: ({}, {}))
-    _assumed_version: int = -1
+    _assumed_version: tuple[int, int] = (-1, -1)
 
     def node_for(self, pod_key: str) -> str | None:
         gang = self.gang_of_pod.get(pod_key)
@@ -123,7 +126,7 @@ class Plan:
                     self._settling[pod_key] = (bound_on, now, devices if bound_on == node else None)
                 self._touched((node,))
         elif bound_on is None and self._settling.pop(pod_key, None) is not None:
-            self.version += 1
+            self._settling_changes += 1
 
     def bound(self, pod_key: str, node: str, now: float, devices: PodDevices | None = None) -> None:
         """The service bound the pod to `node`, its Binding answered at `now`: a planned pod leaves the plan
@@ -133,7 +136,7 @@ class Plan:
             self.forget_pod(pod_key, node, now)
         else:
             self._settling[pod_key] = (node, now, devices)
-            self.version += 1
+            self._settling_changes += 1
 
     def _touched(self, nodes: Iterable[str]) -> None:
         if self.on_node is not None:
@@ -150,7 +153,7 @@ class Plan:
         for key in settled:
             del self._settling[key]
         if settled:
-            self.version += 1
+            self._settling_changes += 1
         return old
 
     def placements(self) -> dict[str, str]:
@@ -169,7 +172,7 @@ class Plan:
         """What a session must assume (pod key -> node, and pod key -> vGPU cards): every planned pod, and every
         pod bound less than `SETTLING_S` ago, from the plan or by the service with none (see the module docstring);
         rebuilt only when either changed, so an unchanged plan is the same two objects."""
-        if self._assumed_version != self.version:
+        if self._assumed_version != (self.version, self._settling_changes):
             placements, devices = self.placements(), self.planned_devices()
             if self._settling:
                 placements, devices = dict(placements), dict(devices)
@@ -178,7 +181,7 @@ class Plan:
                     placements[pod] = node
                     if cards is not None:
                         devices[pod] = cards
-            self._assumed, self._assumed_version = (placements, devices), self.version
+            self._assumed, self._assumed_version = (placements, devices), (self.version, self._settling_changes)
         return self._assumed
 
     def planned_devices(self) -> dict[str, PodDevices]:

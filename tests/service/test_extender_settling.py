@@ -128,8 +128,10 @@ def test_assumed_until_settled_then_gone_and_never_for_a_pod_that_went_away():
     assert plan.assumed()[0] == {"ml/b-0": "n1"}, "where it was bound, not where it was planned"
     plan.expire(now + SETTLING_S + 1)
     assert plan.assumed() == ({}, {})
+    verbs_view = plan.placements()
     plan.bound("ml/c-0", "n2", now, cards)  # bound with no plan: assumed the same, with its cards
     assert plan.gangs == {} and plan.assumed() == ({"ml/c-0": "n2"}, {"ml/c-0": cards})
+    assert plan.placements() is verbs_view, "the plan did not change: the verbs' cached view of it stays"
     plan.forget_pod("ml/c-0", "n2", now)  # the watch hears of that bind: nothing changes
     assert plan.assumed() == ({"ml/c-0": "n2"}, {"ml/c-0": cards})
     plan.forget_pod("ml/c-0")
